@@ -1,0 +1,34 @@
+#include "core/checksum.h"
+
+#include <xxhash.h>
+
+#include "core/check.h"
+
+namespace kvault {
+
+uint64_t Xxh3_64(std::span<const std::byte> data) {
+  return XXH3_64bits(data.data(), data.size());
+}
+
+uint64_t Xxh3_64(const void* data, size_t num_bytes) {
+  return XXH3_64bits(data, num_bytes);
+}
+
+Xxh3Hasher::Xxh3Hasher() : state_(XXH3_createState()) {
+  KV_CHECK(state_ != nullptr) << "XXH3_createState failed";
+  Reset();
+}
+
+Xxh3Hasher::~Xxh3Hasher() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+
+void Xxh3Hasher::Update(const void* data, size_t num_bytes) {
+  XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), data, num_bytes);
+}
+
+uint64_t Xxh3Hasher::Digest() const {
+  return XXH3_64bits_digest(static_cast<const XXH3_state_t*>(state_));
+}
+
+void Xxh3Hasher::Reset() { XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_)); }
+
+}  // namespace kvault

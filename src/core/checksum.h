@@ -1,0 +1,38 @@
+// XXH3 checksums (libxxhash) used by every on-disk record in kvault.
+#ifndef KVAULT_CORE_CHECKSUM_H_
+#define KVAULT_CORE_CHECKSUM_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace kvault {
+
+// Returns the 64-bit XXH3 hash of `data` (seed 0).
+uint64_t Xxh3_64(std::span<const std::byte> data);
+// Returns the 64-bit XXH3 hash of `num_bytes` bytes at `data`.
+uint64_t Xxh3_64(const void* data, size_t num_bytes);
+
+// Streaming XXH3-64: Update() any number of times, then Digest(); equals
+// Xxh3_64 over the concatenation.
+class Xxh3Hasher {
+ public:
+  Xxh3Hasher();
+  ~Xxh3Hasher();
+  Xxh3Hasher(const Xxh3Hasher&) = delete;
+  Xxh3Hasher& operator=(const Xxh3Hasher&) = delete;
+
+  // Adds `num_bytes` bytes at `data` to the hash.
+  void Update(const void* data, size_t num_bytes);
+  // Returns the hash of everything added so far (does not reset).
+  uint64_t Digest() const;
+  // Forgets everything added.
+  void Reset();
+
+ private:
+  void* state_;  // XXH3_state_t*, kept opaque so xxhash.h stays private.
+};
+
+}  // namespace kvault
+
+#endif  // KVAULT_CORE_CHECKSUM_H_
