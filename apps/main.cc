@@ -1,1 +1,31 @@
-int main() { return 0; }
+// kvault: one binary, several subcommands (flags and wiring only).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "apps/commands.h"
+
+namespace {
+
+constexpr const char kUsage[] =
+    "usage: kvault <command> [flags]\n"
+    "commands:\n"
+    "  bench alloc-churn   the seed request's slot save/restore churn, "
+    "model-free\n"
+    "run 'kvault bench --help' for the flags of a benchmark.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "bench") return kvault::apps::RunBench(args);
+  std::fprintf(stderr, "kvault: unknown command '%s'\n%s", command.c_str(),
+               kUsage);
+  return 2;
+}
