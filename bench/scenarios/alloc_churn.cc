@@ -54,14 +54,15 @@ class ChurnDriver {
   AllocChurnResult Run() {
     double busy_sum = 0, used_sum = 0;
     for (uint64_t step = 0; step < o_.num_steps; ++step) {
-      uint32_t slot = static_cast<uint32_t>(rng_() % o_.num_slots);
-      if (slot_session_[slot]) {
-        if (rng_() % 2 == 0) Finish(slot);
-      } else if (num_busy_ < slot_limit_) {
-        Restore(slot);
+      // The driver wants every slot busy: each free slot gets a restore.
+      for (uint32_t slot = 0; slot < o_.num_slots; ++slot) {
+        if (!slot_session_[slot] && num_busy_ < slot_limit_) Restore(slot);
       }
       busy_sum += num_busy_;
       used_sum += static_cast<double>(used_cells_);
+      // Then one random slot may finish its turn: grow, save, free.
+      uint32_t slot = static_cast<uint32_t>(rng_() % o_.num_slots);
+      if (slot_session_[slot] && rng_() % 2 == 0) Finish(slot);
     }
     return Summarize(busy_sum, used_sum);
   }

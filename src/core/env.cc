@@ -1,11 +1,31 @@
 #include "core/env.h"
 
+#include <cerrno>
+#include <system_error>
 #include <utility>
+#include <vector>
 
 namespace kvault {
 
 Status WritableFile::Append(std::string_view data) {
   return Append(std::as_bytes(std::span<const char>(data.data(), data.size())));
+}
+
+Status ErrnoError(std::string_view op, std::string_view path, int err) {
+  std::string msg(op);
+  msg += " ";
+  msg += path;
+  msg += ": ";
+  msg += std::generic_category().message(err);
+  switch (err) {
+    case ENOENT:
+      return NotFoundError(std::move(msg));
+    case ENOSPC:
+    case EDQUOT:
+      return ResourceExhaustedError(std::move(msg));
+    default:
+      return IOError(std::move(msg));
+  }
 }
 
 Status WriteStringToFile(Env* env, std::string_view data,

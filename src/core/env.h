@@ -110,6 +110,9 @@ class Env {
   static Env* Default();
 };
 
+// Returns the Status for a failed syscall: "<op> <path>: <strerror(err)>";
+// NotFound for ENOENT, ResourceExhausted for ENOSPC/EDQUOT, else IOError.
+Status ErrnoError(std::string_view op, std::string_view path, int err);
 // Writes `data` to `path` (created or truncated) via `env`; when `sync` is
 // true the file is synced before it is closed.
 Status WriteStringToFile(Env* env, std::string_view data,

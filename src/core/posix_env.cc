@@ -7,32 +7,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
-#include <system_error>
 #include <vector>
 
 #include "core/env.h"
 
 namespace kvault {
 namespace {
-
-// Maps errno to a Status: "<op> <path>: <strerror>".
-Status PosixError(std::string_view op, const std::string& path, int err) {
-  std::string msg(op);
-  msg += " ";
-  msg += path;
-  msg += ": ";
-  msg += std::generic_category().message(err);
-  switch (err) {
-    case ENOENT:
-      return NotFoundError(std::move(msg));
-    case ENOSPC:
-    case EDQUOT:
-      return ResourceExhaustedError(std::move(msg));
-    default:
-      return IOError(std::move(msg));
-  }
-}
 
 // Writes all of `data`, retrying on EINTR and partial writes.
 Status WriteAll(int fd, const std::string& path, const std::byte* data,
@@ -41,7 +21,7 @@ Status WriteAll(int fd, const std::string& path, const std::byte* data,
     const ssize_t n = ::write(fd, data, num_bytes);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return PosixError("write", path, errno);
+      return ErrnoError("write", path, errno);
     }
     data += n;
     num_bytes -= static_cast<size_t>(n);
@@ -77,7 +57,7 @@ class PosixWritableFile final : public WritableFile {
   Status Sync() override {
     if (fd_ < 0) return FailedPreconditionError("sync of closed " + path_);
     KV_RETURN_IF_ERROR(Flush());
-    if (::fsync(fd_) != 0) return PosixError("fsync", path_, errno);
+    if (::fsync(fd_) != 0) return ErrnoError("fsync", path_, errno);
     return Status::Ok();
   }
 
@@ -86,7 +66,7 @@ class PosixWritableFile final : public WritableFile {
     Status s = Flush();
     // close() is not retried on EINTR: on Linux the descriptor is already
     // released and a retry could close someone else's.
-    if (::close(fd_) != 0 && s.ok()) s = PosixError("close", path_, errno);
+    if (::close(fd_) != 0 && s.ok()) s = ErrnoError("close", path_, errno);
     fd_ = -1;
     return s;
   }
@@ -118,7 +98,7 @@ class PosixSequentialFile final : public SequentialFile {
           ::read(fd_, out.data() + num_read, out.size() - num_read);
       if (n < 0) {
         if (errno == EINTR) continue;
-        return PosixError("read", path_, errno);
+        return ErrnoError("read", path_, errno);
       }
       if (n == 0) break;
       num_read += static_cast<size_t>(n);
@@ -128,15 +108,15 @@ class PosixSequentialFile final : public SequentialFile {
 
   Status Skip(uint64_t n) override {
     struct stat st;
-    if (::fstat(fd_, &st) != 0) return PosixError("fstat", path_, errno);
+    if (::fstat(fd_, &st) != 0) return ErrnoError("fstat", path_, errno);
     const off_t pos = ::lseek(fd_, 0, SEEK_CUR);
-    if (pos < 0) return PosixError("lseek", path_, errno);
+    if (pos < 0) return ErrnoError("lseek", path_, errno);
     // Clamped to the end so a huge `n` cannot overflow off_t.
     const uint64_t left =
         pos < st.st_size ? static_cast<uint64_t>(st.st_size - pos) : 0;
     const off_t delta = static_cast<off_t>(std::min(n, left));
     if (::lseek(fd_, delta, SEEK_CUR) < 0) {
-      return PosixError("lseek", path_, errno);
+      return ErrnoError("lseek", path_, errno);
     }
     return Status::Ok();
   }
@@ -156,12 +136,12 @@ class PosixRandomAccessFile final : public RandomAccessFile {
                           std::span<std::byte> out) const override {
     size_t num_read = 0;
     while (num_read < out.size()) {
-      const ssize_t n = ::pread(fd_, out.data() + num_read,
-                                out.size() - num_read,
-                                static_cast<off_t>(offset + num_read));
+      const ssize_t n =
+          ::pread(fd_, out.data() + num_read, out.size() - num_read,
+                  static_cast<off_t>(offset + num_read));
       if (n < 0) {
         if (errno == EINTR) continue;
-        return PosixError("pread", path_, errno);
+        return ErrnoError("pread", path_, errno);
       }
       if (n == 0) break;
       num_read += static_cast<size_t>(n);
@@ -182,7 +162,7 @@ StatusOr<int> OpenFd(const std::string& path, int flags, std::string_view op) {
   while (true) {
     const int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
     if (fd >= 0) return fd;
-    if (errno != EINTR) return PosixError(op, path, errno);
+    if (errno != EINTR) return ErrnoError(op, path, errno);
   }
 }
 
@@ -190,8 +170,8 @@ StatusOr<int> OpenFd(const std::string& path, int flags, std::string_view op) {
 // directory fail at open time as they do in the in-memory Env.
 Status CheckRegularFile(int fd, const std::string& path, uint64_t* size) {
   struct stat st;
-  if (::fstat(fd, &st) != 0) return PosixError("fstat", path, errno);
-  if (S_ISDIR(st.st_mode)) return PosixError("open", path, EISDIR);
+  if (::fstat(fd, &st) != 0) return ErrnoError("fstat", path, errno);
+  if (S_ISDIR(st.st_mode)) return ErrnoError("open", path, EISDIR);
   *size = static_cast<uint64_t>(st.st_size);
   return Status::Ok();
 }
@@ -200,8 +180,8 @@ class PosixEnv final : public Env {
  public:
   StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
       const std::string& path) override {
-    KV_ASSIGN_OR_RETURN(int fd, OpenFd(path, O_WRONLY | O_CREAT | O_TRUNC,
-                                       "open for writing"));
+    KV_ASSIGN_OR_RETURN(
+        int fd, OpenFd(path, O_WRONLY | O_CREAT | O_TRUNC, "open for writing"));
     return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd));
   }
 
@@ -234,14 +214,14 @@ class PosixEnv final : public Env {
 
   StatusOr<uint64_t> GetFileSize(const std::string& path) override {
     struct stat st;
-    if (::stat(path.c_str(), &st) != 0) return PosixError("stat", path, errno);
+    if (::stat(path.c_str(), &st) != 0) return ErrnoError("stat", path, errno);
     return static_cast<uint64_t>(st.st_size);
   }
 
   StatusOr<std::vector<std::string>> GetChildren(
       const std::string& dir) override {
     DIR* d = ::opendir(dir.c_str());
-    if (d == nullptr) return PosixError("opendir", dir, errno);
+    if (d == nullptr) return ErrnoError("opendir", dir, errno);
     std::vector<std::string> names;
     errno = 0;
     while (const struct dirent* entry = ::readdir(d)) {
@@ -250,19 +230,19 @@ class PosixEnv final : public Env {
     }
     const int err = errno;
     ::closedir(d);
-    if (err != 0) return PosixError("readdir", dir, err);
+    if (err != 0) return ErrnoError("readdir", dir, err);
     std::sort(names.begin(), names.end());
     return names;
   }
 
   Status RemoveFile(const std::string& path) override {
-    if (::unlink(path.c_str()) != 0) return PosixError("unlink", path, errno);
+    if (::unlink(path.c_str()) != 0) return ErrnoError("unlink", path, errno);
     return Status::Ok();
   }
 
   Status RenameFile(const std::string& src, const std::string& dst) override {
     if (::rename(src.c_str(), dst.c_str()) != 0) {
-      return PosixError("rename", src + " to " + dst, errno);
+      return ErrnoError("rename", src + " to " + dst, errno);
     }
     return Status::Ok();
   }
@@ -274,13 +254,14 @@ class PosixEnv final : public Env {
     if (err == EEXIST && ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
       return Status::Ok();
     }
-    return PosixError("mkdir", dir, err);
+    return ErrnoError("mkdir", dir, err);
   }
 
   Status SyncDir(const std::string& dir) override {
-    KV_ASSIGN_OR_RETURN(int fd, OpenFd(dir, O_RDONLY | O_DIRECTORY, "open dir"));
+    KV_ASSIGN_OR_RETURN(int fd,
+                        OpenFd(dir, O_RDONLY | O_DIRECTORY, "open dir"));
     Status s;
-    if (::fsync(fd) != 0) s = PosixError("fsync dir", dir, errno);
+    if (::fsync(fd) != 0) s = ErrnoError("fsync dir", dir, errno);
     ::close(fd);
     return s;
   }

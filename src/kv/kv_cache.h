@@ -1,0 +1,99 @@
+// KvCache: the facade the engine uses. Owns the page pool, the allocation
+// policy, the sequence table and (optionally) the K/V storage, and keeps data
+// and bookkeeping in step: every CellMove the table asks for is applied to
+// storage before the call returns.
+#ifndef KVAULT_KV_KV_CACHE_H_
+#define KVAULT_KV_KV_CACHE_H_
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status_or.h"
+#include "kv/allocation_policy.h"
+#include "kv/kv_layout.h"
+#include "kv/kv_storage.h"
+#include "kv/kv_types.h"
+#include "kv/page_pool.h"
+#include "kv/pool_stats.h"
+#include "kv/sequence_table.h"
+
+namespace kvault {
+
+struct KvCacheOptions {
+  uint32_t num_pages = 0;
+  uint32_t page_size = 16;
+  // paged | contiguous | contiguous+defrag
+  std::string policy = "paged";
+  // nullopt: bookkeeping only (placement benchmarks need no tensor data).
+  std::optional<KvLayout> layout;
+};
+
+struct DefragReport {
+  uint64_t num_moves = 0;
+  uint64_t cells_moved = 0;
+  uint64_t lower_bound_cells = 0;
+  uint32_t num_sequences_left_fragmented = 0;
+  double elapsed_ms = 0;
+};
+
+struct KvCacheCounters {
+  uint64_t defrag_runs = 0;
+  uint64_t cells_moved = 0;
+};
+
+class KvCache {
+ public:
+  // Validates `options` and builds an empty cache.
+  static StatusOr<std::unique_ptr<KvCache>> Create(const KvCacheOptions& options);
+
+  // Reserves cells for `tokens` at the end of `seq` (creating it), applying
+  // any copy-on-write to storage; returns where each token's K/V goes. With
+  // contiguous+defrag, a failed placement defragments and retries once.
+  // ResourceExhausted when it does not fit; nothing changed then.
+  StatusOr<std::vector<CellId>> Append(SeqId seq,
+                                       std::span<const TokenPos> tokens);
+  // Removes the cells of `seq` whose position is in [p0, p1), compacting.
+  Status RemoveRange(SeqId seq, Pos p0, Pos p1);
+  // Makes `dst` share all of `src`'s cells (copy-on-write).
+  Status CopySequence(SeqId src, SeqId dst);
+  // Moves `from`'s cells into `dst`, dropping dst's old cells.
+  Status ReplaceSequence(SeqId dst, SeqId from);
+  // Drops one sequence / all but one / everything.
+  void RemoveSequence(SeqId seq);
+  void KeepOnly(SeqId seq);
+  void Clear();
+  // Adds `delta` to positions in [p0, p1) of `seq` (metadata only).
+  void ShiftPositions(SeqId seq, Pos p0, Pos p1, Pos delta);
+  // Compacts every sequence and gathers free space into one run at the end.
+  DefragReport Defrag();
+
+  // Returns occupancy statistics (O(num_pages)).
+  PoolStats Stats() const { return ComputeStats(pool_, *table_); }
+  const SequenceTable& table() const { return *table_; }
+  const PagePool& pool() const { return pool_; }
+  // Returns the storage, or null for a bookkeeping-only cache.
+  KvStorage* storage() { return storage_ ? &*storage_ : nullptr; }
+  const KvCacheCounters& counters() const { return counters_; }
+  const std::string& policy_name() const { return policy_name_; }
+
+ private:
+  KvCache(PagePool pool, std::unique_ptr<AllocationPolicy> policy,
+          std::optional<KvStorage> storage, std::string policy_name,
+          bool defrag_on_fail);
+  void ApplyMoves(const CellMoves& moves);
+
+  PagePool pool_;
+  std::unique_ptr<AllocationPolicy> policy_;
+  std::unique_ptr<SequenceTable> table_;  // points into pool_ and policy_
+  std::optional<KvStorage> storage_;
+  std::string policy_name_;
+  bool defrag_on_fail_;
+  KvCacheCounters counters_;
+};
+
+}  // namespace kvault
+
+#endif  // KVAULT_KV_KV_CACHE_H_

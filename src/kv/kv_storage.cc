@@ -1,0 +1,173 @@
+#include "kv/kv_storage.h"
+
+#include <cstring>
+#include <string>
+
+#include "core/check.h"
+
+namespace kvault {
+
+StatusOr<KvStorage> KvStorage::Create(const KvLayout& layout,
+                                      uint64_t num_cells) {
+  KV_RETURN_IF_ERROR(layout.Validate().WithContext("KvStorage::Create"));
+  if (num_cells == 0) {
+    return InvalidArgumentError("KvStorage::Create: num_cells must be > 0");
+  }
+  const uint64_t cell_bytes = layout.cell_bytes();
+  if (num_cells > kMaxMemoryBytes / cell_bytes) {
+    return ResourceExhaustedError(
+        "KvStorage::Create: " + std::to_string(num_cells) + " cells x " +
+        std::to_string(cell_bytes) + " bytes/cell exceeds the limit of " +
+        std::to_string(kMaxMemoryBytes) + " bytes");
+  }
+  KvStorage storage(layout, num_cells);
+  KV_RETURN_IF_ERROR(storage.Allocate());
+  return storage;
+}
+
+KvStorage::KvStorage(const KvLayout& layout, uint64_t num_cells)
+    : layout_(layout), num_cells_(num_cells) {}
+
+Status KvStorage::Allocate() {
+  for (Side side : {Side::kK, Side::kV}) {
+    std::vector<Buffer>& buffers = side == Side::kK ? k_ : v_;
+    const uint64_t num_bytes = num_cells_ * row_bytes(side);
+    for (uint32_t layer = 0; layer < layout_.num_layers; ++layer) {
+      // calloc: large zeroed blocks come straight from the OS, untouched.
+      auto* p = static_cast<std::byte*>(std::calloc(num_bytes, 1));
+      if (p == nullptr) {
+        return ResourceExhaustedError(
+            "KvStorage::Create: cannot allocate " + std::to_string(num_bytes) +
+            " bytes for layer " + std::to_string(layer) +
+            (side == Side::kK ? " K" : " V") + " (" + layout_.ToString() +
+            ", " + std::to_string(num_cells_) + " cells)");
+      }
+      buffers.emplace_back(p);
+    }
+  }
+  return Status::Ok();
+}
+
+uint64_t KvStorage::row_bytes(Side side) const {
+  return side == Side::kK ? layout_.k_row_bytes() : layout_.v_row_bytes();
+}
+
+uint64_t KvStorage::row_elems(Side side) const {
+  return side == Side::kK ? layout_.k_row_elems() : layout_.v_row_elems();
+}
+
+std::span<std::byte> KvStorage::Rows(Side side, uint32_t layer, CellId first,
+                                     uint64_t count) const {
+  KV_CHECK_LT(layer, layout_.num_layers);
+  KV_CHECK_LE(count, num_cells_);
+  KV_CHECK_LE(first.value(), num_cells_ - count)
+      << "cells [" << first.value() << ", +" << count << ") of " << num_cells_;
+  const uint64_t bytes = row_bytes(side);
+  std::byte* base = (side == Side::kK ? k_ : v_)[layer].get();
+  return {base + first.value() * bytes, count * bytes};
+}
+
+std::span<std::byte> KvStorage::KRow(uint32_t layer, CellId cell) {
+  return Rows(Side::kK, layer, cell, 1);
+}
+std::span<const std::byte> KvStorage::KRow(uint32_t layer, CellId cell) const {
+  return Rows(Side::kK, layer, cell, 1);
+}
+std::span<std::byte> KvStorage::VRow(uint32_t layer, CellId cell) {
+  return Rows(Side::kV, layer, cell, 1);
+}
+std::span<const std::byte> KvStorage::VRow(uint32_t layer, CellId cell) const {
+  return Rows(Side::kV, layer, cell, 1);
+}
+std::span<std::byte> KvStorage::KRows(uint32_t layer, CellId first,
+                                      uint64_t count) {
+  return Rows(Side::kK, layer, first, count);
+}
+std::span<const std::byte> KvStorage::KRows(uint32_t layer, CellId first,
+                                            uint64_t count) const {
+  return Rows(Side::kK, layer, first, count);
+}
+std::span<std::byte> KvStorage::VRows(uint32_t layer, CellId first,
+                                      uint64_t count) {
+  return Rows(Side::kV, layer, first, count);
+}
+std::span<const std::byte> KvStorage::VRows(uint32_t layer, CellId first,
+                                            uint64_t count) const {
+  return Rows(Side::kV, layer, first, count);
+}
+
+void KvStorage::Write(Side side, uint32_t layer, CellId cell,
+                      std::span<const float> values) {
+  KV_CHECK_EQ(values.size(), row_elems(side));
+  EncodeRow(layout_.dtype, values, Rows(side, layer, cell, 1));
+}
+
+void KvStorage::Read(Side side, uint32_t layer, CellId cell,
+                     std::span<float> out) const {
+  KV_CHECK_EQ(out.size(), row_elems(side));
+  DecodeRow(layout_.dtype, Rows(side, layer, cell, 1), out);
+}
+
+void KvStorage::Gather(Side side, uint32_t layer, std::span<const CellId> cells,
+                       std::span<float> out) const {
+  const uint64_t elems = row_elems(side);
+  KV_CHECK_EQ(out.size(), cells.size() * elems);
+  // Decode each run of consecutive cells in one call: after defrag a
+  // sequence is usually one run.
+  size_t i = 0;
+  while (i < cells.size()) {
+    size_t run = 1;
+    while (i + run < cells.size() &&
+           cells[i + run].value() == cells[i].value() + run) {
+      ++run;
+    }
+    DecodeRow(layout_.dtype, Rows(side, layer, cells[i], run),
+              out.subspan(i * elems, run * elems));
+    i += run;
+  }
+}
+
+void KvStorage::WriteK(uint32_t layer, CellId cell,
+                       std::span<const float> values) {
+  Write(Side::kK, layer, cell, values);
+}
+void KvStorage::WriteV(uint32_t layer, CellId cell,
+                       std::span<const float> values) {
+  Write(Side::kV, layer, cell, values);
+}
+void KvStorage::ReadK(uint32_t layer, CellId cell, std::span<float> out) const {
+  Read(Side::kK, layer, cell, out);
+}
+void KvStorage::ReadV(uint32_t layer, CellId cell, std::span<float> out) const {
+  Read(Side::kV, layer, cell, out);
+}
+void KvStorage::GatherK(uint32_t layer, std::span<const CellId> cells,
+                        std::span<float> out) const {
+  Gather(Side::kK, layer, cells, out);
+}
+void KvStorage::GatherV(uint32_t layer, std::span<const CellId> cells,
+                        std::span<float> out) const {
+  Gather(Side::kV, layer, cells, out);
+}
+
+void KvStorage::ApplyMove(const CellMove& move) {
+  if (move.count == 0) return;
+  const uint64_t src = move.src.value();
+  const uint64_t dst = move.dst.value();
+  KV_CHECK(src + move.count <= dst || dst + move.count <= src)
+      << "overlapping move " << move.src << " -> " << move.dst << " x"
+      << move.count;
+  for (Side side : {Side::kK, Side::kV}) {
+    for (uint32_t layer = 0; layer < layout_.num_layers; ++layer) {
+      const std::span<std::byte> from = Rows(side, layer, move.src, move.count);
+      const std::span<std::byte> to = Rows(side, layer, move.dst, move.count);
+      std::memcpy(to.data(), from.data(), to.size());
+    }
+  }
+}
+
+void KvStorage::ApplyMoves(std::span<const CellMove> moves) {
+  for (const CellMove& move : moves) ApplyMove(move);
+}
+
+}  // namespace kvault
