@@ -176,6 +176,16 @@ Status CheckRegularFile(int fd, const std::string& path, uint64_t* size) {
   return Status::Ok();
 }
 
+// Opens `path` read-only and insists on a regular file; `*size` gets its size.
+StatusOr<int> OpenRegularForReading(const std::string& path, uint64_t* size) {
+  KV_ASSIGN_OR_RETURN(int fd, OpenFd(path, O_RDONLY, "open for reading"));
+  if (Status s = CheckRegularFile(fd, path, size); !s.ok()) {
+    ::close(fd);
+    return s;
+  }
+  return fd;
+}
+
 class PosixEnv final : public Env {
  public:
   StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
@@ -187,23 +197,15 @@ class PosixEnv final : public Env {
 
   StatusOr<std::unique_ptr<SequentialFile>> NewSequentialFile(
       const std::string& path) override {
-    KV_ASSIGN_OR_RETURN(int fd, OpenFd(path, O_RDONLY, "open for reading"));
     uint64_t size = 0;
-    if (Status s = CheckRegularFile(fd, path, &size); !s.ok()) {
-      ::close(fd);
-      return s;
-    }
+    KV_ASSIGN_OR_RETURN(int fd, OpenRegularForReading(path, &size));
     return std::unique_ptr<SequentialFile>(new PosixSequentialFile(path, fd));
   }
 
   StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
       const std::string& path) override {
-    KV_ASSIGN_OR_RETURN(int fd, OpenFd(path, O_RDONLY, "open for reading"));
     uint64_t size = 0;
-    if (Status s = CheckRegularFile(fd, path, &size); !s.ok()) {
-      ::close(fd);
-      return s;
-    }
+    KV_ASSIGN_OR_RETURN(int fd, OpenRegularForReading(path, &size));
     return std::unique_ptr<RandomAccessFile>(
         new PosixRandomAccessFile(path, fd, size));
   }
