@@ -23,6 +23,9 @@ function(kvault_tests)
     add_executable(${_name} ${_src})
     target_link_libraries(${_name} PRIVATE ${ARGN} GTest::gtest GTest::gtest_main
                           GTest::gmock)
+    # Tests find ../shared (models, vocab vectors) relative to the source root.
+    target_compile_definitions(${_name} PRIVATE
+                               KVAULT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
     gtest_discover_tests(${_name} DISCOVERY_TIMEOUT 60
                          PROPERTIES LABELS unit)
   endforeach()

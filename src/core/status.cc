@@ -27,7 +27,7 @@ Status::Status(StatusCode code, std::string message) {
     KV_CHECK(message.empty()) << "OK status with message: " << message;
     return;
   }
-  rep_ = std::make_shared<const Rep>(Rep{code, std::move(message)});
+  rep_ = std::make_shared<const Rep>(Rep{code, std::move(message), {}});
 }
 
 std::string_view Status::message() const {
@@ -47,7 +47,20 @@ Status Status::WithContext(std::string_view context) const {
   std::string msg(context);
   msg += ": ";
   msg += rep_->message;
-  return Status(code(), std::move(msg));
+  Status out(code(), std::move(msg));
+  return rep_->reason.empty() ? out : out.WithReason(rep_->reason);
+}
+
+std::string_view Status::reason() const {
+  return rep_ ? std::string_view(rep_->reason) : std::string_view();
+}
+
+Status Status::WithReason(std::string_view reason) const {
+  if (ok()) return *this;
+  Status out;
+  out.rep_ = std::make_shared<const Rep>(
+      Rep{rep_->code, rep_->message, std::string(reason)});
+  return out;
 }
 
 std::ostream& operator<<(std::ostream& os, const Status& s) {

@@ -45,8 +45,15 @@ class [[nodiscard]] Status {
   std::string_view message() const;
   // Returns "OK" or "<CodeName>: <message>".
   std::string ToString() const;
-  // Returns a copy whose message is "<context>: <message>" (OK stays OK).
+  // Returns a copy whose message is "<context>: <message>" (OK stays OK);
+  // the reason is kept.
   Status WithContext(std::string_view context) const;
+  // Returns the stable machine-readable reason ("" when none was set), e.g.
+  // "checksum_mismatch": finer than the code, for clients that must tell
+  // failures of one code apart (the HTTP layer's `reason` field).
+  std::string_view reason() const;
+  // Returns a copy tagged with `reason` (snake_case; OK stays OK).
+  Status WithReason(std::string_view reason) const;
 
   bool IsNotFound() const { return code() == StatusCode::kNotFound; }
   bool IsCorruption() const { return code() == StatusCode::kCorruption; }
@@ -63,6 +70,7 @@ class [[nodiscard]] Status {
   struct Rep {
     StatusCode code;
     std::string message;
+    std::string reason;
   };
   // Null for OK, so the OK path allocates nothing.
   std::shared_ptr<const Rep> rep_;

@@ -76,6 +76,8 @@ class KvCache {
   const PagePool& pool() const { return pool_; }
   // Returns the storage, or null for a bookkeeping-only cache.
   KvStorage* storage() { return storage_ ? &*storage_ : nullptr; }
+  // Const version of storage().
+  const KvStorage* storage() const { return storage_ ? &*storage_ : nullptr; }
   const KvCacheCounters& counters() const { return counters_; }
   const std::string& policy_name() const { return policy_name_; }
 

@@ -31,6 +31,17 @@ TEST(StatusTest, WithContextPrefixesMessage) {
   EXPECT_TRUE(Status::Ok().WithContext("x").ok());
 }
 
+TEST(StatusTest, ReasonSurvivesContextAndIsEmptyByDefault) {
+  Status plain = CorruptionError("bad");
+  EXPECT_EQ(plain.reason(), "");
+  Status tagged = plain.WithReason("checksum_mismatch").WithContext("restore");
+  EXPECT_EQ(tagged.reason(), "checksum_mismatch");
+  EXPECT_EQ(tagged.message(), "restore: bad");
+  EXPECT_TRUE(tagged.IsCorruption());
+  EXPECT_TRUE(Status::Ok().WithReason("x").ok());
+  EXPECT_EQ(Status::Ok().reason(), "");
+}
+
 TEST(StatusTest, EveryCodeHasADistinctName) {
   std::set<std::string_view> names;
   for (int c = 0; c <= static_cast<int>(StatusCode::kUnimplemented); ++c) {

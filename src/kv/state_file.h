@@ -1,0 +1,95 @@
+// Saving a sequence's KV to a state file and restoring it, transactionally
+// (format: docs/state_file_format.md). Save streams from the cache's pages
+// through a bounded buffer; restore validates the header before reserving
+// room, streams the chunks into reserved cells under a scratch sequence, and
+// only then replaces the target, so a failure leaves the cache as it was.
+#ifndef KVAULT_KV_STATE_FILE_H_
+#define KVAULT_KV_STATE_FILE_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/env.h"
+#include "core/status_or.h"
+#include "kv/kv_cache.h"
+#include "kv/kv_types.h"
+#include "kv/model_fingerprint.h"
+#include "kv/state_format.h"
+
+namespace kvault {
+
+// The sequence id a restore reserves its cells under until it commits;
+// callers must not use it for their own sequences.
+inline constexpr SeqId kRestoreScratchSeq{0xFFFFFFFFu};
+
+struct SaveOptions {
+  // Chunk size the writer aims for (see ChooseTokensPerChunk).
+  uint64_t target_chunk_bytes = uint64_t{1} << 20;
+  // When false, SaveSequenceToFile skips both fsyncs (page-cache speed; the
+  // rename is still atomic but not durable across a crash).
+  bool sync = true;
+  // Written into the header's producer field (truncated to 32 bytes).
+  std::string producer = "kvault 0.1.0";
+};
+
+struct SaveResult {
+  uint64_t num_tokens = 0;
+  uint64_t bytes_written = 0;
+  double elapsed_ms = 0;
+};
+
+struct RestoreOptions {
+  // Called when the cache has no room for `num_tokens` more cells (the
+  // target's current cells are kept until the restore commits). It should
+  // make room (e.g. evict idle sequences) and return OK, or return the error
+  // the restore reports. Called at most once per restore. Null: no eviction.
+  std::function<Status(uint64_t num_tokens)> make_room;
+};
+
+struct RestoreResult {
+  uint64_t num_tokens = 0;
+  uint64_t bytes_read = 0;
+  double elapsed_ms = 0;
+};
+
+// Streams `seq`'s state to `out` (appended; neither synced nor closed) and
+// returns the bytes written. NotFound for an unknown seq; FailedPrecondition
+// when the cache keeps no K/V data (no layout).
+StatusOr<uint64_t> WriteSequenceState(const KvCache& cache, SeqId seq,
+                                      const ModelFingerprint& fingerprint,
+                                      const SaveOptions& options,
+                                      WritableFile* out);
+
+// Saves `seq` to `path` durably: writes "<path>.tmp-<unique>" in the same
+// directory, syncs, closes, renames over `path`, syncs the directory. On any
+// error the temporary file is removed and a previous file at `path` is
+// untouched.
+StatusOr<SaveResult> SaveSequenceToFile(Env* env, const KvCache& cache,
+                                        SeqId seq,
+                                        const ModelFingerprint& fingerprint,
+                                        const std::string& path,
+                                        const SaveOptions& options = {});
+
+// Runs checks 1-7 of the format document (everything that needs no cache):
+// size, magic, header checksum, version, fields, length, trailer.
+StatusOr<StateHeader> ReadStateHeader(const RandomAccessFile& file);
+
+// Restores the state in `file` into `target` of `cache`, replacing its old
+// contents on success. On any failure (mismatch, corruption, I/O error, no
+// room) the cache is unchanged: table, pool and every used cell's bytes.
+// ResourceExhausted names the cells needed and the room available.
+StatusOr<RestoreResult> RestoreSequence(const RandomAccessFile& file,
+                                        const ModelFingerprint& fingerprint,
+                                        SeqId target, KvCache* cache,
+                                        const RestoreOptions& options = {});
+
+// Opens `path` with `env` and restores it as RestoreSequence does; errors
+// are prefixed with the path.
+StatusOr<RestoreResult> RestoreSequenceFromFile(
+    Env* env, const std::string& path, const ModelFingerprint& fingerprint,
+    SeqId target, KvCache* cache, const RestoreOptions& options = {});
+
+}  // namespace kvault
+
+#endif  // KVAULT_KV_STATE_FILE_H_
