@@ -12,6 +12,13 @@ constexpr const char kUsage[] =
     "commands:\n"
     "  bench alloc-churn   the seed request's slot save/restore churn, "
     "model-free\n"
+    "  bench state-io      save/restore GB/s of one sequence's state file vs\n"
+    "                      page-cache read and memcpy\n"
+    "  tokenize            token ids of a text: -m FILE.gguf [--no-bos]\n"
+    "                      [--special] [--pieces] TEXT\n"
+    "  detokenize          text of token ids: -m FILE.gguf [--special] ID...\n"
+    "  gen-model           write a random-weight Llama GGUF (--help for flags)\n"
+    "  inspect             summarise a GGUF model or state file: FILE\n"
     "run 'kvault bench --help' for the flags of a benchmark.\n";
 
 }  // namespace
@@ -25,6 +32,10 @@ int main(int argc, char** argv) {
   std::string command = args[0];
   args.erase(args.begin());
   if (command == "bench") return kvault::apps::RunBench(args);
+  if (command == "tokenize") return kvault::apps::RunTokenize(args);
+  if (command == "detokenize") return kvault::apps::RunDetokenize(args);
+  if (command == "gen-model") return kvault::apps::RunGenModel(args);
+  if (command == "inspect") return kvault::apps::RunInspect(args);
   std::fprintf(stderr, "kvault: unknown command '%s'\n%s", command.c_str(),
                kUsage);
   return 2;

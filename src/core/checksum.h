@@ -13,6 +13,9 @@ uint64_t Xxh3_64(std::span<const std::byte> data);
 // Returns the 64-bit XXH3 hash of `num_bytes` bytes at `data`.
 uint64_t Xxh3_64(const void* data, size_t num_bytes);
 
+// Returns the 64-bit XXH3 hash of `num_bytes` bytes at `data` with `seed`.
+uint64_t Xxh3_64WithSeed(const void* data, size_t num_bytes, uint64_t seed);
+
 // Streaming XXH3-64: Update() any number of times, then Digest(); equals
 // Xxh3_64 over the concatenation.
 class Xxh3Hasher {

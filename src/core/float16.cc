@@ -6,6 +6,7 @@
 #include "core/check.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define KVAULT_HAVE_F16C_PATH 1
 #endif
@@ -71,7 +72,11 @@ __attribute__((target("avx,f16c"))) void HalfToFloatRowF16c(
 
 bool DetectF16c() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  // clang < 16 has no "f16c" feature name, so read CPUID.1:ECX bit 29
+  // directly; "avx" also covers the OS saving the YMM registers.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  return __builtin_cpu_supports("avx") && (ecx & (1u << 29)) != 0;
 }
 #else
 bool DetectF16c() { return false; }

@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "core/env.h"
 #include "core/status_or.h"
@@ -89,6 +91,23 @@ StatusOr<RestoreResult> RestoreSequence(const RandomAccessFile& file,
 StatusOr<RestoreResult> RestoreSequenceFromFile(
     Env* env, const std::string& path, const ModelFingerprint& fingerprint,
     SeqId target, KvCache* cache, const RestoreOptions& options = {});
+
+// --- Internal: shared by the writer and the reader ----------------------
+namespace state_internal {
+
+// A run of consecutive pool cells [first, first + count).
+struct CellRun {
+  uint64_t first = 0;
+  uint64_t count = 0;
+};
+
+// Replaces *runs with the maximal runs of consecutive pool cells that hold
+// logical cells [begin, end) of a sequence owning `pages` (page_size cells
+// each), in logical order. Precondition: end <= pages.size() * page_size.
+void CollectCellRuns(std::span<const PageId> pages, uint32_t page_size,
+                     uint64_t begin, uint64_t end, std::vector<CellRun>* runs);
+
+}  // namespace state_internal
 
 }  // namespace kvault
 

@@ -12,6 +12,7 @@
 
 #include "core/status_or.h"
 #include "kv/kv_layout.h"
+#include "kv/kv_types.h"
 #include "kv/model_fingerprint.h"
 
 namespace kvault {
@@ -95,6 +96,28 @@ StatusOr<StateTrailer> DecodeTrailer(std::span<const std::byte> bytes,
 
 // Returns the seed of chunk `c`'s checksum (c + 1).
 inline uint64_t ChunkChecksumSeed(uint64_t c) { return c + 1; }
+
+// --- Encoding helpers shared by the writer and the reader -----------------
+// Stores `v` little-endian into p[0, 8).
+inline void StoreLe64(std::byte* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));
+}
+// Loads a little-endian u64 from p[0, 8).
+inline uint64_t LoadLe64(const std::byte* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) {
+    v |= uint64_t{std::to_integer<uint8_t>(p[i])} << (8 * i);
+  }
+  return v;
+}
+// Encodes `tokens` as token-table records into out [tokens.size(), 8].
+void EncodeTokenRecords(std::span<const TokenPos> tokens,
+                        std::span<std::byte> out);
+// Decodes token-table records in [out.size(), 8] into `out`.
+void DecodeTokenRecords(std::span<const std::byte> records,
+                        std::span<TokenPos> out);
+// Returns the checksum of chunk `c`'s payload (XXH3-64, seed c + 1).
+uint64_t ChunkChecksum(std::span<const std::byte> payload, uint64_t c);
 
 }  // namespace kvault
 

@@ -1,0 +1,160 @@
+// `kvault inspect FILE [--metadata]`: summarises a GGUF model (architecture,
+// hyperparameters, tokenizer, tensors, size, fingerprint) or a kvault state
+// file's header.
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "apps/commands.h"
+#include "core/env.h"
+#include "core/flags.h"
+#include "kv/state_file.h"
+#include "kv/state_format.h"
+#include "model/gguf_file.h"
+#include "model/llama_hparams.h"
+#include "model/model_fingerprint.h"
+
+namespace kvault::apps {
+namespace {
+
+constexpr const char kInspectUsage[] =
+    "usage: kvault inspect FILE [--metadata]\n"
+    "  a GGUF model: architecture, hyperparameters, tokenizer, tensor types,\n"
+    "  size and fingerprint (--metadata also lists every metadata key);\n"
+    "  a kvault state file: its header.\n";
+
+// Returns the value of `key` rendered, or "-" when absent.
+std::string Show(const GgufFile& f, std::string_view key) {
+  const GgufValue* v = f.Find(key);
+  if (v == nullptr) return "-";
+  if (v->type() == GgufType::kString) return std::string(v->string_view());
+  return v->DebugString();
+}
+
+void PrintTokenizer(const GgufFile& f) {
+  const GgufValue* tokens = f.Find("tokenizer.ggml.tokens");
+  std::printf(
+      "tokenizer:     model=%s pre=%s vocab=%llu bos=%s eos=%s "
+      "unk=%s add_bos=%s merges=%llu\n",
+      Show(f, "tokenizer.ggml.model").c_str(),
+      Show(f, "tokenizer.ggml.pre").c_str(),
+      static_cast<unsigned long long>(tokens ? tokens->array_size() : 0),
+      Show(f, "tokenizer.ggml.bos_token_id").c_str(),
+      Show(f, "tokenizer.ggml.eos_token_id").c_str(),
+      Show(f, "tokenizer.ggml.unknown_token_id").c_str(),
+      Show(f, "tokenizer.ggml.add_bos_token").c_str(),
+      static_cast<unsigned long long>(
+          f.Has("tokenizer.ggml.merges")
+              ? f.Find("tokenizer.ggml.merges")->array_size()
+              : 0));
+}
+
+void PrintTensors(const GgufFile& f) {
+  std::map<std::string_view, int> per_type;
+  uint64_t params = 0;
+  for (const GgufTensorInfo& t : f.tensors()) {
+    ++per_type[GgmlTypeName(t.type)];
+    params += t.num_elements;
+  }
+  std::string types;
+  for (const auto& [name, count] : per_type) {
+    types += (types.empty() ? "" : ", ") + std::string(name) + " " +
+             std::to_string(count);
+  }
+  std::printf("tensors:       %zu (%s), %llu parameters\n", f.tensors().size(),
+              types.c_str(), static_cast<unsigned long long>(params));
+}
+
+int InspectGguf(const std::string& path, bool all_metadata) {
+  StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
+  if (!file.ok()) {
+    std::fprintf(stderr, "kvault inspect: %s\n",
+                 file.status().ToString().c_str());
+    return 1;
+  }
+  const GgufFile& f = **file;
+  std::printf("file:          %s\n", path.c_str());
+  std::printf(
+      "format:        GGUF v%u, %llu bytes, alignment %llu, %zu "
+      "metadata keys\n",
+      f.version(), static_cast<unsigned long long>(f.file_size()),
+      static_cast<unsigned long long>(f.alignment()), f.metadata().size());
+  std::printf("architecture:  %s\n", Show(f, "general.architecture").c_str());
+  std::printf("name:          %s\n", Show(f, "general.name").c_str());
+  StatusOr<LlamaHparams> h = ReadLlamaHparams(f);
+  std::printf("hparams:       %s\n",
+              h.ok() ? h->ToString().c_str() : h.status().ToString().c_str());
+  PrintTokenizer(f);
+  PrintTensors(f);
+  std::printf("fingerprint:   %s\n",
+              ComputeModelFingerprint(f).ToHex().c_str());
+  if (all_metadata) {
+    for (const GgufMetadataEntry& e : f.metadata()) {
+      std::printf("  %s = %s\n", e.key.c_str(), e.value.DebugString().c_str());
+    }
+  }
+  return 0;
+}
+
+int InspectState(const std::string& path) {
+  StatusOr<std::unique_ptr<RandomAccessFile>> file =
+      Env::Default()->NewRandomAccessFile(path);
+  StatusOr<StateHeader> h = file.ok() ? ReadStateHeader(**file)
+                                      : StatusOr<StateHeader>(file.status());
+  if (!h.ok()) {
+    std::fprintf(stderr, "kvault inspect: %s: %s\n", path.c_str(),
+                 h.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("file:          %s\n", path.c_str());
+  std::printf("format:        kvault state file v%u, %llu bytes\n",
+              h->format_version,
+              static_cast<unsigned long long>(h->file_bytes()));
+  std::printf("producer:      %s\n", h->producer.c_str());
+  std::printf("fingerprint:   %s\n", h->fingerprint.ToHex().c_str());
+  std::printf("layout:        %s\n", h->layout.ToString().c_str());
+  std::printf("tokens:        %llu in %llu chunks of %u\n",
+              static_cast<unsigned long long>(h->num_tokens),
+              static_cast<unsigned long long>(h->num_chunks()),
+              h->tokens_per_chunk);
+  return 0;
+}
+
+// Returns true when `path` starts with the state-file magic.
+bool IsStateFile(const std::string& path) {
+  StatusOr<std::unique_ptr<RandomAccessFile>> file =
+      Env::Default()->NewRandomAccessFile(path);
+  if (!file.ok()) return false;
+  char magic[sizeof(kStateMagic)];
+  StatusOr<size_t> n = (*file)->ReadAt(
+      0, std::as_writable_bytes(std::span(magic, sizeof(magic))));
+  return n.ok() && *n == sizeof(magic) &&
+         std::memcmp(magic, kStateMagic, sizeof(magic)) == 0;
+}
+
+}  // namespace
+
+int RunInspect(const std::vector<std::string>& args) {
+  StatusOr<Flags> flags = Flags::Parse(args, {"metadata", "help"});
+  Status s =
+      flags.ok() ? flags->CheckKnown({"metadata", "help"}) : flags.status();
+  if (s.ok() && flags->Has("help")) {
+    std::fputs(kInspectUsage, stdout);
+    return 0;
+  }
+  if (s.ok() && flags->positional().size() != 1) {
+    s = InvalidArgumentError("inspect takes exactly one FILE");
+  }
+  if (!s.ok()) {
+    std::fprintf(stderr, "kvault inspect: %s\n%s", s.ToString().c_str(),
+                 kInspectUsage);
+    return 2;
+  }
+  const std::string& path = flags->positional()[0];
+  if (IsStateFile(path)) return InspectState(path);
+  return InspectGguf(path, flags->Has("metadata"));
+}
+
+}  // namespace kvault::apps

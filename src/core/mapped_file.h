@@ -1,0 +1,51 @@
+// MappedFile: a read-only view of a whole file's bytes, either memory-mapped
+// from disk (unmapped when destroyed) or borrowed from a shared in-memory
+// buffer (tests, fuzzers). Either way bytes() stays valid for the object's
+// lifetime and never changes.
+#ifndef KVAULT_CORE_MAPPED_FILE_H_
+#define KVAULT_CORE_MAPPED_FILE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "core/status_or.h"
+
+namespace kvault {
+
+class MappedFile {
+ public:
+  // Maps the regular file `path` read-only. NotFound when it does not exist,
+  // InvalidArgument when it is not a regular file, IOError for other
+  // failures; messages name the path. An empty file maps to empty bytes.
+  static StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path);
+  // Wraps `bytes` (must not be null), sharing ownership of the buffer.
+  static std::unique_ptr<MappedFile> FromBuffer(
+      std::shared_ptr<const std::string> bytes);
+
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  // Returns the file's bytes.
+  std::span<const std::byte> bytes() const { return {data_, size_}; }
+  // Returns the file size in bytes.
+  uint64_t size() const { return size_; }
+  // Returns the path given to Open ("<buffer>" for FromBuffer).
+  const std::string& path() const { return path_; }
+
+ private:
+  MappedFile() = default;
+
+  const std::byte* data_ = nullptr;
+  size_t size_ = 0;
+  void* mapping_ = nullptr;  // mmap base, null for buffers and empty files
+  std::shared_ptr<const std::string> buffer_;
+  std::string path_;
+};
+
+}  // namespace kvault
+
+#endif  // KVAULT_CORE_MAPPED_FILE_H_

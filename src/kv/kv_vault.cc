@@ -1,0 +1,307 @@
+// KvVault: creation, bookkeeping, restores and making room in the pool.
+// Spilling to the tiers lives in kv_vault_spill.cc.
+#include "kv/kv_vault.h"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "core/log.h"
+#include "kv/disk_tier.h"
+#include "kv/ram_tier.h"
+
+namespace kvault {
+namespace {
+
+std::string Name(SeqId seq) { return "seq#" + std::to_string(seq.value()); }
+
+// Returns "seq#1 -> ram, seq#2 -> disk".
+std::string Describe(const std::vector<Eviction>& evicted) {
+  std::string out;
+  for (const Eviction& e : evicted) {
+    if (!out.empty()) out += ", ";
+    out += Name(e.seq) + " -> " + e.tier;
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<KvVault>> KvVault::Create(
+    KvCache* cache, const KvVaultOptions& options,
+    std::unique_ptr<EvictionPolicy> policy) {
+  if (cache == nullptr) return InvalidArgumentError("KvVault: null cache");
+  if (cache->storage() == nullptr) {
+    return FailedPreconditionError(
+        "KvVault: the cache keeps no K/V data (no layout)");
+  }
+  if (!options.disk_dir.empty() && options.disk_budget_bytes == 0) {
+    return InvalidArgumentError("KvVault: disk tier " + options.disk_dir +
+                                " needs disk_budget_bytes > 0");
+  }
+  if (policy == nullptr) policy = MakeLruEvictionPolicy();
+  std::unique_ptr<KvVault> vault(
+      new KvVault(cache, options, std::move(policy)));
+  if (options.ram_budget_bytes > 0) {
+    vault->tiers_.push_back(
+        std::make_unique<RamTier>(options.ram_budget_bytes));
+  }
+  if (!options.disk_dir.empty()) {
+    KV_ASSIGN_OR_RETURN(
+        std::unique_ptr<DiskTier> disk,
+        DiskTier::Open(vault->env_, options.disk_dir, options.disk_budget_bytes,
+                       cache->storage()->layout(), options.fingerprint,
+                       options.save.sync));
+    vault->tiers_.push_back(std::move(disk));
+  }
+  vault->counters_.resize(vault->tiers_.size());
+  const std::vector<SeqId> recovered = vault->SpilledSequences();
+  if (!recovered.empty()) {
+    KV_LOG(INFO) << "KvVault: " << recovered.size()
+                 << " spilled sequences recovered from " << options.disk_dir;
+  }
+  return vault;
+}
+
+KvVault::KvVault(KvCache* cache, const KvVaultOptions& options,
+                 std::unique_ptr<EvictionPolicy> policy)
+    : cache_(cache),
+      env_(options.env != nullptr ? options.env : Env::Default()),
+      fingerprint_(options.fingerprint),
+      save_options_(options.save),
+      policy_(std::move(policy)) {}
+
+void KvVault::Touch(SeqId seq) { meta_[seq].last_use = ++clock_; }
+
+void KvVault::SetActive(SeqId seq, bool active) { meta_[seq].active = active; }
+
+bool KvVault::IsActive(SeqId seq) const { return MetaOf(seq).active; }
+
+KvVault::SeqMeta KvVault::MetaOf(SeqId seq) const {
+  auto it = meta_.find(seq);
+  return it != meta_.end() ? it->second : SeqMeta{};
+}
+
+StatusOr<VaultRestoreResult> KvVault::Restore(SeqId seq,
+                                              const std::string& path) {
+  if (seq == kRestoreScratchSeq) {
+    return InvalidArgumentError("restore into the reserved scratch sequence");
+  }
+  std::vector<Eviction> evicted;
+  StatusOr<RestoreResult> restored = RestoreSequenceFromFile(
+      env_, path, fingerprint_, seq, cache_, RoomForRestore(seq, &evicted));
+  if (restored.ok()) RemoveFromTiers(seq, "restored from " + path);
+  return FinishRestore(seq, restored, std::move(evicted));
+}
+
+StatusOr<std::optional<VaultRestoreResult>> KvVault::EnsureResident(SeqId seq) {
+  if (cache_->table().Contains(seq)) {
+    return std::optional<VaultRestoreResult>();
+  }
+  std::optional<size_t> t = TierOf(seq);
+  if (!t) {
+    return NotFoundError(Name(seq) + " is neither resident nor spilled");
+  }
+  const std::string where = "bringing back " + Name(seq) + " from the " +
+                            std::string(tiers_[*t]->name()) + " tier";
+  StatusOr<std::unique_ptr<RandomAccessFile>> file = tiers_[*t]->Open(seq);
+  if (!file.ok()) return file.status().WithContext(where);
+  std::vector<Eviction> evicted;
+  StatusOr<RestoreResult> restored = RestoreSequence(
+      **file, fingerprint_, seq, cache_, RoomForRestore(seq, &evicted));
+  if (restored.ok()) {
+    ++counters_[*t].num_bring_backs;
+    KV_LOG(INFO) << "brought back " << Name(seq) << " (" << restored->num_tokens
+                 << " tokens, " << restored->bytes_read << " bytes) from the "
+                 << tiers_[*t]->name() << " tier";
+    RemoveFromTiers(seq, "brought back");
+  }
+  StatusOr<VaultRestoreResult> result =
+      FinishRestore(seq, restored, std::move(evicted));
+  if (!result.ok()) return result.status().WithContext(where);
+  return std::optional<VaultRestoreResult>(std::move(result).value());
+}
+
+RestoreOptions KvVault::RoomForRestore(SeqId target,
+                                       std::vector<Eviction>* evicted) {
+  RestoreOptions options;
+  options.make_room = [this, target, evicted](uint64_t num_tokens) {
+    return MakeRoomFor(kRestoreScratchSeq, num_tokens, target,
+                       "restore into " + Name(target), evicted);
+  };
+  return options;
+}
+
+StatusOr<VaultRestoreResult> KvVault::FinishRestore(
+    SeqId seq, const StatusOr<RestoreResult>& restored,
+    std::vector<Eviction> evicted) {
+  last_evictions_ = evicted;
+  if (!restored.ok()) {
+    ++restores_failed_;
+    if (evicted.empty()) return restored.status();
+    return restored.status().WithContext("after evicting " + Describe(evicted) +
+                                         " (they stay spilled)");
+  }
+  ++restores_ok_;
+  Touch(seq);
+  VaultRestoreResult result;
+  static_cast<RestoreResult&>(result) = *restored;
+  result.evicted = std::move(evicted);
+  return result;
+}
+
+Status KvVault::MakeRoom(uint64_t num_cells, SeqId exclude) {
+  std::vector<Eviction> evicted;
+  Status status = MakeRoomFor(exclude, num_cells, exclude,
+                              "append to " + Name(exclude), &evicted);
+  last_evictions_ = std::move(evicted);
+  return status;
+}
+
+Status KvVault::MakeRoomFor(SeqId grow, uint64_t num_cells, SeqId protect,
+                            std::string_view what,
+                            std::vector<Eviction>* evicted) {
+  if (HasRoom(grow, num_cells)) return Status::Ok();
+  const std::vector<SeqId> order = Candidates(grow, protect);
+  const uint64_t needed = PagesToGrow(grow, num_cells);
+  const uint64_t num_free = cache_->pool().num_free_pages();
+  const uint64_t evictable = PagesFreedByEvicting(order);
+  if (num_free + evictable < needed) {
+    return ResourceExhaustedError(
+        std::string(what) + " needs " + std::to_string(num_cells) + " cells (" +
+        std::to_string(needed) + " pages); free " + std::to_string(num_free) +
+        " pages, evictable " + std::to_string(evictable) + " pages");
+  }
+  Status first_error;
+  for (SeqId seq : order) {
+    if (HasRoom(grow, num_cells)) return Status::Ok();
+    StatusOr<Eviction> eviction = Evict(seq);
+    if (eviction.ok()) {
+      evicted->push_back(*eviction);
+      continue;
+    }
+    // The sequence stays resident; later candidates may still free enough.
+    KV_LOG(WARNING) << what << ": could not evict " << Name(seq) << ": "
+                    << eviction.status();
+    if (first_error.ok()) first_error = eviction.status();
+  }
+  if (HasRoom(grow, num_cells)) return Status::Ok();
+  if (!first_error.ok()) {
+    return first_error.WithContext(std::string(what) + ": evicting");
+  }
+  return ResourceExhaustedError(
+      std::string(what) + " needs " + std::to_string(num_cells) +
+      " cells; no room after evicting " + std::to_string(evicted->size()) +
+      " sequences: " +
+      cache_->table().policy().DescribeFailure(cache_->pool(),
+                                               static_cast<uint32_t>(needed)));
+}
+
+bool KvVault::HasRoom(SeqId grow, uint64_t num_cells) const {
+  if (cache_->table().CanAppend(grow, num_cells)) return true;
+  // This policy defragments when a placement fails, so free pages suffice.
+  return cache_->policy_name() == "contiguous+defrag" &&
+         cache_->pool().num_free_pages() >= PagesToGrow(grow, num_cells);
+}
+
+uint64_t KvVault::PagesToGrow(SeqId grow, uint64_t num_cells) const {
+  if (num_cells == 0) return 0;
+  const SequenceTable& table = cache_->table();
+  const PagePool& pool = cache_->pool();
+  const uint64_t page_size = pool.page_size();
+  const uint64_t len = table.Length(grow);
+  const std::span<const PageId> pages = table.Pages(grow);
+  // A shared, partly filled tail page is copied before it is written.
+  const bool cow = len % page_size != 0 && pool.RefCount(pages.back()) > 1;
+  return (len + num_cells + page_size - 1) / page_size - pages.size() +
+         (cow ? 1 : 0);
+}
+
+std::vector<SeqId> KvVault::Candidates(SeqId grow, SeqId protect) const {
+  const uint64_t max_budget = MaxTierBudget();
+  std::vector<SeqUsage> usages;
+  for (SeqId seq : cache_->table().SequenceIds()) {
+    const uint64_t num_cells = cache_->table().Length(seq);
+    if (seq == grow || seq == protect || seq == kRestoreScratchSeq ||
+        num_cells == 0 || StateBytes(seq) > max_budget) {
+      continue;
+    }
+    const SeqMeta meta = MetaOf(seq);
+    usages.push_back(SeqUsage{seq, meta.last_use, num_cells, meta.active});
+  }
+  std::vector<SeqId> order;
+  for (SeqId seq : policy_->EvictionOrder(usages)) {
+    if (!MetaOf(seq).active) order.push_back(seq);  // whatever the policy says
+  }
+  return order;
+}
+
+uint64_t KvVault::PagesFreedByEvicting(const std::vector<SeqId>& seqs) const {
+  // A shared page frees only when every sequence holding it goes.
+  std::unordered_map<uint32_t, uint32_t> holders;  // page -> evicted holders
+  for (SeqId seq : seqs) {
+    for (PageId page : cache_->table().Pages(seq)) ++holders[page.value()];
+  }
+  uint64_t num_freed = 0;
+  for (const auto& [page, count] : holders) {
+    if (count == cache_->pool().RefCount(PageId(page))) ++num_freed;
+  }
+  return num_freed;
+}
+
+Status KvVault::Erase(SeqId seq) {
+  cache_->RemoveSequence(seq);
+  meta_.erase(seq);
+  Status first_error;
+  for (auto& tier : tiers_) {
+    Status removed = tier->Remove(seq);
+    if (first_error.ok()) first_error = removed;
+  }
+  return first_error.WithContext("erasing " + Name(seq));
+}
+
+void KvVault::RemoveFromTiers(SeqId seq, std::string_view why) {
+  for (auto& tier : tiers_) {
+    Status removed = tier->Remove(seq);
+    if (!removed.ok()) {
+      // Only a stale copy is left behind; it occupies budget until replaced.
+      KV_LOG(WARNING) << Name(seq) << " " << why << ": removing its "
+                      << tier->name() << " tier entry failed: " << removed;
+    }
+  }
+}
+
+bool KvVault::IsSpilled(SeqId seq) const {
+  return !cache_->table().Contains(seq) && TierOf(seq).has_value();
+}
+
+std::vector<SeqId> KvVault::SpilledSequences() const {
+  std::vector<SeqId> out;
+  for (const auto& tier : tiers_) {
+    for (const SpillEntryInfo& e : tier->Entries()) {
+      if (!cache_->table().Contains(e.seq)) out.push_back(e.seq);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+VaultStats KvVault::Stats() const {
+  VaultStats stats;
+  for (size_t t = 0; t < tiers_.size(); ++t) {
+    const SpillTier& tier = *tiers_[t];
+    const TierCounters& c = counters_[t];
+    stats.tiers.push_back(TierStats{
+        std::string(tier.name()), tier.budget_bytes(), tier.used_bytes(),
+        tier.Entries().size(), c.num_spills, c.spilled_bytes, c.num_bring_backs,
+        c.num_demotions, c.num_drops, c.dropped_bytes});
+  }
+  stats.restores_ok = restores_ok_;
+  stats.restores_failed = restores_failed_;
+  stats.evictions = evictions_;
+  return stats;
+}
+
+}  // namespace kvault

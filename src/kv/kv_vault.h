@@ -1,0 +1,216 @@
+// KvVault: keeps every sequence's KV somewhere, so nothing is silently lost
+// when the pool runs short. It wraps a KvCache and a list of spill tiers
+// (host RAM, then disk). When a restore (or the engine) needs pages, idle
+// sequences are evicted in the eviction policy's order (LRU by default):
+// each is written as a state file to the first tier with room and only then
+// removed from the cache. A full RAM tier demotes its least recently used
+// entries to disk; only when every tier is over budget is the least recently
+// used spilled entry dropped, which is counted and logged. A spilled
+// sequence comes back through the same validated restore path as a user's
+// saved slot (EnsureResident), without recompute.
+//
+// Atomicity: a restore checks that free pages plus the pages evicting every
+// candidate would free can hold it before it evicts anything; a failed
+// restore leaves the target as it was, and sequences evicted for it stay
+// safely spilled (reported in the error and last_evictions()). A failed
+// spill leaves the sequence resident and unchanged.
+//
+// Single-threaded: the caller serialises every call (and every use of the
+// wrapped cache while a call runs).
+#ifndef KVAULT_KV_KV_VAULT_H_
+#define KVAULT_KV_KV_VAULT_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/env.h"
+#include "core/status_or.h"
+#include "kv/eviction_policy.h"
+#include "kv/kv_cache.h"
+#include "kv/model_fingerprint.h"
+#include "kv/spill_tier.h"
+#include "kv/state_file.h"
+
+namespace kvault {
+
+struct KvVaultOptions {
+  Env* env = nullptr;  // null: Env::Default()
+  ModelFingerprint fingerprint;
+  uint64_t ram_budget_bytes = 0;  // 0: no RAM tier
+  std::string disk_dir;           // empty: no disk tier
+  uint64_t disk_budget_bytes = 0;
+  // How state files are written (user saves and spills alike; sync=false
+  // also makes the disk tier skip its fsyncs).
+  SaveOptions save;
+};
+
+// One sequence moved out of the pool.
+struct Eviction {
+  SeqId seq;
+  std::string tier;  // "ram" or "disk": where it was written (may move later)
+  uint64_t num_tokens = 0;
+  uint64_t num_bytes = 0;
+  friend bool operator==(const Eviction&, const Eviction&) = default;
+};
+
+// A restore's result plus the sequences evicted to make room for it.
+struct VaultRestoreResult : RestoreResult {
+  std::vector<Eviction> evicted;
+};
+
+struct TierStats {
+  std::string name;
+  uint64_t budget_bytes = 0;
+  uint64_t used_bytes = 0;
+  uint64_t num_entries = 0;
+  uint64_t num_spills = 0;       // entries stored (evictions and demotions in)
+  uint64_t spilled_bytes = 0;    // their bytes
+  uint64_t num_bring_backs = 0;  // entries restored into the cache
+  uint64_t num_demotions = 0;    // entries moved from here to the next tier
+  uint64_t num_drops = 0;        // entries discarded: every tier over budget
+  uint64_t dropped_bytes = 0;
+};
+
+struct VaultStats {
+  std::vector<TierStats> tiers;  // in spill order
+  uint64_t restores_ok = 0;      // Restore and EnsureResident bring-backs
+  uint64_t restores_failed = 0;
+  uint64_t evictions = 0;
+};
+
+class KvVault {
+ public:
+  // Wraps `cache` (not owned; must outlive the vault and keep K/V data) and
+  // opens the tiers `options` asks for; the disk tier's recovered entries
+  // are spilled sequences from the start. `policy` null: LRU.
+  static StatusOr<std::unique_ptr<KvVault>> Create(
+      KvCache* cache, const KvVaultOptions& options,
+      std::unique_ptr<EvictionPolicy> policy = nullptr);
+
+  // Marks `seq` as used now (the LRU clock).
+  void Touch(SeqId seq);
+  // Marks `seq` as in use by a running request (never evicted) or idle.
+  void SetActive(SeqId seq, bool active);
+  // Returns whether `seq` is marked active.
+  bool IsActive(SeqId seq) const;
+
+  // Saves `seq` durably to `path`: a resident seq from the cache, a spilled
+  // one by copying its tier entry. NotFound when it is neither.
+  StatusOr<SaveResult> Save(SeqId seq, const std::string& path);
+  // Restores the state file at `path` into `seq`, evicting idle sequences
+  // when pages are short (see the file comment). ResourceExhausted naming
+  // needed vs available pages when even evicting everything is not enough.
+  // On success a spilled copy of `seq` is discarded (it is stale).
+  StatusOr<VaultRestoreResult> Restore(SeqId seq, const std::string& path);
+  // Spills the resident, idle `seq` to the first tier with room (demoting or
+  // dropping older entries as needed), then removes it from the cache.
+  // FailedPrecondition when it is active; ResourceExhausted when it is
+  // larger than every tier's budget; on error it stays resident.
+  StatusOr<Eviction> Evict(SeqId seq);
+  // Brings a spilled `seq` back into the cache (may evict others); nullopt
+  // when it is already resident, NotFound when it is neither. On failure
+  // the tier entry stays.
+  StatusOr<std::optional<VaultRestoreResult>> EnsureResident(SeqId seq);
+  // Evicts idle sequences other than `exclude` until `exclude` can grow by
+  // `num_cells` cells; ResourceExhausted (evicting nothing) when even
+  // evicting all of them is not enough.
+  Status MakeRoom(uint64_t num_cells, SeqId exclude);
+  // Drops `seq` from the cache and every tier (an explicit user erase).
+  Status Erase(SeqId seq);
+
+  // Returns true when `seq` is not resident but held by a tier.
+  bool IsSpilled(SeqId seq) const;
+  // Returns the ids of the spilled sequences, ascending.
+  std::vector<SeqId> SpilledSequences() const;
+  // Returns the sequences evicted by the last Restore, EnsureResident or
+  // MakeRoom, also when it failed.
+  const std::vector<Eviction>& last_evictions() const {
+    return last_evictions_;
+  }
+  // Returns per-tier and overall counters.
+  VaultStats Stats() const;
+  // Returns the eviction policy in use.
+  const EvictionPolicy& policy() const { return *policy_; }
+
+ private:
+  struct SeqMeta {
+    uint64_t last_use = 0;
+    bool active = false;
+  };
+  struct TierCounters {
+    uint64_t num_spills = 0;
+    uint64_t spilled_bytes = 0;
+    uint64_t num_bring_backs = 0;
+    uint64_t num_demotions = 0;
+    uint64_t num_drops = 0;
+    uint64_t dropped_bytes = 0;
+  };
+
+  KvVault(KvCache* cache, const KvVaultOptions& options,
+          std::unique_ptr<EvictionPolicy> policy);
+
+  // --- Room in the pool (kv_vault.cc) -------------------------------------
+  // Returns restore options whose make_room evicts for a restore into
+  // `target`, recording evictions in `*evicted`.
+  RestoreOptions RoomForRestore(SeqId target, std::vector<Eviction>* evicted);
+  // Books a finished restore into `seq`: counters, last_evictions(), Touch;
+  // on failure adds the evictions to the error.
+  StatusOr<VaultRestoreResult> FinishRestore(
+      SeqId seq, const StatusOr<RestoreResult>& restored,
+      std::vector<Eviction> evicted);
+  // Evicts idle sequences (never `protect`, `grow` or scratch) until `grow`
+  // can take `num_cells` more cells; appends each eviction to `evicted`.
+  Status MakeRoomFor(SeqId grow, uint64_t num_cells, SeqId protect,
+                     std::string_view what, std::vector<Eviction>* evicted);
+  // Returns true when `grow` can take `num_cells` more cells now.
+  bool HasRoom(SeqId grow, uint64_t num_cells) const;
+  // Returns the pages `grow` must newly take for `num_cells` more cells.
+  uint64_t PagesToGrow(SeqId grow, uint64_t num_cells) const;
+  // Returns the evictable sequences, in eviction order.
+  std::vector<SeqId> Candidates(SeqId grow, SeqId protect) const;
+  // Returns how many pages evicting all of `seqs` would free.
+  uint64_t PagesFreedByEvicting(const std::vector<SeqId>& seqs) const;
+  void RemoveFromTiers(SeqId seq, std::string_view why);
+  SeqMeta MetaOf(SeqId seq) const;
+
+  // --- Spilling (kv_vault_spill.cc) ---------------------------------------
+  // Returns the size of `seq`'s state file as WriteSequenceState writes it.
+  uint64_t StateBytes(SeqId seq) const;
+  // Returns the largest tier budget (0 without tiers).
+  uint64_t MaxTierBudget() const;
+  // Returns the index of the first tier holding `seq`.
+  std::optional<size_t> TierOf(SeqId seq) const;
+  // Writes resident `seq` (`num_bytes` <= tier t's budget) into tier `t`,
+  // making room there first, then removes it from the cache.
+  StatusOr<Eviction> SpillInto(size_t t, SeqId seq, uint64_t num_bytes);
+  // Frees room for `num_bytes` of `incoming` in tier `t` by demoting (or,
+  // from the last tier, dropping) its least recently used entries.
+  Status MakeTierRoom(size_t t, uint64_t num_bytes, SeqId incoming);
+  // Moves `entry` from tier `t` to tier t + 1.
+  Status Demote(size_t t, const SpillEntryInfo& entry);
+  // Discards `entry` from tier `t`, counting and logging it.
+  Status Drop(size_t t, const SpillEntryInfo& entry);
+
+  KvCache* cache_;
+  Env* env_;
+  ModelFingerprint fingerprint_;
+  SaveOptions save_options_;
+  std::unique_ptr<EvictionPolicy> policy_;
+  std::vector<std::unique_ptr<SpillTier>> tiers_;  // spill order
+  std::vector<TierCounters> counters_;             // [tiers_.size()]
+  std::map<SeqId, SeqMeta> meta_;
+  uint64_t clock_ = 0;
+  uint64_t restores_ok_ = 0;
+  uint64_t restores_failed_ = 0;
+  uint64_t evictions_ = 0;
+  std::vector<Eviction> last_evictions_;
+};
+
+}  // namespace kvault
+
+#endif  // KVAULT_KV_KV_VAULT_H_

@@ -1,0 +1,70 @@
+// GenerateLlamaModel: writes a Llama-architecture GGUF with random weights,
+// for tests, the demo model and benchmarks (`kvault gen-model`). Weights are
+// normal(0, 0.02) and norm weights 1, from a PRNG of our own (xoshiro256**
+// seeded per tensor via splitmix64, Box-Muller), so the bytes depend only
+// on the options, not on the C++ library. Tensor names, shapes (ggml order,
+// ne0 = input dim) and metadata keys are those llama.cpp's llama loader
+// expects.
+#ifndef KVAULT_MODEL_GEN_MODEL_H_
+#define KVAULT_MODEL_GEN_MODEL_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/env.h"
+#include "core/status_or.h"
+#include "model/ggml_types.h"
+
+namespace kvault {
+
+inline constexpr char kGenModelByteVocab[] = "bytes";
+
+struct GenModelOptions {
+  std::string name = "kvault-random";  // general.name
+  uint32_t n_embd = 64;
+  uint32_t n_layer = 2;
+  uint32_t n_head = 4;
+  uint32_t n_head_kv = 0;  // 0: same as n_head
+  uint32_t n_ff = 128;
+  uint32_t n_ctx = 2048;
+  float rope_freq_base = 10000.0f;
+  float rms_norm_eps = 1e-5f;
+  // Type of the 2-D weight matrices (token_embd and output included):
+  // f32, f16, q8_0 or q4_0. Norm weights are always f32.
+  GgmlType type = GgmlType::kF32;
+  // kGenModelByteVocab: a generated 259-token SentencePiece-style byte
+  // vocab; otherwise the path of a GGUF whose tokenizer.* keys are copied.
+  std::string vocab = kGenModelByteVocab;
+  uint64_t seed = 0;
+};
+
+struct GenModelResult {
+  uint32_t n_vocab = 0;
+  uint64_t num_tensors = 0;
+  uint64_t num_parameters = 0;
+  uint64_t file_bytes = 0;
+};
+
+// Writes the model to `out` (neither synced nor closed). InvalidArgument
+// for bad options (zero sizes, n_embd % n_head, n_head % n_head_kv, an odd
+// head dim, a type other than the four, or n_embd / n_ff not multiples of
+// 32 for q8_0 / q4_0); errors of opening or reading the vocab GGUF.
+StatusOr<GenModelResult> GenerateLlamaModel(const GenModelOptions& options,
+                                            WritableFile* out);
+
+// Writes the model to `path` durably: to "<path>.tmp" first, synced,
+// closed, then renamed over `path`; the temporary is removed on failure.
+StatusOr<GenModelResult> GenerateLlamaModelFile(Env* env,
+                                                const GenModelOptions& options,
+                                                const std::string& path);
+
+// The generator's normal(0, 1) stream for `seed` and tensor `name`: exposed
+// so tests can check its statistics. Fills `out`.
+void FillStandardNormal(uint64_t seed, std::string_view name,
+                        std::span<float> out);
+
+}  // namespace kvault
+
+#endif  // KVAULT_MODEL_GEN_MODEL_H_
