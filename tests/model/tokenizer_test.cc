@@ -3,7 +3,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -191,14 +190,7 @@ TEST_F(SpmFacadeTest, StreamingReplacesBytesThatCannotComplete) {
   EXPECT_EQ(stream.Push(Id("<0xFF>")), "\xEF\xBF\xBD");
 }
 
-// The four shared vocabularies, for edge cases, fuzzing and speed.
-// Time allowed for tokenizing 100 KB: "well under a second" in optimized
-// builds; sanitizer builds run several times slower.
-#if defined(__SANITIZE_ADDRESS__) || !defined(NDEBUG)
-constexpr double kHundredKilobyteSeconds = 5.0;
-#else
-constexpr double kHundredKilobyteSeconds = 0.25;
-#endif
+// The four shared vocabularies, for edge cases and fuzzing.
 
 class SharedVocabTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -305,7 +297,7 @@ TEST_P(SharedVocabTest, RandomBytesNeverCrash) {
   }
 }
 
-TEST_P(SharedVocabTest, HundredKilobytesTakeWellUnderASecond) {
+TEST_P(SharedVocabTest, HundredKilobytesRoundTrip) {
   std::string text;
   const char* sentences[] = {
       "The quick brown fox jumps over the lazy dog. ",
@@ -315,13 +307,8 @@ TEST_P(SharedVocabTest, HundredKilobytesTakeWellUnderASecond) {
       "\xE4\xBD\xA0\xE5\xA5\xBD\xEF\xBC\x8C\xE4\xB8\x96\xE7\x95\x8C\xE3\x80"
       "\x82"};
   for (size_t i = 0; text.size() < 100 * 1024; ++i) text += sentences[i % 5];
-  const auto start = std::chrono::steady_clock::now();
   const std::vector<TokenId> ids = tokenizer_->Tokenize(text, true, true);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
   EXPECT_GT(ids.size(), 10000u);
-  EXPECT_LT(seconds, kHundredKilobyteSeconds) << ids.size() << " tokens";
   EXPECT_EQ(tokenizer_->Detokenize(ids, /*remove_special=*/true), text);
 }
 

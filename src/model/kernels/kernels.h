@@ -1,0 +1,79 @@
+// The compute kernels of the forward pass, behind one interface. Every
+// kernel has a scalar reference; SIMD versions (AVX2+FMA, AVX-512 where the
+// CPU has it) are chosen once at start-up by CPU detection. Shapes follow
+// ggml's convention for weights: a matrix is `rows` rows of `cols` values,
+// stored row-major in the ggml block layout of its type, so y = W x is one
+// dot product per row.
+//
+// Determinism contract (what "paging and batching are invisible" rests on):
+// for a given kernel table, the value computed for one output element
+// depends only on the inputs of that element — never on num_tokens, on the
+// other tokens of the batch, on thread count or on how work is split.
+#ifndef KVAULT_MODEL_KERNELS_KERNELS_H_
+#define KVAULT_MODEL_KERNELS_KERNELS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "model/ggml_types.h"
+
+namespace kvault {
+class ThreadPool;
+}
+
+namespace kvault::kernels {
+
+// A weight matrix viewed in place (e.g. inside a memory-mapped GGUF file).
+struct MatrixView {
+  GgmlType type = GgmlType::kF32;
+  int64_t rows = 0;        // output features
+  int64_t cols = 0;        // input features; a multiple of the block size
+  const std::byte* data = nullptr;
+  size_t row_bytes = 0;    // bytes between consecutive rows
+};
+
+// Returns the name of the kernel set in use: "avx512", "avx2" or "scalar".
+std::string_view ActiveIsa();
+// Forces the scalar reference kernels (tests compare against them) or back
+// to the best the CPU supports. Not thread-safe with running kernels.
+void UseScalarKernels(bool scalar);
+// Selects the kernel set `name` ("scalar", "avx2", "avx512") when this
+// binary has it and the CPU supports it; returns false (changing nothing)
+// otherwise. Not thread-safe with running kernels.
+bool UseKernelIsa(std::string_view name);
+// Returns the kernel sets usable on this CPU, "scalar" first. The start-up
+// choice is the last one, unless the environment variable KVAULT_KERNELS
+// names another usable set.
+std::vector<std::string_view> SupportedIsas();
+
+// y[t, r] = sum_c W[r, c] * x[t, c] for t < num_tokens, r < w.rows.
+// x: [num_tokens, w.cols] f32; y: [num_tokens, w.rows] f32. Quantized
+// weights (Q8_0, Q4_0) quantize x to Q8_0 blocks first and use integer dot
+// products. `pool` may be null (single-threaded); with a pool the rows are
+// split over its workers and the calling thread. Each y element is computed
+// by the same operations whatever num_tokens, the tiling or the split.
+void MatMul(const MatrixView& w, const float* x, int64_t num_tokens, float* y,
+            ThreadPool* pool);
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i], i < n.
+void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
+             float* out);
+// In place: x[i] = exp(x[i] - max) / sum, i < n.
+void Softmax(float* x, int64_t n);
+// out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)).
+void SiluMul(const float* gate, const float* up, int64_t n, float* out);
+// Returns sum_i a[i] * b[i] over f32 vectors.
+float DotF32(const float* a, const float* b, int64_t n);
+// y[i] += a * x[i].
+void Axpy(float a, const float* x, int64_t n, float* y);
+// Returns sum_i half(a[i]) * b[i]; `a` holds n IEEE fp16 values (a K row of
+// an F16 KV cache).
+float DotF16F32(const std::byte* a, const float* b, int64_t n);
+// y[i] += s * half(x[i]) (accumulating an F16 V row).
+void AxpyF16(float s, const std::byte* x, int64_t n, float* y);
+
+}  // namespace kvault::kernels
+
+#endif  // KVAULT_MODEL_KERNELS_KERNELS_H_
