@@ -36,7 +36,11 @@ constexpr const char kBenchUsage[] =
     "  --fragmented only the fragmented restore (restore_gbps is null)\n"
     "  --json       one object: bytes, save_gbps, save_fsync_gbps,\n"
     "               restore_gbps, restore_fragmented_gbps, read_gbps,\n"
-    "               memcpy_gbps\n";
+    "               memcpy_gbps\n"
+    "\n"
+    "usage: kvault bench model -m MODEL.gguf [-p 512] [-n 128] [-t 2] [-r 3]"
+    " [--json]\n"
+    "  (kvault bench model --help for details)\n";
 
 // Builds one options struct per (policy, page size) pair requested.
 StatusOr<std::vector<bench::AllocChurnOptions>> ParseChurn(const Flags& f) {
@@ -201,6 +205,7 @@ int RunBench(const std::vector<std::string>& args) {
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "alloc-churn") return RunAllocChurnCommand(rest);
   if (args[0] == "state-io") return RunStateIoCommand(rest);
+  if (args[0] == "model") return RunBenchModel(rest);
   std::fprintf(stderr, "kvault bench: unknown scenario '%s'\n%s",
                args[0].c_str(), kBenchUsage);
   return 2;

@@ -3,6 +3,7 @@
 #ifndef KVAULT_APPS_COMMANDS_H_
 #define KVAULT_APPS_COMMANDS_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,16 @@ int RunDetokenize(const std::vector<std::string>& args);
 int RunGenModel(const std::vector<std::string>& args);
 // `kvault inspect FILE [--metadata]`: a GGUF model's or state file's summary.
 int RunInspect(const std::vector<std::string>& args);
+// `kvault run -m MODEL -p PROMPT [-n N] [sampling flags]`: generate text.
+int RunRun(const std::vector<std::string>& args);
+// `kvault bench model -m MODEL [-p 512] [-n 128] [-t 2] [-r 3] [--json]`.
+int RunBenchModel(const std::vector<std::string>& args);
+
+// Returns `args` with each short flag in `aliases` (e.g. "-m") replaced by
+// "--" + its long name; the argument after it is kept as its value.
+std::vector<std::string> ExpandShortFlags(
+    const std::vector<std::string>& args,
+    const std::map<std::string, std::string>& aliases);
 
 }  // namespace kvault::apps
 

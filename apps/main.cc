@@ -19,6 +19,9 @@ constexpr const char kUsage[] =
     "  detokenize          text of token ids: -m FILE.gguf [--special] ID...\n"
     "  gen-model           write a random-weight Llama GGUF (--help for flags)\n"
     "  inspect             summarise a GGUF model or state file: FILE\n"
+    "  run                 generate text: -m MODEL.gguf -p PROMPT [-n N]\n"
+    "                      (--help for the sampling flags)\n"
+    "  bench model         pp/tg tokens/s of a model (llama-bench style)\n"
     "run 'kvault bench --help' for the flags of a benchmark.\n";
 
 }  // namespace
@@ -36,6 +39,7 @@ int main(int argc, char** argv) {
   if (command == "detokenize") return kvault::apps::RunDetokenize(args);
   if (command == "gen-model") return kvault::apps::RunGenModel(args);
   if (command == "inspect") return kvault::apps::RunInspect(args);
+  if (command == "run") return kvault::apps::RunRun(args);
   std::fprintf(stderr, "kvault: unknown command '%s'\n%s", command.c_str(),
                kUsage);
   return 2;

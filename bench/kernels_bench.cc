@@ -1,0 +1,139 @@
+// Micro-benchmarks of the forward-pass kernels: MatMul throughput per
+// weight type, for decode (1 token: GB/s of weights) and prompt processing
+// (64 tokens: GFLOP/s), at 1 and 2 threads, for each usable instruction
+// set; plus the machine's memory-read bandwidth as the decode ceiling.
+//
+//   build-kern/bench/kernels_bench --benchmark_filter=MatMul
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "model/ggml_types.h"
+#include "model/kernels/kernels.h"
+#include "model/quantize.h"
+
+namespace kvault::kernels {
+namespace {
+
+constexpr GgmlType kTypes[] = {GgmlType::kF32, GgmlType::kF16,
+                               GgmlType::kBF16, GgmlType::kQ8_0,
+                               GgmlType::kQ4_0};
+
+// A random rows x cols matrix of `type`, built once per shape.
+struct BenchMatrix {
+  std::vector<std::byte> bytes;  // [rows, row_bytes]
+  MatrixView view;
+};
+
+BenchMatrix MakeMatrix(GgmlType type, int64_t rows, int64_t cols) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  BenchMatrix m;
+  const size_t row_bytes = GgmlRowBytes(type, cols).value();
+  m.bytes.resize(row_bytes * rows);
+  std::vector<float> row(cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (float& v : row) v = dist(rng);
+    (void)QuantizeRow(type, row, {m.bytes.data() + r * row_bytes, row_bytes});
+  }
+  m.view = {type, rows, cols, m.bytes.data(), row_bytes};
+  return m;
+}
+
+// Args: type index, rows, tokens, threads, isa index (into SupportedIsas).
+void BM_MatMul(benchmark::State& state) {
+  const GgmlType type = kTypes[state.range(0)];
+  const int64_t rows = state.range(1), cols = 2048;
+  const int64_t num_tokens = state.range(2);
+  const int64_t num_threads = state.range(3);
+  const std::vector<std::string_view> isas = SupportedIsas();
+  if (state.range(4) >= static_cast<int64_t>(isas.size())) {
+    state.SkipWithError("ISA not supported here");
+    return;
+  }
+  const std::string_view isa = isas[state.range(4)];
+  UseKernelIsa(isa);
+  const BenchMatrix m = MakeMatrix(type, rows, cols);
+  std::vector<float> x(num_tokens * cols, 0.5f), y(num_tokens * rows);
+  std::unique_ptr<ThreadPool> pool;
+  if (num_threads > 1) pool = std::make_unique<ThreadPool>(num_threads - 1);
+  for (auto _ : state) {
+    MatMul(m.view, x.data(), num_tokens, y.data(), pool.get());
+    benchmark::DoNotOptimize(y.data());
+  }
+  UseScalarKernels(false);
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["GFLOPs"] = benchmark::Counter(
+      2.0 * rows * cols * num_tokens * iters * 1e-9,
+      benchmark::Counter::kIsRate);
+  state.counters["WeightGBs"] = benchmark::Counter(
+      static_cast<double>(m.bytes.size()) * iters * 1e-9,
+      benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(isa) + " " + std::string(GgmlTypeName(type)) +
+                 " " + std::to_string(rows) + "x" + std::to_string(cols) +
+                 " t=" + std::to_string(num_tokens) +
+                 " thr=" + std::to_string(num_threads));
+}
+
+void MatMulArgs(benchmark::internal::Benchmark* b) {
+  for (int64_t isa = 1; isa <= 2; ++isa) {
+    for (int64_t type = 0; type < 5; ++type) {
+      for (int64_t rows : {2048, 5632}) {
+        for (int64_t tokens : {1, 64}) {
+          for (int64_t threads : {1, 2}) {
+            b->Args({type, rows, tokens, threads, isa});
+          }
+        }
+      }
+    }
+  }
+}
+BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->UseRealTime()->MinTime(0.3);
+
+// Reads a 1 GiB buffer (split over `threads` threads) with the SIMD dot
+// kernel (each element times itself): the memory-read bandwidth that
+// bounds decode.
+void BM_MemoryRead(benchmark::State& state) {
+  const size_t bytes = size_t{1} << 30;
+  const int64_t num_threads = state.range(0);
+  std::vector<float> buf(bytes / sizeof(float), 1.0f);  // touches every page
+  std::vector<float> sums(num_threads);
+  auto sum_part = [&](int64_t part) {
+    const int64_t n = static_cast<int64_t>(buf.size()) / num_threads;
+    const float* p = buf.data() + part * n;
+    sums[part] = DotF32(p, p, n);
+  };
+  for (auto _ : state) {
+    std::vector<std::thread> threads;
+    for (int64_t p = 1; p < num_threads; ++p) threads.emplace_back(sum_part, p);
+    sum_part(0);
+    for (std::thread& t : threads) t.join();
+    benchmark::DoNotOptimize(sums.data());
+  }
+  state.counters["GBs"] = benchmark::Counter(
+      static_cast<double>(bytes) * state.iterations() * 1e-9,
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_MemoryRead)->Arg(1)->Arg(2)->UseRealTime()->MinTime(2.0);
+
+// The fixed cost of one ThreadPool::ParallelFor fan-out (decode issues
+// ~100 of them per token).
+void BM_ParallelForOverhead(benchmark::State& state) {
+  ThreadPool pool(1);
+  std::vector<int64_t> out(16);
+  for (auto _ : state) {
+    pool.ParallelFor(0, 8, [&](size_t i) { out[i] += 1; });
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+BENCHMARK(BM_ParallelForOverhead);
+
+}  // namespace
+}  // namespace kvault::kernels

@@ -1,0 +1,31 @@
+#include "model/arch_spec.h"
+
+#include <string>
+
+namespace kvault {
+namespace {
+
+// qwen2 and qwen3 are listed as data only; the forward pass honours every
+// field, but no golden test covers them yet.
+constexpr ArchSpec kArchSpecs[] = {
+    {.name = "llama", .rope_style = RopeStyle::kNormal},
+    {.name = "qwen2", .rope_style = RopeStyle::kNeox, .qkv_bias = true},
+    {.name = "qwen3", .rope_style = RopeStyle::kNeox, .qk_norm = true},
+};
+
+}  // namespace
+
+std::span<const ArchSpec> AllArchSpecs() { return kArchSpecs; }
+
+StatusOr<ArchSpec> FindArchSpec(std::string_view name) {
+  std::string known;
+  for (const ArchSpec& spec : kArchSpecs) {
+    if (spec.name == name) return spec;
+    known += known.empty() ? "" : ", ";
+    known += spec.name;
+  }
+  return UnimplementedError("architecture '" + std::string(name) +
+                            "' is not supported (supported: " + known + ")");
+}
+
+}  // namespace kvault

@@ -1,0 +1,35 @@
+// ArchSpec: what distinguishes the Llama-family architectures the forward
+// pass runs, as data, so a new family is a table row rather than a new code
+// path. Everything else (tensor names, SwiGLU FFN, RMSNorm, GQA) is shared.
+#ifndef KVAULT_MODEL_ARCH_SPEC_H_
+#define KVAULT_MODEL_ARCH_SPEC_H_
+
+#include <span>
+#include <string_view>
+
+#include "core/status_or.h"
+
+namespace kvault {
+
+// How RoPE pairs the dimensions of a head. kNormal rotates (x[2i], x[2i+1])
+// (GGUF llama files: the converter permuted Q/K for it); kNeox rotates
+// (x[i], x[i + n_rot/2]) (qwen2, qwen3 and most HF-native conversions).
+enum class RopeStyle { kNormal, kNeox };
+
+struct ArchSpec {
+  std::string_view name;  // general.architecture
+  RopeStyle rope_style = RopeStyle::kNormal;
+  bool qkv_bias = false;  // attn_{q,k,v}.bias present (required)
+  bool qk_norm = false;   // per-head RMSNorm attn_{q,k}_norm (required)
+  bool tied_output_allowed = true;  // output.weight may be absent
+};
+
+// Returns the spec of architecture `name`; Unimplemented naming it and the
+// supported list when kvault has no row for it.
+StatusOr<ArchSpec> FindArchSpec(std::string_view name);
+// Returns every supported architecture.
+std::span<const ArchSpec> AllArchSpecs();
+
+}  // namespace kvault
+
+#endif  // KVAULT_MODEL_ARCH_SPEC_H_

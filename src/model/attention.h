@@ -1,0 +1,45 @@
+// Grouped-query attention of a batch's queries over the K/V cells of their
+// sequences, read in place from the paged KV storage. A query visits its
+// sequence's cells in logical order, skipping cells whose position is past
+// its own (the causal mask), so every sum runs in the same order whichever
+// pages hold the cells and whatever else is in the batch.
+#ifndef KVAULT_MODEL_ATTENTION_H_
+#define KVAULT_MODEL_ATTENTION_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kv/kv_storage.h"
+#include "kv/kv_types.h"
+
+namespace kvault {
+
+// A sequence's cells in logical order, with their positions.
+struct SeqCells {
+  std::vector<CellId> cells;
+  std::vector<Pos> positions;  // [cells.size()]
+};
+
+struct AttentionShape {
+  uint32_t n_head = 0;
+  uint32_t n_head_kv = 0;
+  uint32_t head_dim_k = 0;
+  uint32_t head_dim_v = 0;
+  float scale = 1.0f;  // applied to q.k before the softmax
+};
+
+// For every batch token t and query head h: out[t, h] = softmax over the
+// visible cells c of (scale * q[t, h] . K[c, h / n_gqa]) weighting V[c, ...].
+// q: [num_tokens, n_head * head_dim_k]; out: [num_tokens, n_head *
+// head_dim_v]; seq_of[t] indexes `seqs`; query_pos[t] is t's position. A
+// token that sees no cell gets zeros. `pool` may be null.
+void Attend(const KvStorage& storage, uint32_t layer,
+            const AttentionShape& shape, std::span<const SeqCells> seqs,
+            std::span<const uint32_t> seq_of, std::span<const Pos> query_pos,
+            const float* q, float* out, ThreadPool* pool);
+
+}  // namespace kvault
+
+#endif  // KVAULT_MODEL_ATTENTION_H_

@@ -1,0 +1,334 @@
+#include "model/inference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <unordered_map>
+
+#include "kv/state_file.h"
+#include "model/attention.h"
+#include "model/kernels/kernels.h"
+#include "model/quantize.h"
+#include "model/rope.h"
+
+namespace kvault {
+namespace {
+
+// The batch regrouped by sequence, in order of first appearance.
+struct SeqGroups {
+  std::vector<SeqId> seqs;
+  std::vector<uint32_t> seq_of;                // [num_tokens] -> seqs
+  std::vector<std::vector<uint32_t>> members;  // per seq: batch indices
+};
+
+SeqGroups GroupBySeq(std::span<const BatchToken> batch) {
+  SeqGroups groups;
+  std::unordered_map<uint32_t, uint32_t> index_of;
+  groups.seq_of.reserve(batch.size());
+  for (size_t t = 0; t < batch.size(); ++t) {
+    auto [it, inserted] =
+        index_of.emplace(batch[t].seq.value(), groups.seqs.size());
+    if (inserted) {
+      groups.seqs.push_back(batch[t].seq);
+      groups.members.emplace_back();
+    }
+    groups.seq_of.push_back(it->second);
+    groups.members[it->second].push_back(static_cast<uint32_t>(t));
+  }
+  return groups;
+}
+
+// Returns the highest position among `seq`'s cached cells, or min() when
+// it has none.
+Pos MaxCachedPos(const KvCache& cache, SeqId seq) {
+  Pos max_pos = std::numeric_limits<Pos>::min();
+  for (const TokenPos& cell : cache.table().Cells(seq)) {
+    max_pos = std::max(max_pos, cell.pos);
+  }
+  return max_pos;
+}
+
+void AddInPlace(std::vector<float>& x, const std::vector<float>& y) {
+  for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
+}
+
+}  // namespace
+
+InferenceContext::InferenceContext(const LlamaModel* model, KvCache* cache,
+                                   ThreadPool* pool)
+    : model_(model), cache_(cache), pool_(pool) {}
+
+Status InferenceContext::ValidateBatch(
+    std::span<const BatchToken> batch) const {
+  if (batch.empty()) return InvalidArgumentError("Decode: empty batch");
+  const KvStorage* storage = cache_->storage();
+  if (storage == nullptr) {
+    return InvalidArgumentError("Decode: the KV cache holds no K/V data");
+  }
+  const KvLayout want = model_->KvLayoutFor(storage->layout().dtype);
+  if (!(storage->layout() == want)) {
+    return InvalidArgumentError(
+        "Decode: cache layout " + storage->layout().ToString() +
+        " does not fit the model, expected " + want.ToString());
+  }
+  std::unordered_map<uint32_t, Pos> last_pos;
+  for (size_t t = 0; t < batch.size(); ++t) {
+    const BatchToken& b = batch[t];
+    const std::string where = "Decode: batch token " + std::to_string(t) +
+                              " (seq#" + std::to_string(b.seq.value()) + ")";
+    if (b.token < 0 || static_cast<uint32_t>(b.token) >= model_->n_vocab()) {
+      return InvalidArgumentError(where + ": token id " +
+                                  std::to_string(b.token) + " not in [0, " +
+                                  std::to_string(model_->n_vocab()) + ")");
+    }
+    if (b.seq == kRestoreScratchSeq) {
+      return InvalidArgumentError(where + ": the restore scratch sequence");
+    }
+    auto [it, inserted] = last_pos.emplace(b.seq.value(), 0);
+    if (inserted) it->second = MaxCachedPos(*cache_, b.seq);
+    // The top position is reserved: a failed batch is undone by removing
+    // positions [first new, max()).
+    if (b.pos < 0 || b.pos <= it->second ||
+        b.pos == std::numeric_limits<Pos>::max()) {
+      return InvalidArgumentError(
+          where + ": position " + std::to_string(b.pos) +
+          " must be in [0, 2^31 - 1) and above " + std::to_string(it->second));
+    }
+    it->second = b.pos;
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<CellId>> InferenceContext::AppendBatch(
+    std::span<const BatchToken> batch) {
+  const SeqGroups groups = GroupBySeq(batch);
+  std::vector<CellId> cell_of(batch.size());
+  std::vector<bool> existed(groups.seqs.size());
+  for (size_t s = 0; s < groups.seqs.size(); ++s) {
+    existed[s] = cache_->table().Contains(groups.seqs[s]);
+  }
+  for (size_t s = 0; s < groups.seqs.size(); ++s) {
+    const SeqId seq = groups.seqs[s];
+    std::vector<TokenPos> tokens;
+    for (uint32_t t : groups.members[s]) {
+      tokens.push_back({batch[t].token, batch[t].pos});
+    }
+    StatusOr<std::vector<CellId>> cells = cache_->Append(seq, tokens);
+    if (!cells.ok()) {
+      // Undo the sequences appended so far: all or nothing.
+      for (size_t u = 0; u < s; ++u) {
+        const SeqId done = groups.seqs[u];
+        if (!existed[u]) {
+          cache_->RemoveSequence(done);
+          continue;
+        }
+        // Only the new cells lie at or past the first new position
+        // (ValidateBatch); truncating an unshared tail cannot fail.
+        const Pos first = batch[groups.members[u].front()].pos;
+        (void)cache_->RemoveRange(done, first, std::numeric_limits<Pos>::max());
+      }
+      return cells.status().WithContext("Decode");
+    }
+  }
+  // Read the cells back only now: with contiguous+defrag a later Append may
+  // have moved the cells an earlier one returned. Each sequence's new
+  // tokens are its last cells.
+  for (size_t s = 0; s < groups.seqs.size(); ++s) {
+    const std::vector<uint32_t>& members = groups.members[s];
+    const uint64_t first =
+        cache_->table().Length(groups.seqs[s]) - members.size();
+    for (size_t i = 0; i < members.size(); ++i) {
+      cell_of[members[i]] = cache_->table().CellAt(groups.seqs[s], first + i);
+    }
+  }
+  return cell_of;
+}
+
+namespace {
+
+// The activations of one forward pass and the steps over them. Buffers are
+// [num_tokens, width] row-major.
+class ForwardPass {
+ public:
+  ForwardPass(const LlamaModel& model, KvStorage* storage, ThreadPool* pool,
+              std::span<const BatchToken> batch, std::span<const CellId> cells,
+              std::vector<SeqCells> seqs, std::vector<uint32_t> seq_of)
+      : h_(model.hparams()),
+        w_(model.weights()),
+        arch_(model.arch()),
+        storage_(storage),
+        pool_(pool),
+        batch_(batch),
+        cells_(cells),
+        seqs_(std::move(seqs)),
+        seq_of_(std::move(seq_of)),
+        positions_(Positions(batch)),
+        rope_(positions_, h_.n_rot, h_.rope_freq_base, h_.rope_freq_scale()),
+        n_(batch.size()) {}
+
+  // Runs every layer and returns the wanted logits.
+  std::vector<float> Run() {
+    Embed();
+    for (uint32_t layer = 0; layer < h_.n_layer; ++layer) {
+      AttentionBlock(layer);
+      FeedForwardBlock(layer);
+    }
+    return Logits();
+  }
+
+ private:
+  static std::vector<Pos> Positions(std::span<const BatchToken> batch) {
+    std::vector<Pos> out;
+    for (const BatchToken& b : batch) out.push_back(b.pos);
+    return out;
+  }
+
+  void MatMul(const kernels::MatrixView& m, const std::vector<float>& x,
+              std::vector<float>* y) {
+    y->resize(n_ * m.rows);
+    kernels::MatMul(m, x.data(), static_cast<int64_t>(n_), y->data(), pool_);
+  }
+
+  // out[t] = RmsNorm(x[t]) * weight for every token.
+  void Norm(const std::vector<float>& x, const std::vector<float>& weight,
+            std::vector<float>* out) {
+    const size_t d = weight.size();
+    out->resize(n_ * d);
+    for (size_t t = 0; t < n_; ++t) {
+      kernels::RmsNorm(&x[t * d], weight.data(), d, h_.rms_norm_eps,
+                       &(*out)[t * d]);
+    }
+  }
+
+  void Embed() {
+    const kernels::MatrixView& e = w_.token_embd;
+    x_.resize(n_ * h_.n_embd);
+    for (size_t t = 0; t < n_; ++t) {
+      std::span row(e.data + e.row_bytes * batch_[t].token, e.row_bytes);
+      // Cannot fail: the type and row size were checked at load.
+      (void)DequantizeRow(e.type, row,
+                          std::span(&x_[t * h_.n_embd], h_.n_embd));
+    }
+  }
+
+  // Adds bias, applies per-head norm and RoPE to the rows of `x`
+  // [n_, num_heads * head_dim].
+  void PrepareHeads(std::vector<float>* x, const std::vector<float>& bias,
+                    const std::vector<float>& head_norm, uint32_t num_heads,
+                    uint32_t head_dim, bool rope) {
+    const size_t width = size_t{num_heads} * head_dim;
+    for (size_t t = 0; t < n_; ++t) {
+      float* row = &(*x)[t * width];
+      for (size_t i = 0; i < bias.size(); ++i) row[i] += bias[i];
+      for (uint32_t hd = 0; !head_norm.empty() && hd < num_heads; ++hd) {
+        float* head = row + size_t{hd} * head_dim;
+        kernels::RmsNorm(head, head_norm.data(), head_dim, h_.rms_norm_eps,
+                         head);
+      }
+      if (rope) rope_.Apply(arch_.rope_style, t, row, num_heads, head_dim);
+    }
+  }
+
+  void AttentionBlock(uint32_t layer) {
+    const LayerWeights& lw = w_.layers[layer];
+    Norm(x_, lw.attn_norm, &xn_);
+    MatMul(lw.wq, xn_, &q_);
+    MatMul(lw.wk, xn_, &k_);
+    MatMul(lw.wv, xn_, &v_);
+    PrepareHeads(&q_, lw.bq, lw.q_norm, h_.n_head, h_.n_embd_head_k, true);
+    PrepareHeads(&k_, lw.bk, lw.k_norm, h_.n_head_kv, h_.n_embd_head_k, true);
+    PrepareHeads(&v_, lw.bv, {}, h_.n_head_kv, h_.n_embd_head_v, false);
+    const size_t k_width = h_.n_embd_k_gqa();
+    const size_t v_width = h_.n_embd_v_gqa();
+    // Written before attention: a token attends to itself and to the
+    // earlier tokens of its sequence in this batch.
+    for (size_t t = 0; t < n_; ++t) {
+      storage_->WriteK(layer, cells_[t], std::span(&k_[t * k_width], k_width));
+      storage_->WriteV(layer, cells_[t], std::span(&v_[t * v_width], v_width));
+    }
+    AttentionShape shape{
+        h_.n_head, h_.n_head_kv, h_.n_embd_head_k, h_.n_embd_head_v,
+        1.0f / std::sqrt(static_cast<float>(h_.n_embd_head_k))};
+    att_.resize(n_ * h_.n_head * h_.n_embd_head_v);
+    Attend(*storage_, layer, shape, seqs_, seq_of_, positions_, q_.data(),
+           att_.data(), pool_);
+    MatMul(lw.wo, att_, &xn_);
+    AddInPlace(x_, xn_);
+  }
+
+  void FeedForwardBlock(uint32_t layer) {
+    const LayerWeights& lw = w_.layers[layer];
+    Norm(x_, lw.ffn_norm, &xn_);
+    MatMul(lw.w_gate, xn_, &gate_);
+    MatMul(lw.w_up, xn_, &up_);
+    kernels::SiluMul(gate_.data(), up_.data(),
+                     static_cast<int64_t>(gate_.size()), gate_.data());
+    MatMul(lw.w_down, gate_, &xn_);
+    AddInPlace(x_, xn_);
+  }
+
+  std::vector<float> Logits() {
+    const size_t d = h_.n_embd;
+    std::vector<float> wanted;  // [num_wanted, n_embd]
+    for (size_t t = 0; t < n_; ++t) {
+      if (!batch_[t].want_logits) continue;
+      wanted.resize(wanted.size() + d);
+      kernels::RmsNorm(&x_[t * d], w_.output_norm.data(), d, h_.rms_norm_eps,
+                       &wanted[wanted.size() - d]);
+    }
+    const size_t num_wanted = wanted.size() / d;
+    std::vector<float> logits(num_wanted * w_.output.rows);
+    if (num_wanted > 0) {
+      kernels::MatMul(w_.output, wanted.data(),
+                      static_cast<int64_t>(num_wanted), logits.data(), pool_);
+    }
+    return logits;
+  }
+
+  const LlamaHparams& h_;
+  const LlamaWeights& w_;
+  const ArchSpec& arch_;
+  KvStorage* storage_;
+  ThreadPool* pool_;
+  std::span<const BatchToken> batch_;
+  std::span<const CellId> cells_;
+  std::vector<SeqCells> seqs_;
+  std::vector<uint32_t> seq_of_;
+  std::vector<Pos> positions_;
+  RopeTable rope_;
+  size_t n_;
+  std::vector<float> x_;     // [n_, n_embd] residual stream
+  std::vector<float> xn_;    // [n_, n_embd] normed input / block output
+  std::vector<float> q_;     // [n_, n_head * head_dim_k]
+  std::vector<float> k_;     // [n_, n_head_kv * head_dim_k]
+  std::vector<float> v_;     // [n_, n_head_kv * head_dim_v]
+  std::vector<float> att_;   // [n_, n_head * head_dim_v]
+  std::vector<float> gate_;  // [n_, n_ff]
+  std::vector<float> up_;    // [n_, n_ff]
+};
+
+}  // namespace
+
+StatusOr<std::vector<float>> InferenceContext::Decode(
+    std::span<const BatchToken> batch) {
+  KV_RETURN_IF_ERROR(ValidateBatch(batch));
+  KV_ASSIGN_OR_RETURN(std::vector<CellId> cells, AppendBatch(batch));
+  SeqGroups groups = GroupBySeq(batch);
+  std::vector<SeqCells> seqs(groups.seqs.size());
+  for (size_t s = 0; s < groups.seqs.size(); ++s) {
+    const SeqId seq = groups.seqs[s];
+    std::span<const TokenPos> tokens = cache_->table().Cells(seq);
+    seqs[s].cells.reserve(tokens.size());
+    seqs[s].positions.reserve(tokens.size());
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      seqs[s].cells.push_back(cache_->table().CellAt(seq, i));
+      seqs[s].positions.push_back(tokens[i].pos);
+    }
+  }
+  ForwardPass pass(*model_, cache_->storage(), pool_, batch, cells,
+                   std::move(seqs), std::move(groups.seq_of));
+  return pass.Run();
+}
+
+}  // namespace kvault

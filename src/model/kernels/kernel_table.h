@@ -1,0 +1,68 @@
+// The per-instruction-set kernel table behind kernels.h. Each ISA file
+// (kernels_scalar.cc, kernels_avx2.cc, kernels_avx512.cc) fills one table of
+// plain function pointers; kernels.cc picks one at start-up.
+//
+// This header is included by files compiled with -mavx2/-mavx512*, so it
+// must hold no inline functions or templates: a copy emitted there could be
+// picked by the linker for generic callers (ODR) and fault on older CPUs.
+#ifndef KVAULT_MODEL_KERNELS_KERNEL_TABLE_H_
+#define KVAULT_MODEL_KERNELS_KERNEL_TABLE_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kvault::kernels {
+
+// Weight kinds a MatMul kernel exists for; the index into KernelTable::matmul.
+enum WeightKind : int {
+  kWeightF32 = 0,
+  kWeightF16 = 1,
+  kWeightBf16 = 2,
+  kWeightQ8_0 = 3,  // activations quantized to Q8_0
+  kWeightQ4_0 = 4,  // activations quantized to Q8_0
+  kNumWeightKinds = 5,
+};
+
+// One MatMul call as the row kernels see it. For F32/F16/BF16 weights `x`
+// holds f32 rows; for Q8_0/Q4_0 weights it holds Q8_0 rows (34-byte blocks).
+struct MatMulArgs {
+  const std::byte* w = nullptr;  // [rows, w_row_bytes]
+  size_t w_row_bytes = 0;
+  int64_t cols = 0;              // elements per row (block multiple if quantized)
+  const std::byte* x = nullptr;  // [num_tokens, x_row_bytes]
+  size_t x_row_bytes = 0;
+  int64_t num_tokens = 0;
+  float* y = nullptr;            // [num_tokens, y_stride]
+  int64_t y_stride = 0;
+};
+
+// Computes y[t, r] for every t < num_tokens and r in [row_begin, row_end).
+// Every implementation computes each element with one fixed sequence of
+// operations, whatever the tiling, so results never depend on the split.
+using MatMulRowsFn = void (*)(const MatMulArgs& args, int64_t row_begin,
+                              int64_t row_end);
+
+// One instruction set's kernels; signatures match kernels.h.
+struct KernelTable {
+  const char* name;
+  MatMulRowsFn matmul[kNumWeightKinds];
+  void (*rms_norm)(const float* x, const float* weight, int64_t n, float eps,
+                   float* out);
+  void (*softmax)(float* x, int64_t n);
+  void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out);
+  float (*dot_f32)(const float* a, const float* b, int64_t n);
+  void (*axpy)(float a, const float* x, int64_t n, float* y);
+  float (*dot_f16_f32)(const std::byte* a, const float* b, int64_t n);
+  void (*axpy_f16)(float s, const std::byte* x, int64_t n, float* y);
+};
+
+// Returns the scalar reference table (always available).
+const KernelTable* ScalarKernelTable();
+// Returns the AVX2+FMA+F16C table, or null when not compiled in.
+const KernelTable* Avx2KernelTable();
+// Returns the AVX-512 (F/BW/VL/DQ/VNNI) table, or null when not compiled in.
+const KernelTable* Avx512KernelTable();
+
+}  // namespace kvault::kernels
+
+#endif  // KVAULT_MODEL_KERNELS_KERNEL_TABLE_H_

@@ -1,0 +1,232 @@
+#include "model/kernels/kernels.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <span>
+#include <vector>
+
+#include "core/check.h"
+#include "core/float16.h"
+#include "core/thread_pool.h"
+#include "kv/kv_dtype.h"
+#include "model/kernels/kernel_table.h"
+
+namespace kvault::kernels {
+namespace {
+
+// Rows per work item: a multiple of every ISA's row tile, small enough that
+// a few items per thread even out uneven cores.
+constexpr int64_t kRowChunk = 16;
+// Work items per participating thread (dynamic claiming evens out stalls).
+constexpr int64_t kChunksPerThread = 4;
+// Below this many tokens quantizing the activations is not worth a fan-out.
+constexpr int64_t kMinTokensForParallelQuantize = 8;
+
+bool CpuHasAvx2() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  // F16C (CPUID.1:ECX bit 29) comes with every AVX2+FMA CPU in practice;
+  // Float16UsesF16c checks it the same way.
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         Float16UsesF16c();
+#else
+  return false;
+#endif
+}
+
+bool CpuHasAvx512() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  return CpuHasAvx2() && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+
+// The AVX-512 file has only MatMul kernels; the vector kernels are AVX2's.
+const KernelTable* MergedAvx512Table() {
+  static const KernelTable kMerged = [] {
+    KernelTable t = *Avx512KernelTable();
+    const KernelTable& base = *Avx2KernelTable();
+    if (t.rms_norm == nullptr) t.rms_norm = base.rms_norm;
+    if (t.softmax == nullptr) t.softmax = base.softmax;
+    if (t.silu_mul == nullptr) t.silu_mul = base.silu_mul;
+    if (t.dot_f32 == nullptr) t.dot_f32 = base.dot_f32;
+    if (t.axpy == nullptr) t.axpy = base.axpy;
+    if (t.dot_f16_f32 == nullptr) t.dot_f16_f32 = base.dot_f16_f32;
+    if (t.axpy_f16 == nullptr) t.axpy_f16 = base.axpy_f16;
+    return t;
+  }();
+  return &kMerged;
+}
+
+// Returns the table named `name` when compiled in and supported, else null.
+const KernelTable* TableByName(std::string_view name) {
+  if (name == "scalar") return ScalarKernelTable();
+  if (name == "avx2" && CpuHasAvx2() && Avx2KernelTable() != nullptr) {
+    return Avx2KernelTable();
+  }
+  if (name == "avx512" && CpuHasAvx512() && Avx512KernelTable() != nullptr &&
+      Avx2KernelTable() != nullptr) {
+    return MergedAvx512Table();
+  }
+  return nullptr;
+}
+
+// The best table the CPU supports; KVAULT_KERNELS=scalar|avx2|avx512 picks
+// a lower one (e.g. to measure the AVX2 path on an AVX-512 machine).
+const KernelTable* BestTable() {
+  static const KernelTable* const kBest = [] {
+    if (const char* env = std::getenv("KVAULT_KERNELS")) {
+      if (const KernelTable* t = TableByName(env)) return t;
+    }
+    for (std::string_view name : {"avx512", "avx2"}) {
+      if (const KernelTable* t = TableByName(name)) return t;
+    }
+    return ScalarKernelTable();
+  }();
+  return kBest;
+}
+
+std::atomic<const KernelTable*> g_table{nullptr};
+
+const KernelTable& Table() {
+  const KernelTable* t = g_table.load(std::memory_order_relaxed);
+  if (t == nullptr) {
+    t = BestTable();
+    g_table.store(t, std::memory_order_relaxed);
+  }
+  return *t;
+}
+
+WeightKind KindOf(GgmlType type) {
+  switch (type) {
+    case GgmlType::kF32: return kWeightF32;
+    case GgmlType::kF16: return kWeightF16;
+    case GgmlType::kBF16: return kWeightBf16;
+    case GgmlType::kQ8_0: return kWeightQ8_0;
+    case GgmlType::kQ4_0: return kWeightQ4_0;
+    default: break;
+  }
+  KV_CHECK(false) << "MatMul: no kernel for weight type "
+                  << GgmlTypeName(type);
+  return kWeightF32;
+}
+
+// Runs fn(i) for i < n on the pool (and the caller), or inline without one.
+template <typename Fn>
+void RunParallel(ThreadPool* pool, int64_t n, const Fn& fn) {
+  if (pool == nullptr || n <= 1) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  pool->ParallelFor(0, static_cast<size_t>(n),
+                    [&fn](size_t i) { fn(static_cast<int64_t>(i)); });
+}
+
+// Quantizes every token row of x into Q8_0 rows of `qx`.
+void QuantizeActivations(const float* x, int64_t cols, int64_t num_tokens,
+                         std::byte* qx, size_t q_row_bytes, ThreadPool* pool) {
+  const size_t c = static_cast<size_t>(cols);
+  auto quantize = [&](int64_t t) {
+    QuantizeRowQ8_0(std::span<const float>(x + t * cols, c),
+                    std::span<std::byte>(qx + t * q_row_bytes, q_row_bytes));
+  };
+  if (num_tokens < kMinTokensForParallelQuantize) pool = nullptr;
+  RunParallel(pool, num_tokens, quantize);
+}
+
+}  // namespace
+
+std::string_view ActiveIsa() { return Table().name; }
+
+void UseScalarKernels(bool scalar) {
+  g_table.store(scalar ? ScalarKernelTable() : BestTable(),
+                std::memory_order_relaxed);
+}
+
+bool UseKernelIsa(std::string_view name) {
+  const KernelTable* t = TableByName(name);
+  if (t == nullptr) return false;
+  g_table.store(t, std::memory_order_relaxed);
+  return true;
+}
+
+std::vector<std::string_view> SupportedIsas() {
+  std::vector<std::string_view> isas = {"scalar"};
+  for (std::string_view name : {"avx2", "avx512"}) {
+    if (TableByName(name) != nullptr) isas.push_back(name);
+  }
+  return isas;
+}
+
+void MatMul(const MatrixView& w, const float* x, int64_t num_tokens, float* y,
+            ThreadPool* pool) {
+  if (w.rows <= 0 || num_tokens <= 0) return;
+  const WeightKind kind = KindOf(w.type);
+  MatMulArgs args;
+  args.w = w.data;
+  args.w_row_bytes = w.row_bytes;
+  args.cols = w.cols;
+  args.num_tokens = num_tokens;
+  args.y = y;
+  args.y_stride = w.rows;
+  thread_local std::vector<std::byte> quantized;  // [num_tokens, q_row_bytes]
+  if (kind == kWeightQ8_0 || kind == kWeightQ4_0) {
+    KV_CHECK_EQ(w.cols % kQ8_0BlockElems, 0) << "quantized MatMul cols";
+    const size_t q_row_bytes = w.cols / kQ8_0BlockElems * kQ8_0BlockBytes;
+    quantized.resize(q_row_bytes * num_tokens);
+    QuantizeActivations(x, w.cols, num_tokens, quantized.data(), q_row_bytes,
+                        pool);
+    args.x = quantized.data();
+    args.x_row_bytes = q_row_bytes;
+  } else {
+    args.x = reinterpret_cast<const std::byte*>(x);
+    args.x_row_bytes = w.cols * sizeof(float);
+  }
+  const MatMulRowsFn rows_fn = Table().matmul[kind];
+  const int64_t num_threads =
+      pool == nullptr ? 1 : static_cast<int64_t>(pool->num_threads()) + 1;
+  const int64_t num_chunks_wanted = num_threads * kChunksPerThread;
+  int64_t chunk = (w.rows + num_chunks_wanted - 1) / num_chunks_wanted;
+  chunk = std::max<int64_t>(kRowChunk, (chunk + kRowChunk - 1) / kRowChunk *
+                                           kRowChunk);
+  const int64_t num_chunks = (w.rows + chunk - 1) / chunk;
+  RunParallel(pool, num_chunks, [&](int64_t i) {
+    rows_fn(args, i * chunk, std::min(w.rows, (i + 1) * chunk));
+  });
+}
+
+void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
+             float* out) {
+  Table().rms_norm(x, weight, n, eps, out);
+}
+
+void Softmax(float* x, int64_t n) { Table().softmax(x, n); }
+
+void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
+  Table().silu_mul(gate, up, n, out);
+}
+
+float DotF32(const float* a, const float* b, int64_t n) {
+  return Table().dot_f32(a, b, n);
+}
+
+void Axpy(float a, const float* x, int64_t n, float* y) {
+  Table().axpy(a, x, n, y);
+}
+
+float DotF16F32(const std::byte* a, const float* b, int64_t n) {
+  return Table().dot_f16_f32(a, b, n);
+}
+
+void AxpyF16(float s, const std::byte* x, int64_t n, float* y) {
+  Table().axpy_f16(s, x, n, y);
+}
+
+}  // namespace kvault::kernels

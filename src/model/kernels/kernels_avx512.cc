@@ -1,0 +1,334 @@
+// AVX-512 (F/BW/VL/DQ/VNNI) MatMul kernels. Compiled with -mavx512* and
+// called only after CPU detection, so this file is self-contained:
+// intrinsics and internal-linkage helpers only (see kernel_table.h). The
+// vector kernels (norm, softmax, attention dot/axpy) are not hot enough to
+// need 512-bit versions; kernels.cc takes them from the AVX2 table.
+#include "model/kernels/kernel_table.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512VNNI__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+
+#include <cstring>
+
+// GCC 12's avx512fintrin.h builds "undefined" vectors from self-initialised
+// locals (__Y = __Y), which -Wuninitialized flags in every caller.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace kvault::kernels {
+namespace {
+
+constexpr int64_t kQ8Bytes = 34;  // Q8_0 block: f16 d + 32 int8
+constexpr int64_t kQ4Bytes = 18;  // Q4_0 block: f16 d + 16 nibble pairs
+constexpr int64_t kBlock = 32;
+
+inline float HalfAt(const std::byte* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof(h));
+  return _cvtsh_ss(h);
+}
+
+// Fixed-order horizontal sums (every path reduces the same way).
+inline float HSum256(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline float HSum512(__m512 v) {
+  return HSum256(_mm256_add_ps(_mm512_castps512_ps256(v),
+                               _mm512_extractf32x8_ps(v, 1)));
+}
+
+// Decode streams each weight row once; rows are often exactly one 4 KiB
+// page, where the hardware prefetchers stop, so fetch the same offset of
+// the next row group while working on this one. (Prefetches do not change
+// results.)
+template <int R>
+inline void PrefetchNextRows(const std::byte* const* w, size_t row_bytes,
+                             int64_t offset) {
+  for (int r = 0; r < R; ++r) {
+    // Integer arithmetic: past the last row this points beyond the matrix
+    // (harmless for a prefetch, but not a valid pointer to form).
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(w[r]) + R * row_bytes +
+                           static_cast<uintptr_t>(offset);
+    _mm_prefetch(reinterpret_cast<const char*>(addr), _MM_HINT_T0);
+  }
+}
+
+struct F32Load {
+  static constexpr int64_t kBytes = 4;
+  static __m512 Vec(const std::byte* p, int64_t i) {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(p) + i);
+  }
+  static float One(const std::byte* p, int64_t i) {
+    float f;
+    std::memcpy(&f, p + 4 * i, sizeof(f));
+    return f;
+  }
+};
+
+struct F16Load {
+  static constexpr int64_t kBytes = 2;
+  static __m512 Vec(const std::byte* p, int64_t i) {
+    return _mm512_cvtph_ps(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * i)));
+  }
+  static float One(const std::byte* p, int64_t i) { return HalfAt(p + 2 * i); }
+};
+
+struct Bf16Load {
+  static constexpr int64_t kBytes = 2;
+  static __m512 Vec(const std::byte* p, int64_t i) {
+    const __m512i u = _mm512_cvtepu16_epi32(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * i)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+  }
+  static float One(const std::byte* p, int64_t i) {
+    uint16_t h;
+    std::memcpy(&h, p + 2 * i, sizeof(h));
+    const uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    return f;
+  }
+};
+
+// Float weights: acc[r][t] += w[r, i:i+16] * x[t, i:i+16], then a fixed
+// horizontal sum and an in-order scalar tail.
+template <class Load>
+struct FloatKernel {
+  static constexpr int kRowTile = 4;
+  static constexpr int kTokenTile = 4;
+
+  template <int R, int T>
+  static void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) {
+    const std::byte* w[R];
+    const float* x[T];
+    for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.w_row_bytes;
+    for (int t = 0; t < T; ++t) {
+      x[t] = reinterpret_cast<const float*>(a.x + (t0 + t) * a.x_row_bytes);
+    }
+    __m512 acc[R][T];
+    for (int r = 0; r < R; ++r) {
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+    }
+    const int64_t n16 = a.cols & ~int64_t{15};
+    for (int64_t i = 0; i < n16; i += 16) {
+      if constexpr (T == 1) PrefetchNextRows<R>(w, a.w_row_bytes, i * Load::kBytes);
+      __m512 wv[R];
+      for (int r = 0; r < R; ++r) wv[r] = Load::Vec(w[r], i);
+      for (int t = 0; t < T; ++t) {
+        const __m512 xv = _mm512_loadu_ps(x[t] + i);
+        for (int r = 0; r < R; ++r) {
+          acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int t = 0; t < T; ++t) {
+        float s = HSum512(acc[r][t]);
+        for (int64_t i = n16; i < a.cols; ++i) {
+          s = __builtin_fmaf(Load::One(w[r], i), x[t][i], s);
+        }
+        a.y[(t0 + t) * a.y_stride + r0 + r] = s;
+      }
+    }
+  }
+};
+
+// Two consecutive blocks' 32 int8 weights side by side in one zmm (block b
+// in the low half, b + 1 in the high half); a null second block is zeros.
+inline __m512i Join(__m256i lo, __m256i hi) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+struct Q8Block {
+  static constexpr int64_t kBytes = kQ8Bytes;
+  static __m256i One(const std::byte* blk) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+  }
+  static __m512i Pair(const std::byte* b0, const std::byte* b1) {
+    return Join(One(b0), b1 == nullptr ? _mm256_setzero_si256() : One(b1));
+  }
+};
+
+struct Q4Block {
+  static constexpr int64_t kBytes = kQ4Bytes;
+  // Byte j holds value j (low nibble) and value j + 16 (high nibble).
+  static __m256i One(const std::byte* blk) {
+    const __m128i bytes =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+    const __m128i mask = _mm_set1_epi8(0x0F);
+    const __m128i lo = _mm_and_si128(bytes, mask);
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask);
+    return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
+  }
+  static __m512i Pair(const std::byte* b0, const std::byte* b1) {
+    const __m128i bytes0 =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2));
+    const __m128i bytes1 =
+        b1 == nullptr
+            ? _mm_set1_epi8(-0x78)  // nibbles 8 and 8: value 0 after -8
+            : _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + 2));
+    const __m256i bytes = _mm256_set_m128i(bytes1, bytes0);
+    const __m256i mask = _mm256_set1_epi8(0x0F);
+    const __m256i lo = _mm256_and_si256(bytes, mask);  // [lo0 | lo1]
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
+    // [lo0 lo1 hi0 hi1] -> [lo0 hi0 lo1 hi1] (128-bit lanes).
+    const __m512i z = _mm512_shuffle_i64x2(Join(lo, hi), Join(lo, hi),
+                                           _MM_SHUFFLE(3, 1, 2, 0));
+    return _mm512_sub_epi8(z, _mm512_set1_epi8(8));
+  }
+};
+
+// Both scales of a block pair: [d0 x 8 | d1 x 8] (d1 = 0 when absent).
+inline __m512 PairScales(const std::byte* b0, const std::byte* b1) {
+  const __m256 lo = _mm256_set1_ps(HalfAt(b0));
+  const __m256 hi = _mm256_set1_ps(b1 == nullptr ? 0.0f : HalfAt(b1));
+  return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+}
+
+// Quantized weights . Q8_0 activations with VNNI, two blocks per zmm.
+// vpdpbusd multiplies unsigned by signed bytes, so x is offset to x + 128
+// (an XOR of the sign bit) and the accumulator starts at -128 * sum(w) per
+// lane, making each int32 lane the exact sum of 4 adjacent products. Then
+// per block pair and element: acc = fma(float(lanes), dw * dx, acc). An odd
+// last block is paired with zeros, in every tile shape alike.
+template <class Block>
+struct QuantKernel {
+  static constexpr int kRowTile = 4;
+  static constexpr int kTokenTile = 4;
+
+  // Adds blocks b (and b + 1 when kPair) to every accumulator of the tile.
+  template <int R, int T, bool kPair>
+  static void Step(const std::byte* const* w, const std::byte* const* x,
+                   int64_t b, __m512 (&acc)[R][T]) {
+    const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
+    __m512i wq[R], corr[R];
+    __m512 dw[R];
+    for (int r = 0; r < R; ++r) {
+      const std::byte* b0 = w[r] + b * Block::kBytes;
+      const std::byte* b1 = kPair ? b0 + Block::kBytes : nullptr;
+      wq[r] = Block::Pair(b0, b1);
+      corr[r] = _mm512_sub_epi32(
+          _mm512_setzero_si512(),
+          _mm512_dpbusd_epi32(_mm512_setzero_si512(), k80, wq[r]));
+      dw[r] = PairScales(b0, b1);
+    }
+    for (int t = 0; t < T; ++t) {
+      const std::byte* b0 = x[t] + b * kQ8Bytes;
+      const std::byte* b1 = kPair ? b0 + kQ8Bytes : nullptr;
+      const __m512i xu = _mm512_xor_si512(Q8Block::Pair(b0, b1), k80);
+      const __m512 dx = PairScales(b0, b1);
+      for (int r = 0; r < R; ++r) {
+        const __m512 p =
+            _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(corr[r], xu, wq[r]));
+        acc[r][t] = _mm512_fmadd_ps(p, _mm512_mul_ps(dw[r], dx), acc[r][t]);
+      }
+    }
+  }
+
+  // The one-token tile (decode) in 256-bit halves: the even blocks'
+  // accumulator is the zmm's low half, the odd blocks' its high half, so
+  // every lane sees exactly the operations of the paired path (bit-equal
+  // results) without the pairing shuffles, which only pay off when several
+  // tokens share them.
+  template <int R>
+  static void TileOneToken(const MatMulArgs& a, int64_t r0, int64_t t0) {
+    const std::byte* w[R];
+    for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.w_row_bytes;
+    const std::byte* x = a.x + t0 * a.x_row_bytes;
+    __m256 acc[R][2];
+    for (int r = 0; r < R; ++r) {
+      acc[r][0] = _mm256_setzero_ps();
+      acc[r][1] = _mm256_setzero_ps();
+    }
+    const __m256i k80 = _mm256_set1_epi8(static_cast<char>(0x80));
+    const int64_t num_blocks = a.cols / kBlock;
+    for (int64_t b = 0; b < num_blocks; ++b) {
+      const std::byte* xb = x + b * kQ8Bytes;
+      const __m256i xu = _mm256_xor_si256(Q8Block::One(xb), k80);
+      const float dx = HalfAt(xb);
+      PrefetchNextRows<R>(w, a.w_row_bytes, b * Block::kBytes);
+      for (int r = 0; r < R; ++r) {
+        const std::byte* blk = w[r] + b * Block::kBytes;
+        const __m256i wq = Block::One(blk);
+        const __m256i corr = _mm256_sub_epi32(
+            _mm256_setzero_si256(),
+            _mm256_dpbusd_epi32(_mm256_setzero_si256(), k80, wq));
+        const __m256 p = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(corr, xu, wq));
+        __m256& acc_half = acc[r][b & 1];
+        acc_half = _mm256_fmadd_ps(p, _mm256_set1_ps(HalfAt(blk) * dx), acc_half);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      a.y[t0 * a.y_stride + r0 + r] =
+          HSum256(_mm256_add_ps(acc[r][0], acc[r][1]));
+    }
+  }
+
+  template <int R, int T>
+  static void TileMulti(const MatMulArgs& a, int64_t r0, int64_t t0) {
+    const std::byte* w[R];
+    const std::byte* x[T];
+    for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.w_row_bytes;
+    for (int t = 0; t < T; ++t) x[t] = a.x + (t0 + t) * a.x_row_bytes;
+    __m512 acc[R][T];
+    for (int r = 0; r < R; ++r) {
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+    }
+    const int64_t num_blocks = a.cols / kBlock;
+    int64_t b = 0;
+    for (; b + 2 <= num_blocks; b += 2) Step<R, T, true>(w, x, b, acc);
+    if (b < num_blocks) Step<R, T, false>(w, x, b, acc);
+    for (int r = 0; r < R; ++r) {
+      for (int t = 0; t < T; ++t) {
+        a.y[(t0 + t) * a.y_stride + r0 + r] = HSum512(acc[r][t]);
+      }
+    }
+  }
+
+  template <int R, int T>
+  static void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) {
+    if constexpr (T == 1) {
+      TileOneToken<R>(a, r0, t0);
+    } else {
+      TileMulti<R, T>(a, r0, t0);
+    }
+  }
+};
+
+#include "model/kernels/matmul_tiling.inc"
+
+constexpr KernelTable kAvx512Table = {
+    "avx512",
+    {MatMulRowsTiled<FloatKernel<F32Load>>,
+     MatMulRowsTiled<FloatKernel<F16Load>>,
+     MatMulRowsTiled<FloatKernel<Bf16Load>>,
+     MatMulRowsTiled<QuantKernel<Q8Block>>,
+     MatMulRowsTiled<QuantKernel<Q4Block>>},
+    nullptr,  // the vector kernels come from the AVX2 table
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+};
+
+}  // namespace
+
+const KernelTable* Avx512KernelTable() { return &kAvx512Table; }
+
+}  // namespace kvault::kernels
+
+#else  // no AVX-512 in this build
+
+namespace kvault::kernels {
+const KernelTable* Avx512KernelTable() { return nullptr; }
+}  // namespace kvault::kernels
+
+#endif

@@ -1,0 +1,169 @@
+// Scalar reference kernels: the plainest correct code, used on CPUs without
+// AVX2 and by the tests as the yardstick for the SIMD versions.
+#include <cmath>
+#include <cstring>
+
+#include "core/float16.h"
+#include "kv/kv_dtype.h"
+#include "model/kernels/kernel_table.h"
+
+namespace kvault::kernels {
+namespace {
+
+float LoadHalfAsFloat(const std::byte* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof(h));
+  return HalfToFloat(h);
+}
+
+float LoadBf16AsFloat(const std::byte* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof(h));
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+float DotRowF32(const std::byte* w, const float* x, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    float wi;
+    std::memcpy(&wi, w + 4 * i, sizeof(wi));
+    sum += wi * x[i];
+  }
+  return sum;
+}
+
+float DotRowF16(const std::byte* w, const float* x, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += LoadHalfAsFloat(w + 2 * i) * x[i];
+  return sum;
+}
+
+float DotRowBf16(const std::byte* w, const float* x, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += LoadBf16AsFloat(w + 2 * i) * x[i];
+  return sum;
+}
+
+// Q8_0 weights . Q8_0 activations: exact int32 per block, scaled by dw * dx.
+float DotRowQ8_0(const std::byte* w, const std::byte* x, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n / kQ8_0BlockElems; ++b) {
+    const std::byte* wb = w + b * kQ8_0BlockBytes;
+    const std::byte* xb = x + b * kQ8_0BlockBytes;
+    int32_t isum = 0;
+    for (uint32_t i = 0; i < kQ8_0BlockElems; ++i) {
+      isum += static_cast<int8_t>(wb[2 + i]) * static_cast<int8_t>(xb[2 + i]);
+    }
+    const float scale = LoadHalfAsFloat(wb) * LoadHalfAsFloat(xb);
+    sum += static_cast<float>(isum) * scale;
+  }
+  return sum;
+}
+
+// Q4_0 weights (18-byte blocks: d, 16 bytes of nibble pairs) . Q8_0.
+float DotRowQ4_0(const std::byte* w, const std::byte* x, int64_t n) {
+  constexpr int64_t kQ4Bytes = 18;
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n / kQ8_0BlockElems; ++b) {
+    const std::byte* wb = w + b * kQ4Bytes;
+    const std::byte* xb = x + b * kQ8_0BlockBytes;
+    int32_t isum = 0;
+    for (int i = 0; i < 16; ++i) {
+      const int v = std::to_integer<int>(wb[2 + i]);
+      isum += ((v & 0xF) - 8) * static_cast<int8_t>(xb[2 + i]);
+      isum += ((v >> 4) - 8) * static_cast<int8_t>(xb[2 + 16 + i]);
+    }
+    const float scale = LoadHalfAsFloat(wb) * LoadHalfAsFloat(xb);
+    sum += static_cast<float>(isum) * scale;
+  }
+  return sum;
+}
+
+template <float (*kDot)(const std::byte*, const float*, int64_t)>
+void MatMulRowsFloat(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  for (int64_t t = 0; t < a.num_tokens; ++t) {
+    const float* x = reinterpret_cast<const float*>(a.x + t * a.x_row_bytes);
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      a.y[t * a.y_stride + r] = kDot(a.w + r * a.w_row_bytes, x, a.cols);
+    }
+  }
+}
+
+template <float (*kDot)(const std::byte*, const std::byte*, int64_t)>
+void MatMulRowsQuant(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  for (int64_t t = 0; t < a.num_tokens; ++t) {
+    const std::byte* x = a.x + t * a.x_row_bytes;
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      a.y[t * a.y_stride + r] = kDot(a.w + r * a.w_row_bytes, x, a.cols);
+    }
+  }
+}
+
+void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
+             float* out) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  const float scale =
+      1.0f / std::sqrt(static_cast<float>(sum / static_cast<double>(n)) + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = (x[i] * scale) * weight[i];
+}
+
+void Softmax(float* x, int64_t n) {
+  if (n <= 0) return;
+  float max = x[0];
+  for (int64_t i = 1; i < n; ++i) max = x[i] > max ? x[i] : max;
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += x[i];
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  }
+}
+
+float DotF32(const float* a, const float* b, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+void Axpy(float a, const float* x, int64_t n, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+float DotF16F32(const std::byte* a, const float* b, int64_t n) {
+  return DotRowF16(a, b, n);
+}
+
+void AxpyF16(float s, const std::byte* x, int64_t n, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] += s * LoadHalfAsFloat(x + 2 * i);
+}
+
+constexpr KernelTable kScalarTable = {
+    "scalar",
+    {MatMulRowsFloat<DotRowF32>, MatMulRowsFloat<DotRowF16>,
+     MatMulRowsFloat<DotRowBf16>, MatMulRowsQuant<DotRowQ8_0>,
+     MatMulRowsQuant<DotRowQ4_0>},
+    RmsNorm,
+    Softmax,
+    SiluMul,
+    DotF32,
+    Axpy,
+    DotF16F32,
+    AxpyF16,
+};
+
+}  // namespace
+
+const KernelTable* ScalarKernelTable() { return &kScalarTable; }
+
+}  // namespace kvault::kernels

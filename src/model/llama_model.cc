@@ -1,0 +1,69 @@
+#include "model/llama_model.h"
+
+#include <utility>
+
+#include "model/model_fingerprint.h"
+
+namespace kvault {
+namespace {
+
+// RoPE variants other than linear scaling change the rotation itself; a
+// factor of 1 (or none) makes them plain RoPE.
+Status CheckRopeScaling(const LlamaHparams& h) {
+  const bool scaled =
+      h.rope_scaling_factor != 0.0f && h.rope_scaling_factor != 1.0f;
+  if (h.rope_scaling_type == RopeScalingType::kNone ||
+      h.rope_scaling_type == RopeScalingType::kLinear || !scaled) {
+    return Status::Ok();
+  }
+  return UnimplementedError(
+      "rope scaling type " +
+      std::string(RopeScalingTypeName(h.rope_scaling_type)) +
+      " is not supported (none and linear are)");
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(
+    const std::string& path) {
+  KV_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(path));
+  StatusOr<std::unique_ptr<LlamaModel>> model = FromGguf(std::move(file));
+  if (!model.ok()) return model.status().WithContext(path);
+  return model;
+}
+
+StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::FromGguf(
+    std::unique_ptr<GgufFile> file) {
+  std::unique_ptr<LlamaModel> model(new LlamaModel());
+  KV_ASSIGN_OR_RETURN(model->hparams_, ReadLlamaHparams(*file));
+  KV_ASSIGN_OR_RETURN(model->arch_, FindArchSpec(model->hparams_.architecture));
+  KV_RETURN_IF_ERROR(CheckRopeScaling(model->hparams_));
+  KV_ASSIGN_OR_RETURN(model->weights_,
+                      LoadLlamaWeights(*file, model->hparams_, model->arch_));
+  KV_ASSIGN_OR_RETURN(model->tokenizer_, Tokenizer::FromGguf(*file));
+  if (model->tokenizer_->num_tokens() != model->hparams_.n_vocab) {
+    return InvalidArgumentError(
+        "tokenizer has " + std::to_string(model->tokenizer_->num_tokens()) +
+        " tokens but the model's vocabulary size is " +
+        std::to_string(model->hparams_.n_vocab));
+  }
+  for (const GgufTensorInfo& tensor : file->tensors()) {
+    model->weight_bytes_ += tensor.size_bytes;
+    model->num_parameters_ += tensor.num_elements;
+  }
+  model->fingerprint_ = ComputeModelFingerprint(*file);
+  model->file_ = std::move(file);
+  return model;
+}
+
+KvLayout LlamaModel::KvLayoutFor(KvDtype dtype) const {
+  KvLayout layout;
+  layout.num_layers = hparams_.n_layer;
+  layout.num_kv_heads = hparams_.n_head_kv;
+  layout.head_dim_k = hparams_.n_embd_head_k;
+  layout.head_dim_v = hparams_.n_embd_head_v;
+  layout.dtype = dtype;
+  return layout;
+}
+
+}  // namespace kvault

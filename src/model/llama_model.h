@@ -1,0 +1,75 @@
+// LlamaModel: a loaded, validated Llama-family GGUF model: hyperparameters,
+// architecture description, tensor views into the memory-mapped file, the
+// tokenizer and the fingerprint KV state files are bound to. Immutable after
+// loading, so any number of InferenceContexts may share one.
+#ifndef KVAULT_MODEL_LLAMA_MODEL_H_
+#define KVAULT_MODEL_LLAMA_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/status_or.h"
+#include "kv/kv_dtype.h"
+#include "kv/kv_layout.h"
+#include "kv/model_fingerprint.h"
+#include "model/arch_spec.h"
+#include "model/gguf_file.h"
+#include "model/llama_hparams.h"
+#include "model/llama_weights.h"
+#include "model/tokenizer.h"
+
+namespace kvault {
+
+class LlamaModel {
+ public:
+  // Maps the GGUF at `path` and validates it (hparams, architecture, every
+  // tensor's name, shape and type, tokenizer); errors name the path.
+  // Unimplemented names an unsupported architecture or tensor type.
+  static StatusOr<std::unique_ptr<LlamaModel>> Load(const std::string& path);
+  // Validates an already parsed file, as Load does.
+  static StatusOr<std::unique_ptr<LlamaModel>> FromGguf(
+      std::unique_ptr<GgufFile> file);
+
+  LlamaModel(const LlamaModel&) = delete;
+  LlamaModel& operator=(const LlamaModel&) = delete;
+
+  // Returns the hyperparameters.
+  const LlamaHparams& hparams() const { return hparams_; }
+  // Returns the architecture description.
+  const ArchSpec& arch() const { return arch_; }
+  // Returns the tensor views.
+  const LlamaWeights& weights() const { return weights_; }
+  // Returns the tokenizer built from the file's vocabulary.
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  // Returns the model's identity for state files.
+  const ModelFingerprint& fingerprint() const { return fingerprint_; }
+  // Returns the parsed file the weights point into.
+  const GgufFile& file() const { return *file_; }
+  // Returns the number of vocabulary entries (logits per token).
+  uint32_t n_vocab() const { return hparams_.n_vocab; }
+
+  // Returns the KV cell layout this model needs with element type `dtype`
+  // (validate it: Q8_0 needs K/V rows of whole 32-value blocks).
+  KvLayout KvLayoutFor(KvDtype dtype) const;
+  // Returns the bytes of all tensors (what one forward pass streams).
+  uint64_t weight_bytes() const { return weight_bytes_; }
+  // Returns the number of weight elements.
+  uint64_t num_parameters() const { return num_parameters_; }
+
+ private:
+  LlamaModel() = default;
+
+  std::unique_ptr<GgufFile> file_;
+  LlamaHparams hparams_;
+  ArchSpec arch_;
+  LlamaWeights weights_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  ModelFingerprint fingerprint_;
+  uint64_t weight_bytes_ = 0;
+  uint64_t num_parameters_ = 0;
+};
+
+}  // namespace kvault
+
+#endif  // KVAULT_MODEL_LLAMA_MODEL_H_

@@ -1,0 +1,146 @@
+#include "model/llama_weights.h"
+
+#include <string>
+
+#include "model/quantize.h"
+
+namespace kvault {
+namespace {
+
+std::string ShapeString(const std::vector<uint64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    out += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+// Returns the tensor `name` after checking its shape is `expected` (ggml
+// order, ne0 first).
+StatusOr<const GgufTensorInfo*> FindShaped(
+    const GgufFile& file, const std::string& name,
+    const std::vector<uint64_t>& expected) {
+  const GgufTensorInfo* info = file.FindTensor(name);
+  if (info == nullptr) return NotFoundError("tensor " + name + " is missing");
+  std::vector<uint64_t> actual = info->shape;
+  // ggml treats trailing dimensions of 1 as absent.
+  while (actual.size() > expected.size() && actual.back() == 1) {
+    actual.pop_back();
+  }
+  if (actual != expected) {
+    return InvalidArgumentError("tensor " + name + " has shape " +
+                                ShapeString(info->shape) + ", expected " +
+                                ShapeString(expected));
+  }
+  return info;
+}
+
+StatusOr<kernels::MatrixView> LoadMatrix(const GgufFile& file,
+                                         const std::string& name, uint64_t cols,
+                                         uint64_t rows) {
+  KV_ASSIGN_OR_RETURN(const GgufTensorInfo* info,
+                      FindShaped(file, name, {cols, rows}));
+  KV_RETURN_IF_ERROR(CheckMatrixTypeSupported(info->type, name));
+  kernels::MatrixView view;
+  view.type = info->type;
+  view.rows = static_cast<int64_t>(rows);
+  view.cols = static_cast<int64_t>(cols);
+  view.data = file.TensorData(*info).data();
+  view.row_bytes = info->size_bytes / rows;
+  return view;
+}
+
+StatusOr<std::vector<float>> LoadVector(const GgufFile& file,
+                                        const std::string& name,
+                                        uint64_t size) {
+  KV_ASSIGN_OR_RETURN(const GgufTensorInfo* info,
+                      FindShaped(file, name, {size}));
+  std::vector<float> out(size);
+  Status status = DequantizeRow(info->type, file.TensorData(*info), out);
+  if (!status.ok()) return status.WithContext("tensor " + name);
+  return out;
+}
+
+StatusOr<LayerWeights> LoadLayer(const GgufFile& file, const LlamaHparams& h,
+                                 const ArchSpec& arch, uint32_t layer) {
+  const std::string p = "blk." + std::to_string(layer) + ".";
+  const uint64_t q_dim = uint64_t{h.n_head} * h.n_embd_head_k;
+  const uint64_t k_dim = h.n_embd_k_gqa();
+  const uint64_t v_dim = h.n_embd_v_gqa();
+  const uint64_t o_in = uint64_t{h.n_head} * h.n_embd_head_v;
+  LayerWeights w;
+  KV_ASSIGN_OR_RETURN(w.attn_norm,
+                      LoadVector(file, p + "attn_norm.weight", h.n_embd));
+  KV_ASSIGN_OR_RETURN(w.wq,
+                      LoadMatrix(file, p + "attn_q.weight", h.n_embd, q_dim));
+  KV_ASSIGN_OR_RETURN(w.wk,
+                      LoadMatrix(file, p + "attn_k.weight", h.n_embd, k_dim));
+  KV_ASSIGN_OR_RETURN(w.wv,
+                      LoadMatrix(file, p + "attn_v.weight", h.n_embd, v_dim));
+  KV_ASSIGN_OR_RETURN(
+      w.wo, LoadMatrix(file, p + "attn_output.weight", o_in, h.n_embd));
+  if (arch.qkv_bias) {
+    KV_ASSIGN_OR_RETURN(w.bq, LoadVector(file, p + "attn_q.bias", q_dim));
+    KV_ASSIGN_OR_RETURN(w.bk, LoadVector(file, p + "attn_k.bias", k_dim));
+    KV_ASSIGN_OR_RETURN(w.bv, LoadVector(file, p + "attn_v.bias", v_dim));
+  }
+  if (arch.qk_norm) {
+    KV_ASSIGN_OR_RETURN(
+        w.q_norm, LoadVector(file, p + "attn_q_norm.weight", h.n_embd_head_k));
+    KV_ASSIGN_OR_RETURN(
+        w.k_norm, LoadVector(file, p + "attn_k_norm.weight", h.n_embd_head_k));
+  }
+  KV_ASSIGN_OR_RETURN(w.ffn_norm,
+                      LoadVector(file, p + "ffn_norm.weight", h.n_embd));
+  KV_ASSIGN_OR_RETURN(
+      w.w_gate, LoadMatrix(file, p + "ffn_gate.weight", h.n_embd, h.n_ff));
+  KV_ASSIGN_OR_RETURN(w.w_up,
+                      LoadMatrix(file, p + "ffn_up.weight", h.n_embd, h.n_ff));
+  KV_ASSIGN_OR_RETURN(
+      w.w_down, LoadMatrix(file, p + "ffn_down.weight", h.n_ff, h.n_embd));
+  return w;
+}
+
+}  // namespace
+
+Status CheckMatrixTypeSupported(GgmlType type, std::string_view tensor_name) {
+  switch (type) {
+    case GgmlType::kF32:
+    case GgmlType::kF16:
+    case GgmlType::kBF16:
+    case GgmlType::kQ8_0:
+    case GgmlType::kQ4_0:
+      return Status::Ok();
+    default:
+      return UnimplementedError("tensor " + std::string(tensor_name) +
+                                " has type " + std::string(GgmlTypeName(type)) +
+                                ", which is not supported (f32, f16, bf16, "
+                                "q8_0, q4_0 are)");
+  }
+}
+
+StatusOr<LlamaWeights> LoadLlamaWeights(const GgufFile& file,
+                                        const LlamaHparams& hparams,
+                                        const ArchSpec& arch) {
+  LlamaWeights w;
+  KV_ASSIGN_OR_RETURN(
+      w.token_embd,
+      LoadMatrix(file, "token_embd.weight", hparams.n_embd, hparams.n_vocab));
+  KV_ASSIGN_OR_RETURN(w.output_norm,
+                      LoadVector(file, "output_norm.weight", hparams.n_embd));
+  if (file.FindTensor("output.weight") == nullptr && arch.tied_output_allowed) {
+    w.output = w.token_embd;
+    w.output_tied = true;
+  } else {
+    KV_ASSIGN_OR_RETURN(w.output, LoadMatrix(file, "output.weight",
+                                             hparams.n_embd, hparams.n_vocab));
+  }
+  w.layers.reserve(hparams.n_layer);
+  for (uint32_t layer = 0; layer < hparams.n_layer; ++layer) {
+    KV_ASSIGN_OR_RETURN(LayerWeights lw, LoadLayer(file, hparams, arch, layer));
+    w.layers.push_back(std::move(lw));
+  }
+  return w;
+}
+
+}  // namespace kvault

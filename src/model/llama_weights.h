@@ -1,0 +1,58 @@
+// LlamaWeights: views of a Llama-family model's tensors inside the mapped
+// GGUF file, checked once at load (name, shape, type) so the forward pass
+// indexes them without further checks. Matrices stay in the file (zero
+// copy); the small 1-D tensors (norms, biases) are dequantized to f32.
+#ifndef KVAULT_MODEL_LLAMA_WEIGHTS_H_
+#define KVAULT_MODEL_LLAMA_WEIGHTS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status_or.h"
+#include "model/arch_spec.h"
+#include "model/gguf_file.h"
+#include "model/kernels/kernels.h"
+#include "model/llama_hparams.h"
+
+namespace kvault {
+
+struct LayerWeights {
+  std::vector<float> attn_norm;       // [n_embd]
+  kernels::MatrixView wq;             // [n_head * head_dim_k rows, n_embd cols]
+  kernels::MatrixView wk;             // [n_head_kv * head_dim_k, n_embd]
+  kernels::MatrixView wv;             // [n_head_kv * head_dim_v, n_embd]
+  kernels::MatrixView wo;             // [n_embd, n_head * head_dim_v]
+  std::vector<float> bq, bk, bv;      // biases (ArchSpec::qkv_bias), else empty
+  std::vector<float> q_norm, k_norm;  // [head_dim] (ArchSpec::qk_norm)
+  std::vector<float> ffn_norm;        // [n_embd]
+  kernels::MatrixView w_gate;         // [n_ff, n_embd]
+  kernels::MatrixView w_up;           // [n_ff, n_embd]
+  kernels::MatrixView w_down;         // [n_embd, n_ff]
+};
+
+struct LlamaWeights {
+  // token_embd: n_vocab rows of n_embd values, any supported type; rows
+  // are dequantized one per token.
+  kernels::MatrixView token_embd;
+  std::vector<float> output_norm;  // [n_embd]
+  // [n_vocab, n_embd]; token_embd itself when output.weight is absent.
+  kernels::MatrixView output;
+  bool output_tied = false;
+  std::vector<LayerWeights> layers;  // [n_layer]
+};
+
+// Returns OK when matrices of `type` can be multiplied (f32, f16, bf16,
+// q8_0, q4_0), else Unimplemented naming the type and `tensor_name`.
+Status CheckMatrixTypeSupported(GgmlType type, std::string_view tensor_name);
+
+// Builds the views for `file` (which must outlive the result). NotFound
+// names a missing tensor; InvalidArgument names a tensor whose shape is not
+// the one `hparams` implies (expected vs actual); Unimplemented names a
+// tensor of a type kvault cannot compute with.
+StatusOr<LlamaWeights> LoadLlamaWeights(const GgufFile& file,
+                                        const LlamaHparams& hparams,
+                                        const ArchSpec& arch);
+
+}  // namespace kvault
+
+#endif  // KVAULT_MODEL_LLAMA_WEIGHTS_H_

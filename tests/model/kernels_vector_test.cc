@@ -1,0 +1,143 @@
+// The vector kernels (norm, softmax, SiLU, dot/axpy over f32 and f16) of
+// every instruction set against the scalar reference.
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/float16.h"
+#include "model/kernels/kernels.h"
+
+namespace kvault::kernels {
+namespace {
+
+constexpr int64_t kSizes[] = {1, 7, 8, 15, 16, 17, 64, 100, 4096 + 3};
+
+std::vector<float> RandomVector(int64_t n, std::mt19937& rng, float scale) {
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+std::vector<std::byte> ToHalves(const std::vector<float>& v) {
+  std::vector<std::byte> h(2 * v.size());
+  FloatToHalfRow(v, h);
+  return h;
+}
+
+// Runs `body(isa, n, rng)` for every SIMD set and size, seeded per case.
+void ForEachIsaAndSize(
+    const std::function<void(std::string_view, int64_t, std::mt19937&)>& body) {
+  for (std::string_view isa : SupportedIsas()) {
+    if (isa == "scalar") continue;
+    for (int64_t n : kSizes) {
+      const uint32_t seed = static_cast<uint32_t>(n * 7 + isa.size());
+      SCOPED_TRACE(std::string(isa) + " n " + std::to_string(n) + " seed " +
+                   std::to_string(seed));
+      std::mt19937 rng(seed);
+      body(isa, n, rng);
+    }
+  }
+  UseScalarKernels(false);
+}
+
+void ExpectAllNear(const std::vector<float>& got,
+                   const std::vector<float>& want, float rel, float abs) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], rel * std::fabs(want[i]) + abs) << "i=" << i;
+  }
+}
+
+TEST(KernelsVectorTest, DotF32AndDotF16F32) {
+  ForEachIsaAndSize([](std::string_view isa, int64_t n, std::mt19937& rng) {
+    const std::vector<float> a = RandomVector(n, rng, 1.0f);
+    const std::vector<float> b = RandomVector(n, rng, 1.0f);
+    const std::vector<std::byte> ah = ToHalves(a);
+    UseScalarKernels(true);
+    const float want32 = DotF32(a.data(), b.data(), n);
+    const float want16 = DotF16F32(ah.data(), b.data(), n);
+    ASSERT_TRUE(UseKernelIsa(isa));
+    const float tol = 1e-6f * static_cast<float>(n) + 1e-6f;
+    EXPECT_NEAR(DotF32(a.data(), b.data(), n), want32, tol);
+    EXPECT_NEAR(DotF16F32(ah.data(), b.data(), n), want16, tol);
+  });
+}
+
+TEST(KernelsVectorTest, AxpyAndAxpyF16) {
+  ForEachIsaAndSize([](std::string_view isa, int64_t n, std::mt19937& rng) {
+    const std::vector<float> x = RandomVector(n, rng, 1.0f);
+    const std::vector<float> y0 = RandomVector(n, rng, 1.0f);
+    const std::vector<std::byte> xh = ToHalves(x);
+    UseScalarKernels(true);
+    std::vector<float> want = y0, want16 = y0;
+    Axpy(0.37f, x.data(), n, want.data());
+    AxpyF16(-1.5f, xh.data(), n, want16.data());
+    ASSERT_TRUE(UseKernelIsa(isa));
+    std::vector<float> got = y0, got16 = y0;
+    Axpy(0.37f, x.data(), n, got.data());
+    AxpyF16(-1.5f, xh.data(), n, got16.data());
+    ExpectAllNear(got, want, 1e-6f, 1e-6f);
+    ExpectAllNear(got16, want16, 1e-6f, 1e-6f);
+  });
+}
+
+TEST(KernelsVectorTest, RmsNorm) {
+  ForEachIsaAndSize([](std::string_view isa, int64_t n, std::mt19937& rng) {
+    const std::vector<float> x = RandomVector(n, rng, 4.0f);
+    const std::vector<float> w = RandomVector(n, rng, 2.0f);
+    std::vector<float> want(n), got(n);
+    UseScalarKernels(true);
+    RmsNorm(x.data(), w.data(), n, 1e-5f, want.data());
+    ASSERT_TRUE(UseKernelIsa(isa));
+    RmsNorm(x.data(), w.data(), n, 1e-5f, got.data());
+    ExpectAllNear(got, want, 1e-5f, 1e-6f);
+  });
+}
+
+TEST(KernelsVectorTest, SoftmaxAndSiluMul) {
+  ForEachIsaAndSize([](std::string_view isa, int64_t n, std::mt19937& rng) {
+    std::vector<float> logits = RandomVector(n, rng, 20.0f);
+    if (n > 2) logits[n / 2] = -std::numeric_limits<float>::infinity();
+    const std::vector<float> gate = RandomVector(n, rng, 30.0f);
+    const std::vector<float> up = RandomVector(n, rng, 2.0f);
+    std::vector<float> want = logits, got = logits;
+    std::vector<float> want_silu(n), got_silu(n);
+    UseScalarKernels(true);
+    Softmax(want.data(), n);
+    SiluMul(gate.data(), up.data(), n, want_silu.data());
+    ASSERT_TRUE(UseKernelIsa(isa));
+    Softmax(got.data(), n);
+    SiluMul(gate.data(), up.data(), n, got_silu.data());
+    ExpectAllNear(got, want, 2e-6f, 1e-9f);
+    if (n > 2) {
+      EXPECT_EQ(got[n / 2], 0.0f);  // a masked entry is exactly 0
+    }
+    ExpectAllNear(got_silu, want_silu, 2e-6f, 1e-7f);
+  });
+}
+
+TEST(KernelsVectorTest, SoftmaxKnownValues) {
+  for (std::string_view isa : SupportedIsas()) {
+    SCOPED_TRACE(std::string(isa));
+    ASSERT_TRUE(UseKernelIsa(isa));
+    std::vector<float> x(11, 0.0f);
+    x[3] = std::log(3.0f);  // weights 1 x 10, 3 x 1 -> 1/13, 3/13
+    Softmax(x.data(), 11);
+    EXPECT_NEAR(x[0], 1.0f / 13, 1e-6f);
+    EXPECT_NEAR(x[3], 3.0f / 13, 1e-6f);
+    float silu = 0;
+    const float g = 2.0f, u = 3.0f;
+    SiluMul(&g, &u, 1, &silu);
+    EXPECT_NEAR(silu, 2.0f / (1.0f + std::exp(-2.0f)) * 3.0f, 1e-6f);
+  }
+  UseScalarKernels(false);
+}
+
+}  // namespace
+}  // namespace kvault::kernels

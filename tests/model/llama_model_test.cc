@@ -1,0 +1,218 @@
+// Loading and validating Llama-family models: every tensor's name, shape
+// and type is checked up front, with errors naming the tensor.
+#include "model/llama_model.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/memory_file.h"
+#include "model/gen_model.h"
+#include "model/gguf_writer.h"
+#include "model/model_fingerprint.h"
+
+namespace kvault {
+namespace {
+
+const std::string kShared = std::string(KVAULT_SOURCE_DIR) + "/../shared";
+
+std::shared_ptr<std::string> GenImage(GgmlType type) {
+  GenModelOptions options;
+  options.n_embd = 64;
+  options.n_layer = 2;
+  options.n_head = 4;
+  options.n_head_kv = 2;
+  options.n_ff = 96;
+  options.type = type;
+  auto image = std::make_shared<std::string>();
+  StringWritableFile out(image.get());
+  EXPECT_TRUE(GenerateLlamaModel(options, &out).ok());
+  return image;
+}
+
+StatusOr<std::unique_ptr<LlamaModel>> FromImage(
+    std::shared_ptr<const std::string> image) {
+  KV_ASSIGN_OR_RETURN(auto file, GgufFile::FromBuffer(std::move(image)));
+  return LlamaModel::FromGguf(std::move(file));
+}
+
+// Rebuilds a generated F32 model after `edit` changed its tensor list (infos
+// and bytes, same order) or metadata.
+using Edit = std::function<void(std::vector<GgufMetadataEntry>*,
+                                std::vector<GgufTensorInfo>*,
+                                std::vector<std::string>*)>;
+StatusOr<std::unique_ptr<LlamaModel>> EditedModel(const Edit& edit) {
+  KV_ASSIGN_OR_RETURN(auto file,
+                      GgufFile::FromBuffer(GenImage(GgmlType::kF32)));
+  std::vector<GgufMetadataEntry> metadata = file->metadata();
+  std::vector<GgufTensorInfo> tensors = file->tensors();
+  std::vector<std::string> data;
+  for (const auto& t : file->tensors()) {
+    auto bytes = file->TensorData(t);
+    data.emplace_back(reinterpret_cast<const char*>(bytes.data()),
+                      bytes.size());
+  }
+  edit(&metadata, &tensors, &data);
+  KV_ASSIGN_OR_RETURN(std::string image,
+                      BuildGgufImage(metadata, tensors, data));
+  return FromImage(std::make_shared<std::string>(std::move(image)));
+}
+
+size_t IndexOf(const std::vector<GgufTensorInfo>& tensors,
+               const std::string& name) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].name == name) return i;
+  }
+  ADD_FAILURE() << "no tensor " << name;
+  return 0;
+}
+
+TEST(LlamaModelTest, LoadsStories260K) {
+  const std::string path = kShared + "/models/stories260K.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "missing " << path;
+  auto model = LlamaModel::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const LlamaHparams& h = (*model)->hparams();
+  EXPECT_EQ(h.n_embd, 64u);
+  EXPECT_EQ(h.n_layer, 5u);
+  EXPECT_EQ(h.n_head, 8u);
+  EXPECT_EQ(h.n_head_kv, 4u);
+  EXPECT_EQ((*model)->n_vocab(), 512u);
+  EXPECT_EQ((*model)->tokenizer().num_tokens(), 512u);
+  EXPECT_EQ((*model)->arch().rope_style, RopeStyle::kNormal);
+  EXPECT_EQ((*model)->weights().layers.size(), 5u);
+  EXPECT_EQ((*model)->fingerprint(), ComputeModelFingerprint((*model)->file()));
+  const KvLayout layout = (*model)->KvLayoutFor(KvDtype::kF16);
+  EXPECT_EQ(layout.num_layers, 5u);
+  EXPECT_EQ(layout.num_kv_heads, 4u);
+  EXPECT_EQ(layout.head_dim_k, 8u);
+  EXPECT_TRUE(layout.Validate().ok());
+  EXPECT_GT((*model)->weight_bytes(), 260000u * 4 * 9 / 10);
+}
+
+TEST(LlamaModelTest, LoadsEveryGeneratedWeightType) {
+  for (GgmlType type :
+       {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+    SCOPED_TRACE(std::string(GgmlTypeName(type)));
+    auto model = FromImage(GenImage(type));
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    const LayerWeights& layer = (*model)->weights().layers[1];
+    EXPECT_EQ(layer.wq.type, type);
+    EXPECT_EQ(layer.wq.rows, 64);
+    EXPECT_EQ(layer.wk.rows, 32);  // 2 KV heads of 16
+    EXPECT_EQ(layer.w_down.cols, 96);
+    EXPECT_EQ(layer.w_down.rows, 64);
+    EXPECT_EQ(layer.attn_norm.size(), 64u);
+    EXPECT_EQ((*model)->weights().token_embd.rows, (*model)->n_vocab());
+  }
+}
+
+TEST(LlamaModelTest, MissingOutputIsTiedToEmbedding) {
+  auto model = EditedModel([](auto*, auto* tensors, auto* data) {
+    const size_t i = IndexOf(*tensors, "output.weight");
+    tensors->erase(tensors->begin() + i);
+    data->erase(data->begin() + i);
+  });
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EXPECT_TRUE((*model)->weights().output_tied);
+  EXPECT_EQ((*model)->weights().output.data,
+            (*model)->weights().token_embd.data);
+}
+
+TEST(LlamaModelTest, MissingTensorIsNotFound) {
+  auto model = EditedModel([](auto*, auto* tensors, auto* data) {
+    const size_t i = IndexOf(*tensors, "blk.1.ffn_up.weight");
+    tensors->erase(tensors->begin() + i);
+    data->erase(data->begin() + i);
+  });
+  EXPECT_EQ(model.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(model.status().message().find("blk.1.ffn_up.weight"),
+            std::string::npos);
+}
+
+TEST(LlamaModelTest, WrongShapeIsInvalidArgument) {
+  auto model = EditedModel([](auto*, auto* tensors, auto*) {
+    auto& t = (*tensors)[IndexOf(*tensors, "blk.0.attn_k.weight")];
+    std::swap(t.shape[0], t.shape[1]);  // same bytes, transposed shape
+  });
+  EXPECT_EQ(model.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(model.status().message().find("blk.0.attn_k.weight"),
+            std::string::npos);
+  EXPECT_NE(model.status().message().find("expected"), std::string::npos);
+}
+
+TEST(LlamaModelTest, UnsupportedTypeIsUnimplemented) {
+  auto model = EditedModel([](auto*, auto* tensors, auto* data) {
+    const size_t i = IndexOf(*tensors, "blk.0.attn_q.weight");
+    auto& t = (*tensors)[i];
+    t.type = GgmlType::kQ4_1;  // 20 bytes per 32 values
+    (*data)[i].assign(t.shape[0] / 32 * 20 * t.shape[1], '\0');
+  });
+  EXPECT_EQ(model.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(model.status().message().find("q4_1"), std::string::npos);
+  EXPECT_NE(model.status().message().find("blk.0.attn_q.weight"),
+            std::string::npos);
+}
+
+TEST(LlamaModelTest, UnsupportedArchitectureIsUnimplemented) {
+  EXPECT_EQ(FindArchSpec("gpt2").status().code(), StatusCode::kUnimplemented);
+  ASSERT_TRUE(FindArchSpec("qwen2").ok());
+  EXPECT_EQ(FindArchSpec("qwen2")->rope_style, RopeStyle::kNeox);
+  EXPECT_TRUE(FindArchSpec("qwen2")->qkv_bias);
+  EXPECT_TRUE(FindArchSpec("qwen3")->qk_norm);
+}
+
+// Turns the generated llama model into a qwen2 one (same keys under
+// "qwen2."), optionally adding zero Q/K/V biases.
+Edit ToQwen2(bool with_bias) {
+  return [with_bias](auto* metadata, auto* tensors, auto* data) {
+    for (auto& entry : *metadata) {
+      if (entry.key == "general.architecture") {
+        entry.value = GgufValue::String("qwen2");
+      } else if (entry.key.rfind("llama.", 0) == 0) {
+        entry.key = "qwen2." + entry.key.substr(6);
+      }
+    }
+    if (!with_bias) return;
+    for (int layer = 0; layer < 2; ++layer) {
+      const std::string p = "blk." + std::to_string(layer) + ".";
+      for (auto [name, size] : {std::pair{"attn_q.bias", 64},
+                                {"attn_k.bias", 32},
+                                {"attn_v.bias", 32}}) {
+        GgufTensorInfo info;
+        info.name = p + name;
+        info.type = GgmlType::kF32;
+        info.shape = {static_cast<uint64_t>(size)};
+        tensors->push_back(info);
+        data->push_back(std::string(size * 4, '\0'));
+      }
+    }
+  };
+}
+
+TEST(LlamaModelTest, Qwen2NeedsBiasesAndUsesNeoxRope) {
+  auto no_bias = EditedModel(ToQwen2(false));
+  EXPECT_EQ(no_bias.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(no_bias.status().message().find("blk.0.attn_q.bias"),
+            std::string::npos);
+  auto model = EditedModel(ToQwen2(true));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EXPECT_EQ((*model)->arch().rope_style, RopeStyle::kNeox);
+  EXPECT_EQ((*model)->weights().layers[1].bq.size(), 64u);
+  EXPECT_EQ((*model)->weights().layers[1].bk.size(), 32u);
+  EXPECT_TRUE((*model)->weights().layers[1].q_norm.empty());
+}
+
+TEST(LlamaModelTest, LoadNamesThePath) {
+  auto model = LlamaModel::Load("/nonexistent/kvault-model.gguf");
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().ToString().find("/nonexistent/kvault-model.gguf"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvault
