@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "core/float16.h"
 #include "core/thread_pool.h"
 #include "kv/kv_dtype.h"
+#include "model/kernels/compute_pool.h"
 #include "model/kernels/kernel_table.h"
 
 namespace kvault::kernels {
@@ -22,6 +24,8 @@ constexpr int64_t kRowChunk = 16;
 constexpr int64_t kChunksPerThread = 4;
 // Below this many tokens quantizing the activations is not worth a fan-out.
 constexpr int64_t kMinTokensForParallelQuantize = 8;
+// Below this many multiply-adds a MatMul runs on the calling thread alone.
+constexpr int64_t kMinParallelMacs = int64_t{1} << 17;
 
 bool CpuHasAvx2() {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -118,15 +122,22 @@ WeightKind KindOf(GgmlType type) {
   return kWeightF32;
 }
 
-// Runs fn(i) for i < n on the pool (and the caller), or inline without one.
+// Runs fn(i) for i < n on as many threads as `pool` has (and the caller),
+// or inline without one. The loops run on the spinning ComputePool of that
+// size rather than on `pool` itself: waking ThreadPool's sleeping workers
+// costs more than a decode step's small MatMuls take.
 template <typename Fn>
 void RunParallel(ThreadPool* pool, int64_t n, const Fn& fn) {
   if (pool == nullptr || n <= 1) {
     for (int64_t i = 0; i < n; ++i) fn(i);
     return;
   }
-  pool->ParallelFor(0, static_cast<size_t>(n),
-                    [&fn](size_t i) { fn(static_cast<int64_t>(i)); });
+  auto body = [&fn](size_t i) { fn(static_cast<int64_t>(i)); };
+  if (ComputePool* compute = ComputePool::Shared(pool->num_threads())) {
+    compute->ParallelFor(static_cast<size_t>(n), body);
+  } else {
+    pool->ParallelFor(0, static_cast<size_t>(n), body);
+  }
 }
 
 // Quantizes every token row of x into Q8_0 rows of `qx`.
@@ -139,6 +150,40 @@ void QuantizeActivations(const float* x, int64_t cols, int64_t num_tokens,
   };
   if (num_tokens < kMinTokensForParallelQuantize) pool = nullptr;
   RunParallel(pool, num_tokens, quantize);
+}
+
+// The last activations this thread quantized, kept because a layer
+// multiplies the same input by several matrices (Q, K, V; gate, up) and
+// quantizing cost ~13% of a prefill. A hit needs the same pointer, shape
+// and contents (compared in full: far cheaper than re-quantizing), so a
+// caller rewriting its buffer in place still gets fresh blocks.
+struct QuantizedCache {
+  const float* x = nullptr;
+  int64_t cols = 0;
+  int64_t num_tokens = 0;
+  std::vector<float> x_copy;         // [num_tokens, cols]
+  std::vector<std::byte> quantized;  // [num_tokens, q_row_bytes]
+};
+
+// Returns x quantized to Q8_0 rows of q_row_bytes, valid until this
+// thread's next call.
+const std::byte* QuantizedActivations(const float* x, int64_t cols,
+                                      int64_t num_tokens, size_t q_row_bytes,
+                                      ThreadPool* pool) {
+  thread_local QuantizedCache cache;
+  const size_t num_values = static_cast<size_t>(cols * num_tokens);
+  if (cache.x == x && cache.cols == cols && cache.num_tokens == num_tokens &&
+      std::memcmp(cache.x_copy.data(), x, num_values * sizeof(float)) == 0) {
+    return cache.quantized.data();
+  }
+  cache.quantized.resize(q_row_bytes * num_tokens);
+  QuantizeActivations(x, cols, num_tokens, cache.quantized.data(),
+                      q_row_bytes, pool);
+  cache.x_copy.assign(x, x + num_values);
+  cache.x = x;
+  cache.cols = cols;
+  cache.num_tokens = num_tokens;
+  return cache.quantized.data();
 }
 
 }  // namespace
@@ -176,20 +221,19 @@ void MatMul(const MatrixView& w, const float* x, int64_t num_tokens, float* y,
   args.num_tokens = num_tokens;
   args.y = y;
   args.y_stride = w.rows;
-  thread_local std::vector<std::byte> quantized;  // [num_tokens, q_row_bytes]
   if (kind == kWeightQ8_0 || kind == kWeightQ4_0) {
     KV_CHECK_EQ(w.cols % kQ8_0BlockElems, 0) << "quantized MatMul cols";
     const size_t q_row_bytes = w.cols / kQ8_0BlockElems * kQ8_0BlockBytes;
-    quantized.resize(q_row_bytes * num_tokens);
-    QuantizeActivations(x, w.cols, num_tokens, quantized.data(), q_row_bytes,
-                        pool);
-    args.x = quantized.data();
+    args.x = QuantizedActivations(x, w.cols, num_tokens, q_row_bytes, pool);
     args.x_row_bytes = q_row_bytes;
   } else {
     args.x = reinterpret_cast<const std::byte*>(x);
     args.x_row_bytes = w.cols * sizeof(float);
   }
   const MatMulRowsFn rows_fn = Table().matmul[kind];
+  // Even a spinning pool costs ~a microsecond per loop; tiny products
+  // (stories260K's) are faster on one thread. Results do not change.
+  if (w.rows * w.cols * num_tokens < kMinParallelMacs) pool = nullptr;
   const int64_t num_threads =
       pool == nullptr ? 1 : static_cast<int64_t>(pool->num_threads()) + 1;
   const int64_t num_chunks_wanted = num_threads * kChunksPerThread;

@@ -1,0 +1,259 @@
+#include "model/attention_batched.h"
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "core/float16.h"
+#include "model/kernels/kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define KVAULT_ATTENTION_FAST 1
+#endif
+
+namespace kvault {
+namespace {
+
+constexpr uint32_t kMaxHeadDim = 256;
+constexpr uint32_t kMaxGqa = 64;
+constexpr uint32_t kMinHeadDimK = 32;
+
+#ifdef KVAULT_ATTENTION_FAST
+#define KV_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+// dst[i] = half(src[i]) for n (a multiple of 8) fp16 values.
+KV_AVX2 void HalfToFloat8s(const std::byte* src, uint32_t n, float* dst) {
+  for (uint32_t i = 0; i < n; i += 8) {
+    const __m128i h =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i));
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+  }
+}
+
+// Rounds each value to the nearest fp16 (ties to even), as attention.cc's
+// RoundToHalf.
+KV_AVX2 inline __m256 RoundHalf(__m256 x) {
+  return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+}
+
+// x[i] = fp16-rounded x[i] for n (a multiple of 8) values.
+KV_AVX2 void RoundHalfRow(float* x, uint32_t n) {
+  for (uint32_t i = 0; i < n; i += 8) {
+    _mm256_storeu_ps(x + i, RoundHalf(_mm256_loadu_ps(x + i)));
+  }
+}
+
+// scores[j] = k . q[j] for j < n_gqa, in DotF16F32Avx2's order: two
+// accumulators over 16-value steps, a last 8-value step into the first,
+// then the same horizontal sum of their sum.
+KV_AVX2 void DotHeads(const float* k, const float* q, uint32_t dk,
+                      uint32_t n_gqa, float* scores) {
+  for (uint32_t j = 0; j < n_gqa; ++j) {
+    const float* b = q + uint64_t{j} * dk;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    uint32_t i = 0;
+    for (; i + 16 <= dk; i += 16) {
+      acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i), _mm256_loadu_ps(b + i),
+                             acc0);
+      acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i + 8),
+                             _mm256_loadu_ps(b + i + 8), acc1);
+    }
+    for (; i + 8 <= dk; i += 8) {
+      acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i), _mm256_loadu_ps(b + i),
+                             acc0);
+    }
+    const __m256 v = _mm256_add_ps(acc0, acc1);
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v),
+                          _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    scores[j] = _mm_cvtss_f32(s);
+  }
+}
+
+// For each head j: when rescale[j] != 1 (a new max), acc = round(acc *
+// rescale[j]); then acc = round(fma(weight[j], v, acc)) — attention.cc's
+// scale loop, RoundToHalf, AxpyF16 and RoundToHalf.
+KV_AVX2 void UpdateHeads(const float* v, uint32_t dv, uint32_t n_gqa,
+                         const bool* rescale, const float* old_scale,
+                         const float* weight, float* out) {
+  for (uint32_t j = 0; j < n_gqa; ++j) {
+    float* acc = out + uint64_t{j} * dv;
+    const __m256 w = _mm256_set1_ps(weight[j]);
+    if (rescale[j]) {
+      const __m256 s = _mm256_set1_ps(old_scale[j]);
+      for (uint32_t d = 0; d < dv; d += 8) {
+        const __m256 a = RoundHalf(_mm256_mul_ps(_mm256_loadu_ps(acc + d), s));
+        _mm256_storeu_ps(acc + d, RoundHalf(_mm256_fmadd_ps(
+                                      w, _mm256_loadu_ps(v + d), a)));
+      }
+    } else {
+      for (uint32_t d = 0; d < dv; d += 8) {
+        _mm256_storeu_ps(acc + d, RoundHalf(_mm256_fmadd_ps(
+                                      w, _mm256_loadu_ps(v + d),
+                                      _mm256_loadu_ps(acc + d))));
+      }
+    }
+  }
+}
+#endif  // KVAULT_ATTENTION_FAST
+
+}  // namespace
+
+bool CanAttendGroupF16Fast(const AttentionShape& shape) {
+#ifdef KVAULT_ATTENTION_FAST
+  const std::string_view isa = kernels::ActiveIsa();
+  const uint32_t n_gqa = shape.n_head / shape.n_head_kv;
+  return (isa == "avx2" || isa == "avx512") && Float16UsesF16c() &&
+         // Small heads (the golden-test models') stay on attention.cc's
+         // path, whose numerics are tuned against llama.cpp's there.
+         shape.head_dim_k >= kMinHeadDimK &&
+         shape.head_dim_k % 8 == 0 && shape.head_dim_v % 8 == 0 &&
+         shape.head_dim_k <= kMaxHeadDim && shape.head_dim_v <= kMaxHeadDim &&
+         n_gqa <= kMaxGqa;
+#else
+  (void)shape;
+  return false;
+#endif
+}
+
+namespace {
+
+// AttendGroupF16Fast's body. k_f32/v_f32, when not null, hold group g's
+// K/V slices of seq's cells already converted ([cells, head_dim]).
+void AttendGroupImpl(const F16GroupRows& rows, const AttentionShape& s,
+                     const SeqCells& seq, Pos query_pos, uint32_t g,
+                     const float* k_f32, const float* v_f32, const float* q,
+                     float* out) {
+#ifdef KVAULT_ATTENTION_FAST
+  const uint32_t n_gqa = s.n_head / s.n_head_kv;
+  const uint32_t dk = s.head_dim_k;
+  const uint32_t dv = s.head_dim_v;
+  float qs[kMaxGqa * kMaxHeadDim];  // [n_gqa, dk] fp16-rounded queries
+  std::memcpy(qs, q, sizeof(float) * n_gqa * dk);
+  RoundHalfRow(qs, n_gqa * dk);
+  float max[kMaxGqa], sum[kMaxGqa], scores[kMaxGqa];
+  float old_scale[kMaxGqa], weight[kMaxGqa];
+  bool rescale[kMaxGqa];
+  for (uint32_t j = 0; j < n_gqa; ++j) {
+    max[j] = -INFINITY;
+    sum[j] = 0.0f;
+  }
+  std::memset(out, 0, sizeof(float) * n_gqa * dv);
+  float k[kMaxHeadDim], v[kMaxHeadDim];
+  for (size_t i = 0; i < seq.cells.size(); ++i) {
+    if (seq.positions[i] > query_pos) continue;  // causal mask
+    const float* kc = k;
+    const float* vc = v;
+    if (k_f32 != nullptr) {
+      kc = k_f32 + i * dk;
+      vc = v_f32 + i * dv;
+    } else {
+      const uint64_t cell = seq.cells[i].value();
+      HalfToFloat8s(
+          rows.k_base + cell * rows.k_row_bytes + uint64_t{g} * dk * 2, dk, k);
+      HalfToFloat8s(
+          rows.v_base + cell * rows.v_row_bytes + uint64_t{g} * dv * 2, dv, v);
+    }
+    DotHeads(kc, qs, dk, n_gqa, scores);
+    // The softmax bookkeeping stays in generic code, as in attention.cc,
+    // so no multiply-add here is contracted into an FMA.
+    for (uint32_t j = 0; j < n_gqa; ++j) {
+      const float score = scores[j] * s.scale;
+      old_scale[j] = 1.0f;
+      weight[j] = 1.0f;
+      rescale[j] = score > max[j];
+      if (rescale[j]) {
+        old_scale[j] = std::exp(max[j] - score);
+        max[j] = score;
+      } else {
+        weight[j] = std::exp(score - max[j]);
+      }
+      sum[j] = sum[j] * old_scale[j] + weight[j];
+    }
+    UpdateHeads(vc, dv, n_gqa, rescale, old_scale, weight, out);
+  }
+  for (uint32_t j = 0; j < n_gqa; ++j) {
+    const float inv = sum[j] == 0.0f ? 0.0f : 1.0f / sum[j];
+    for (uint32_t d = 0; d < dv; ++d) out[uint64_t{j} * dv + d] *= inv;
+  }
+#else
+  (void)rows, (void)s, (void)seq, (void)query_pos, (void)g, (void)k_f32,
+      (void)v_f32, (void)q, (void)out;
+#endif
+}
+
+// Converts group g's K (or V) slices of seq's cells, in logical order, into
+// dst [cells, head_dim]: done once per prefill sequence instead of once per
+// query. The conversion is exact, so results do not change.
+void GatherSlices(const std::byte* base, uint64_t row_bytes, uint32_t g,
+                  uint32_t head_dim, const SeqCells& seq, float* dst) {
+#ifdef KVAULT_ATTENTION_FAST
+  for (size_t i = 0; i < seq.cells.size(); ++i) {
+    HalfToFloat8s(base + seq.cells[i].value() * row_bytes +
+                      uint64_t{g} * head_dim * 2,
+                  head_dim, dst + i * head_dim);
+  }
+#else
+  (void)base, (void)row_bytes, (void)g, (void)head_dim, (void)seq, (void)dst;
+#endif
+}
+
+}  // namespace
+
+void AttendGroupF16Fast(const F16GroupRows& rows, const AttentionShape& shape,
+                        const SeqCells& seq, Pos query_pos, uint32_t g,
+                        const float* q, float* out) {
+  AttendGroupImpl(rows, shape, seq, query_pos, g, nullptr, nullptr, q, out);
+}
+
+void AttendF16Fast(const F16GroupRows& rows, const AttentionShape& shape,
+                   std::span<const SeqCells> seqs,
+                   std::span<const uint32_t> seq_of,
+                   std::span<const Pos> query_pos, const float* q, float* out,
+                   const std::function<void(size_t, const std::function<void(
+                                                         size_t)>&)>& run) {
+  const uint32_t n_kv = shape.n_head_kv;
+  const uint32_t dk = shape.head_dim_k;
+  const uint32_t dv = shape.head_dim_v;
+  // Sequences with several queries in the batch (a prefill) get their K/V
+  // converted once: [n_head_kv, cells, dk] then [n_head_kv, cells, dv].
+  std::vector<uint32_t> num_queries(seqs.size(), 0);
+  for (uint32_t s : seq_of) ++num_queries[s];
+  std::vector<std::vector<float>> gathered(seqs.size());
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    if (num_queries[s] < 2) continue;
+    const size_t n = seqs[s].cells.size();
+    gathered[s].resize(size_t{n_kv} * n * (dk + dv));
+    for (uint32_t g = 0; g < n_kv; ++g) {
+      GatherSlices(rows.k_base, rows.k_row_bytes, g, dk, seqs[s],
+                   &gathered[s][size_t{g} * n * dk]);
+      GatherSlices(rows.v_base, rows.v_row_bytes, g, dv, seqs[s],
+                   &gathered[s][size_t{n_kv} * n * dk + size_t{g} * n * dv]);
+    }
+  }
+  const uint32_t n_gqa = shape.n_head / n_kv;
+  const uint64_t q_stride = uint64_t{shape.n_head} * dk;
+  const uint64_t out_stride = uint64_t{shape.n_head} * dv;
+  run(seq_of.size() * n_kv, [&](size_t index) {
+    const size_t t = index / n_kv;
+    const uint32_t g = static_cast<uint32_t>(index % n_kv);
+    const uint64_t first_head = uint64_t{g} * n_gqa;
+    const uint32_t s = seq_of[t];
+    const float* k_f32 = nullptr;
+    const float* v_f32 = nullptr;
+    if (!gathered[s].empty()) {
+      const size_t n = seqs[s].cells.size();
+      k_f32 = &gathered[s][size_t{g} * n * dk];
+      v_f32 = &gathered[s][size_t{n_kv} * n * dk + size_t{g} * n * dv];
+    }
+    AttendGroupImpl(rows, shape, seqs[s], query_pos[t], g, k_f32, v_f32,
+                    q + t * q_stride + first_head * dk,
+                    out + t * out_stride + first_head * dv);
+  });
+}
+
+}  // namespace kvault

@@ -1,0 +1,55 @@
+// A faster AttendGroup for F16 KV caches on CPUs with AVX2, FMA and F16C:
+// each cell's K and V slices are converted to f32 once and used by every
+// query head of the group, and the V update is fused with the fp16
+// rounding of the accumulator. It performs, per (query, head, cell), the
+// same float operations in the same order as attention.cc's generic path
+// with the AVX2 kernels (DotF16F32Avx2's two-accumulator FMA order and
+// horizontal sum, FMA-based AxpyF16, round-to-nearest-even fp16 rounding),
+// so switching paths changes no bit of the output.
+#ifndef KVAULT_MODEL_ATTENTION_BATCHED_H_
+#define KVAULT_MODEL_ATTENTION_BATCHED_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "model/attention.h"
+
+namespace kvault {
+
+// Where a layer's K/V rows live and which slice group `g` reads.
+struct F16GroupRows {
+  const std::byte* k_base = nullptr;  // row c at k_base + c * k_row_bytes
+  const std::byte* v_base = nullptr;
+  uint64_t k_row_bytes = 0;
+  uint64_t v_row_bytes = 0;
+};
+
+// Returns true when AttendGroupF16Fast can run for `shape` here: the kernel
+// table in use is AVX2's or AVX-512's (whose vector kernels are AVX2's),
+// the head sizes are multiples of 8 no larger than 256, and head_dim_k is
+// at least 32 (smaller ones stay on attention.cc's path).
+bool CanAttendGroupF16Fast(const AttentionShape& shape);
+
+// The generic AttendGroup for an F16 cache: out[j] for the n_gqa query
+// heads q[j] ([n_gqa, head_dim_k]) sharing KV head g, over seq's cells
+// with positions <= query_pos. Requires CanAttendGroupF16Fast(shape).
+void AttendGroupF16Fast(const F16GroupRows& rows, const AttentionShape& shape,
+                        const SeqCells& seq, Pos query_pos, uint32_t g,
+                        const float* q, float* out);
+
+// Attend (attention.h) with the F16 fast path for every (token, KV head):
+// sequences with several queries in the batch have their K/V slices
+// converted to f32 once. `run(n, fn)` calls fn(i) for i < n, on any
+// threads. Requires CanAttendGroupF16Fast(shape).
+void AttendF16Fast(const F16GroupRows& rows, const AttentionShape& shape,
+                   std::span<const SeqCells> seqs,
+                   std::span<const uint32_t> seq_of,
+                   std::span<const Pos> query_pos, const float* q, float* out,
+                   const std::function<void(size_t, const std::function<void(
+                                                         size_t)>&)>& run);
+
+}  // namespace kvault
+
+#endif  // KVAULT_MODEL_ATTENTION_BATCHED_H_

@@ -1,0 +1,137 @@
+#include "model/kernels/compute_pool.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <string_view>
+#include <map>
+#include <memory>
+
+#include "core/check.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace kvault::kernels {
+namespace {
+
+// How long an idle worker spins before sleeping: longer than the gaps
+// between the loops of one forward pass (norms, RoPE, small attention),
+// short enough not to burn a core between requests.
+constexpr auto kSpinTime = std::chrono::microseconds(500);
+
+// Iterations of pure pause-spinning before a waiter starts yielding.
+constexpr uint32_t kPauseSpins = 1024;
+
+inline void CpuRelax() {
+#if defined(__x86_64__)
+  _mm_pause();
+#endif
+}
+
+// One step of a wait loop: pause-spin at first (lowest latency on idle
+// cores), then yield, which costs an idle core ~a microsecond but hands an
+// oversubscribed core to the thread being waited for.
+inline void WaitStep(uint32_t k) {
+  if (k < kPauseSpins) {
+    CpuRelax();
+  } else {
+    std::this_thread::yield();
+  }
+}
+
+// Set while a thread runs pool work, so a nested Run goes inline.
+thread_local bool t_in_pool_work = false;
+
+}  // namespace
+
+ComputePool::ComputePool(size_t num_workers) {
+  KV_CHECK_GE(num_workers, 1u) << "a ComputePool needs a worker";
+  workers_.reserve(num_workers);
+  for (size_t i = 0; i < num_workers; ++i) {
+    workers_.emplace_back([this] { WorkerLoop(); });
+  }
+}
+
+ComputePool::~ComputePool() {
+  {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    stopping_ = true;
+    generation_.fetch_add(1);
+    generation_.notify_all();
+  }
+  for (std::thread& worker : workers_) worker.join();
+}
+
+void ComputePool::RunIndices() {
+  for (size_t i = next_.fetch_add(1); i < n_; i = next_.fetch_add(1)) {
+    fn_(ctx_, i);
+  }
+}
+
+void ComputePool::WorkerLoop() {
+  t_in_pool_work = true;
+  uint64_t seen = 0;
+  for (;;) {
+    uint64_t gen = generation_.load(std::memory_order_acquire);
+    const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
+    for (uint32_t k = 1; gen == seen; ++k) {
+      WaitStep(k);
+      if (k % 64 == 0 && std::chrono::steady_clock::now() > spin_until) {
+        // Publishing the sleep before re-reading generation_ (both seq_cst)
+        // means Run either sees a sleeper and notifies, or bumped the
+        // generation before the read below, so no wake-up is lost.
+        num_sleeping_.fetch_add(1);
+        generation_.wait(seen);
+        num_sleeping_.fetch_sub(1);
+      }
+      gen = generation_.load(std::memory_order_acquire);
+    }
+    // Run waits for every worker's ack before publishing another loop, so
+    // `gen` is exactly seen + 1 and the loop fields are this loop's.
+    seen = gen;
+    if (stopping_) return;
+    RunIndices();
+    num_acks_.fetch_add(1, std::memory_order_acq_rel);
+  }
+}
+
+void ComputePool::Run(size_t n, Fn fn, const void* ctx) {
+  std::unique_lock<std::mutex> lock(run_mu_, std::try_to_lock);
+  if (n <= 1 || t_in_pool_work || !lock.owns_lock()) {
+    for (size_t i = 0; i < n; ++i) fn(ctx, i);
+    return;
+  }
+  n_ = n;
+  fn_ = fn;
+  ctx_ = ctx;
+  next_.store(0, std::memory_order_relaxed);
+  num_acks_.store(0, std::memory_order_relaxed);
+  generation_.fetch_add(1);  // seq_cst: releases the fields above
+  if (num_sleeping_.load() > 0) generation_.notify_all();
+  t_in_pool_work = true;
+  RunIndices();
+  t_in_pool_work = false;
+  // Every worker must be done with this loop's fields before they change.
+  for (uint32_t k = 0;
+       num_acks_.load(std::memory_order_acquire) < workers_.size(); ++k) {
+    WaitStep(k);
+  }
+}
+
+ComputePool* ComputePool::Shared(size_t num_workers) {
+  static const bool kOff = [] {
+    const char* env = std::getenv("KVAULT_COMPUTE_POOL");
+    return env != nullptr && std::string_view(env) == "off";
+  }();
+  if (kOff) return nullptr;
+  static std::mutex mu;
+  // Never destroyed: workers may still be spinning at exit.
+  static auto* pools = new std::map<size_t, std::unique_ptr<ComputePool>>;
+  std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<ComputePool>& pool = (*pools)[num_workers];
+  if (pool == nullptr) pool = std::make_unique<ComputePool>(num_workers);
+  return pool.get();
+}
+
+}  // namespace kvault::kernels

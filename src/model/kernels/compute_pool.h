@@ -1,0 +1,75 @@
+// ComputePool: persistent workers for the short data-parallel loops of a
+// forward pass (a decode step runs ~60 MatMuls of a few microseconds each).
+// Unlike ThreadPool, which hands every loop to sleeping workers through a
+// queue and condition variables (tens of microseconds to wake them), the
+// workers spin for a while after each loop waiting for the next one, then
+// sleep on a futex, so back-to-back loops start in well under a microsecond.
+#ifndef KVAULT_MODEL_KERNELS_COMPUTE_POOL_H_
+#define KVAULT_MODEL_KERNELS_COMPUTE_POOL_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace kvault::kernels {
+
+class ComputePool {
+ public:
+  // A loop body: fn(ctx, i) for one index i.
+  using Fn = void (*)(const void* ctx, size_t i);
+
+  // Starts `num_workers` (>= 1) worker threads.
+  explicit ComputePool(size_t num_workers);
+  // Stops and joins the workers. No Run may be in progress.
+  ~ComputePool();
+  ComputePool(const ComputePool&) = delete;
+  ComputePool& operator=(const ComputePool&) = delete;
+
+  // Returns the worker count (the caller of Run participates too).
+  size_t num_workers() const { return workers_.size(); }
+
+  // Calls fn(ctx, i) for every i in [0, n), spread over the workers and the
+  // calling thread; returns when all calls have returned. Thread-safe: when
+  // another thread is inside Run (or a worker calls it), the loop runs on
+  // the calling thread alone.
+  void Run(size_t n, Fn fn, const void* ctx);
+
+  // Calls fn(i) for every i in [0, n) as Run does.
+  template <typename F>
+  void ParallelFor(size_t n, const F& fn) {
+    Run(n, [](const void* c, size_t i) { (*static_cast<const F*>(c))(i); },
+        &fn);
+  }
+
+  // Returns the process-wide pool with `num_workers` workers, created on
+  // first use and kept for the life of the process; null when the
+  // environment sets KVAULT_COMPUTE_POOL=off (callers then use their
+  // ThreadPool: for comparing the two, and for oversubscribed machines,
+  // where spinning workers lose to sleeping ones).
+  static ComputePool* Shared(size_t num_workers);
+
+ private:
+  void WorkerLoop();
+  // Claims and runs indices of the current loop until none are left.
+  void RunIndices();
+
+  std::mutex run_mu_;  // one Run at a time; others run inline
+  // Bumped to publish a loop (and to stop); workers wait for it to change.
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<uint32_t> num_sleeping_{0};
+  std::atomic<size_t> next_{0};   // the next unclaimed index
+  std::atomic<size_t> num_acks_{0};  // workers done with the current loop
+  // The current loop; written before generation_ is bumped.
+  size_t n_ = 0;
+  Fn fn_ = nullptr;
+  const void* ctx_ = nullptr;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace kvault::kernels
+
+#endif  // KVAULT_MODEL_KERNELS_COMPUTE_POOL_H_
