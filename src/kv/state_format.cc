@@ -46,13 +46,6 @@ uint32_t LoadLe32(const std::byte* p) {
   return v;
 }
 
-std::string Hex64(uint64_t v) {
-  char buf[19];
-  std::snprintf(buf, sizeof(buf), "0x%016llx",
-                static_cast<unsigned long long>(v));
-  return buf;
-}
-
 // Renders bytes as a quoted string with \xNN escapes, for magic mismatches.
 std::string Quoted(std::span<const std::byte> bytes) {
   std::string out = "\"";
@@ -158,6 +151,13 @@ Status CheckRawFields(const std::byte* b) {
 }
 
 }  // namespace
+
+std::string Hex64(uint64_t v) {
+  char buf[19];
+  std::snprintf(buf, sizeof(buf), "0x%016llx",
+                static_cast<unsigned long long>(v));
+  return buf;
+}
 
 uint64_t StateHeader::num_chunks() const {
   if (tokens_per_chunk == 0) return 0;

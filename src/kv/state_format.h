@@ -98,6 +98,8 @@ StatusOr<StateTrailer> DecodeTrailer(std::span<const std::byte> bytes,
 inline uint64_t ChunkChecksumSeed(uint64_t c) { return c + 1; }
 
 // --- Encoding helpers shared by the writer and the reader -----------------
+// Returns `v` as "0x" + 16 hex digits, how error messages show checksums.
+std::string Hex64(uint64_t v);
 // Stores `v` little-endian into p[0, 8).
 inline void StoreLe64(std::byte* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));

@@ -17,13 +17,6 @@ namespace {
 
 using state_internal::CellRun;
 
-std::string Hex64(uint64_t v) {
-  char buf[19];
-  std::snprintf(buf, sizeof(buf), "0x%016llx",
-                static_cast<unsigned long long>(v));
-  return buf;
-}
-
 std::string Range(uint64_t begin, uint64_t end) {
   return "[" + std::to_string(begin) + ", " + std::to_string(end) + ")";
 }

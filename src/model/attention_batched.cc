@@ -24,13 +24,10 @@ constexpr uint32_t kMinHeadDimK = 32;
 #ifdef KVAULT_ATTENTION_FAST
 #define KV_AVX2 __attribute__((target("avx2,fma,f16c")))
 
-// dst[i] = half(src[i]) for n (a multiple of 8) fp16 values.
-KV_AVX2 void HalfToFloat8s(const std::byte* src, uint32_t n, float* dst) {
-  for (uint32_t i = 0; i < n; i += 8) {
-    const __m128i h =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i));
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
-  }
+// dst[i] = half(src[i]) for n fp16 values (core's row conversion, F16C).
+inline void HalfToFloat8s(const std::byte* src, uint32_t n, float* dst) {
+  HalfToFloatRow(std::span<const std::byte>(src, 2 * size_t{n}),
+                 std::span<float>(dst, n));
 }
 
 // Rounds each value to the nearest fp16 (ties to even), as attention.cc's
