@@ -40,7 +40,11 @@ constexpr const char kBenchUsage[] =
     "\n"
     "usage: kvault bench model -m MODEL.gguf [-p 512] [-n 128] [-t 2] [-r 3]"
     " [--json]\n"
-    "  (kvault bench model --help for details)\n";
+    "  (kvault bench model --help for details)\n"
+    "\n"
+    "usage: kvault bench neighbour-stall [-m MODEL.gguf] [--slots S]"
+    " [--restore-mb MB] [--json]\n"
+    "  (kvault bench neighbour-stall --help for details)\n";
 
 // Builds one options struct per (policy, page size) pair requested.
 StatusOr<std::vector<bench::AllocChurnOptions>> ParseChurn(const Flags& f) {
@@ -206,6 +210,7 @@ int RunBench(const std::vector<std::string>& args) {
   if (args[0] == "alloc-churn") return RunAllocChurnCommand(rest);
   if (args[0] == "state-io") return RunStateIoCommand(rest);
   if (args[0] == "model") return RunBenchModel(rest);
+  if (args[0] == "neighbour-stall") return RunBenchNeighbourStall(rest);
   std::fprintf(stderr, "kvault bench: unknown scenario '%s'\n%s",
                args[0].c_str(), kBenchUsage);
   return 2;

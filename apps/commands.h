@@ -22,6 +22,10 @@ int RunGenModel(const std::vector<std::string>& args);
 int RunInspect(const std::vector<std::string>& args);
 // `kvault run -m MODEL -p PROMPT [-n N] [sampling flags]`: generate text.
 int RunRun(const std::vector<std::string>& args);
+// `kvault bench neighbour-stall [flags]`: ITL of slots during a restore.
+int RunBenchNeighbourStall(const std::vector<std::string>& args);
+// `kvault serve [flags]`: the HTTP server (llama-server's API).
+int RunServe(const std::vector<std::string>& args);
 // `kvault bench model -m MODEL [-p 512] [-n 128] [-t 2] [-r 3] [--json]`.
 int RunBenchModel(const std::vector<std::string>& args);
 

@@ -16,7 +16,7 @@ namespace {
 constexpr const char kGenModelUsage[] =
     "usage: kvault gen-model [--arch llama] [--n-embd E] [--n-layer L]\n"
     "         [--n-head H] [--n-head-kv K] [--n-ff F] [--ctx C]\n"
-    "         [--type f32|f16|q8_0|q4_0] [--vocab FILE.gguf|bytes]\n"
+    "         [--type f32|f16|bf16|q8_0|q4_0] [--vocab FILE.gguf|bytes]\n"
     "         [--seed S] [--name NAME] -o out.gguf\n"
     "  random weights (normal, std 0.02; norm weights 1), deterministic for\n"
     "  a seed. --vocab copies the tokenizer.* keys of a GGUF, or 'bytes'\n"

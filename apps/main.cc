@@ -10,6 +10,8 @@ namespace {
 constexpr const char kUsage[] =
     "usage: kvault <command> [flags]\n"
     "commands:\n"
+    "  serve               the HTTP server, llama-server's API (--help for\n"
+    "                      flags; without -m: an embedded demo model)\n"
     "  bench alloc-churn   the seed request's slot save/restore churn, "
     "model-free\n"
     "  bench state-io      save/restore GB/s of one sequence's state file vs\n"
@@ -39,6 +41,7 @@ int main(int argc, char** argv) {
   if (command == "detokenize") return kvault::apps::RunDetokenize(args);
   if (command == "gen-model") return kvault::apps::RunGenModel(args);
   if (command == "inspect") return kvault::apps::RunInspect(args);
+  if (command == "serve") return kvault::apps::RunServe(args);
   if (command == "run") return kvault::apps::RunRun(args);
   std::fprintf(stderr, "kvault: unknown command '%s'\n%s", command.c_str(),
                kUsage);

@@ -18,6 +18,7 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kIOError: return "IOError";
     case StatusCode::kInternal: return "Internal";
     case StatusCode::kUnimplemented: return "Unimplemented";
+    case StatusCode::kCancelled: return "Cancelled";
   }
   return "Unknown";
 }
@@ -93,6 +94,10 @@ Status InternalError(std::string m) {
 }
 Status UnimplementedError(std::string m) {
   return Status(StatusCode::kUnimplemented, std::move(m));
+}
+
+Status CancelledError(std::string m) {
+  return Status(StatusCode::kCancelled, std::move(m));
 }
 
 }  // namespace kvault

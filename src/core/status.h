@@ -22,6 +22,7 @@ enum class StatusCode : int {
   kIOError,             // the operating system reported an I/O failure
   kInternal,            // a bug or an impossible state
   kUnimplemented,       // a known feature this build does not support
+  kCancelled,           // the caller (or shutdown) abandoned the operation
 };
 
 // Returns the stable name of `code`, e.g. "Corruption".
@@ -87,6 +88,7 @@ Status UnavailableError(std::string message);
 Status IOError(std::string message);
 Status InternalError(std::string message);
 Status UnimplementedError(std::string message);
+Status CancelledError(std::string message);
 
 }  // namespace kvault
 

@@ -85,12 +85,14 @@ KvVault::SeqMeta KvVault::MetaOf(SeqId seq) const {
 
 StatusOr<VaultRestoreResult> KvVault::Restore(SeqId seq,
                                               const std::string& path) {
-  if (seq == kRestoreScratchSeq) {
-    return InvalidArgumentError("restore into the reserved scratch sequence");
+  if (IsScratchSeq(seq)) {
+    return InvalidArgumentError("restore into " + Name(seq) +
+                                ", a reserved restore scratch sequence");
   }
   std::vector<Eviction> evicted;
   StatusOr<RestoreResult> restored = RestoreSequenceFromFile(
-      env_, path, fingerprint_, seq, cache_, RoomForRestore(seq, &evicted));
+      env_, path, fingerprint_, seq, cache_,
+      RoomForRestore(seq, kRestoreScratchSeq, &evicted));
   if (restored.ok()) RemoveFromTiers(seq, "restored from " + path);
   return FinishRestore(seq, restored, std::move(evicted));
 }
@@ -108,8 +110,9 @@ StatusOr<std::optional<VaultRestoreResult>> KvVault::EnsureResident(SeqId seq) {
   StatusOr<std::unique_ptr<RandomAccessFile>> file = tiers_[*t]->Open(seq);
   if (!file.ok()) return file.status().WithContext(where);
   std::vector<Eviction> evicted;
-  StatusOr<RestoreResult> restored = RestoreSequence(
-      **file, fingerprint_, seq, cache_, RoomForRestore(seq, &evicted));
+  StatusOr<RestoreResult> restored =
+      RestoreSequence(**file, fingerprint_, seq, cache_,
+                      RoomForRestore(seq, kRestoreScratchSeq, &evicted));
   if (restored.ok()) {
     ++counters_[*t].num_bring_backs;
     KV_LOG(INFO) << "brought back " << Name(seq) << " (" << restored->num_tokens
@@ -123,11 +126,11 @@ StatusOr<std::optional<VaultRestoreResult>> KvVault::EnsureResident(SeqId seq) {
   return std::optional<VaultRestoreResult>(std::move(result).value());
 }
 
-RestoreOptions KvVault::RoomForRestore(SeqId target,
+RestoreOptions KvVault::RoomForRestore(SeqId target, SeqId scratch,
                                        std::vector<Eviction>* evicted) {
   RestoreOptions options;
-  options.make_room = [this, target, evicted](uint64_t num_tokens) {
-    return MakeRoomFor(kRestoreScratchSeq, num_tokens, target,
+  options.make_room = [this, target, scratch, evicted](uint64_t num_tokens) {
+    return MakeRoomFor(scratch, num_tokens, target,
                        "restore into " + Name(target), evicted);
   };
   return options;
@@ -223,8 +226,8 @@ std::vector<SeqId> KvVault::Candidates(SeqId grow, SeqId protect) const {
   std::vector<SeqUsage> usages;
   for (SeqId seq : cache_->table().SequenceIds()) {
     const uint64_t num_cells = cache_->table().Length(seq);
-    if (seq == grow || seq == protect || seq == kRestoreScratchSeq ||
-        num_cells == 0 || StateBytes(seq) > max_budget) {
+    if (seq == grow || seq == protect || IsScratchSeq(seq) || num_cells == 0 ||
+        StateBytes(seq) > max_budget) {
       continue;
     }
     const SeqMeta meta = MetaOf(seq);
@@ -251,6 +254,11 @@ uint64_t KvVault::PagesFreedByEvicting(const std::vector<SeqId>& seqs) const {
 }
 
 Status KvVault::Erase(SeqId seq) {
+  if (IsScratchSeq(seq)) {
+    // Its cells belong to a restore in flight.
+    return InvalidArgumentError("erase " + Name(seq) +
+                                ": a reserved restore scratch sequence");
+  }
   cache_->RemoveSequence(seq);
   meta_.erase(seq);
   Status first_error;

@@ -16,7 +16,11 @@
 // spill leaves the sequence resident and unchanged.
 //
 // Single-threaded: the caller serialises every call (and every use of the
-// wrapped cache while a call runs).
+// wrapped cache while a call runs). The one exception is the I/O of an
+// asynchronous restore or save (BeginRestore / SnapshotForSave with
+// restore_job.h), which may run on another thread between the owner-thread
+// calls that bracket it. Scratch ids (IsScratchSeq) are never evicted,
+// saved, erased or counted as candidates.
 #ifndef KVAULT_KV_KV_VAULT_H_
 #define KVAULT_KV_KV_VAULT_H_
 
@@ -33,6 +37,7 @@
 #include "kv/eviction_policy.h"
 #include "kv/kv_cache.h"
 #include "kv/model_fingerprint.h"
+#include "kv/restore_job.h"
 #include "kv/spill_tier.h"
 #include "kv/state_file.h"
 
@@ -107,6 +112,37 @@ class KvVault {
   // needed vs available pages when even evicting everything is not enough.
   // On success a spilled copy of `seq` is discarded (it is stale).
   StatusOr<VaultRestoreResult> Restore(SeqId seq, const std::string& path);
+  // --- Asynchronous restore and save (kv_vault_async.cc) ------------------
+  // Owner thread: Restore up to the I/O. Validates the file at `path` and
+  // reserves its cells under `scratch` (IsScratchSeq, one per job in
+  // flight), evicting idle LRU sequences (never `seq`, active or scratch
+  // ones) when short, exactly as Restore does (check-first, same errors).
+  // Sets last_evictions(). Run job->Load() on any thread, then pass the job
+  // to EndRestore. A failure is booked as a failed restore at once (no
+  // EndRestore then).
+  StatusOr<std::unique_ptr<RestoreJob>> BeginRestore(SeqId seq,
+                                                     const std::string& path,
+                                                     SeqId scratch);
+  // Owner thread: commits `job` whose Load returned `load_status` (aborts it
+  // when not OK) and books it like Restore: counters, last_evictions(),
+  // Touch, a stale spilled copy of the target discarded. Returns what
+  // Restore would (errors prefixed with the path).
+  StatusOr<VaultRestoreResult> EndRestore(std::unique_ptr<RestoreJob> job,
+                                          const Status& load_status);
+  // Owner thread: the snapshot for an async save (WriteSnapshotToFile with
+  // env(), cache().storage(), save_options()) of the resident `seq`;
+  // NotFound when it is not resident. Mark `seq` active until the write
+  // returns, so that it is not evicted meanwhile.
+  StatusOr<SaveSnapshot> SnapshotForSave(SeqId seq) const;
+  // Returns the Env state files are written and read with.
+  Env* env() const { return env_; }
+  // Returns how state files are written.
+  const SaveOptions& save_options() const { return save_options_; }
+  // Returns the model fingerprint files are written and checked with.
+  const ModelFingerprint& fingerprint() const { return fingerprint_; }
+  // Returns the wrapped cache.
+  const KvCache& cache() const { return *cache_; }
+
   // Spills the resident, idle `seq` to the first tier with room (demoting or
   // dropping older entries as needed), then removes it from the cache.
   // FailedPrecondition when it is active; ResourceExhausted when it is
@@ -127,8 +163,9 @@ class KvVault {
   bool IsSpilled(SeqId seq) const;
   // Returns the ids of the spilled sequences, ascending.
   std::vector<SeqId> SpilledSequences() const;
-  // Returns the sequences evicted by the last Restore, EnsureResident or
-  // MakeRoom, also when it failed.
+  // Returns the sequences evicted by the last Restore, BeginRestore,
+  // EndRestore (the same as its BeginRestore's), EnsureResident or MakeRoom,
+  // also when it failed.
   const std::vector<Eviction>& last_evictions() const {
     return last_evictions_;
   }
@@ -156,8 +193,9 @@ class KvVault {
 
   // --- Room in the pool (kv_vault.cc) -------------------------------------
   // Returns restore options whose make_room evicts for a restore into
-  // `target`, recording evictions in `*evicted`.
-  RestoreOptions RoomForRestore(SeqId target, std::vector<Eviction>* evicted);
+  // `target` reserving under `scratch`, recording evictions in `*evicted`.
+  RestoreOptions RoomForRestore(SeqId target, SeqId scratch,
+                                std::vector<Eviction>* evicted);
   // Books a finished restore into `seq`: counters, last_evictions(), Touch;
   // on failure adds the evictions to the error.
   StatusOr<VaultRestoreResult> FinishRestore(
@@ -209,6 +247,12 @@ class KvVault {
   uint64_t restores_failed_ = 0;
   uint64_t evictions_ = 0;
   std::vector<Eviction> last_evictions_;
+  // What EndRestore books for a job in flight, by scratch id.
+  struct PendingRestore {
+    std::string path;
+    std::vector<Eviction> evicted;
+  };
+  std::map<SeqId, PendingRestore> pending_restores_;
 };
 
 }  // namespace kvault

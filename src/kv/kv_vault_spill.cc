@@ -71,7 +71,7 @@ std::optional<size_t> KvVault::TierOf(SeqId seq) const {
 }
 
 StatusOr<Eviction> KvVault::Evict(SeqId seq) {
-  if (seq == kRestoreScratchSeq || !cache_->table().Contains(seq)) {
+  if (IsScratchSeq(seq) || !cache_->table().Contains(seq)) {
     return NotFoundError("evict: " + Name(seq) + " is not resident");
   }
   if (IsActive(seq)) {
@@ -183,6 +183,11 @@ Status KvVault::Drop(size_t t, const SpillEntryInfo& entry) {
 }
 
 StatusOr<SaveResult> KvVault::Save(SeqId seq, const std::string& path) {
+  if (IsScratchSeq(seq)) {
+    // Its cells may be half loaded by a restore in flight.
+    return NotFoundError("save " + Name(seq) + " to " + path +
+                         ": a restore scratch sequence");
+  }
   if (cache_->table().Contains(seq)) {
     return SaveSequenceToFile(env_, *cache_, seq, fingerprint_, path,
                               save_options_);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/env.h"
@@ -21,9 +22,18 @@
 
 namespace kvault {
 
-// The sequence id a restore reserves its cells under until it commits;
-// callers must not use it for their own sequences.
+// Sequence ids from kFirstScratchSeq up are reserved for restores in
+// flight: a restore reserves its cells under one until it commits. Callers
+// must not use them for their own sequences; the vault never evicts them.
+inline constexpr SeqId kFirstScratchSeq{0xFFFFFF00u};
+// The scratch id RestoreSequence uses. Concurrent restores (RestoreJob) take
+// other ids in [kFirstScratchSeq, kRestoreScratchSeq), one per job.
 inline constexpr SeqId kRestoreScratchSeq{0xFFFFFFFFu};
+
+// Returns true when `seq` is a restore scratch id (>= kFirstScratchSeq).
+inline constexpr bool IsScratchSeq(SeqId seq) {
+  return seq.value() >= kFirstScratchSeq.value();
+}
 
 struct SaveOptions {
   // Chunk size the writer aims for (see ChooseTokensPerChunk).
@@ -106,6 +116,24 @@ struct CellRun {
 // each), in logical order. Precondition: end <= pages.size() * page_size.
 void CollectCellRuns(std::span<const PageId> pages, uint32_t page_size,
                      uint64_t begin, uint64_t end, std::vector<CellRun>* runs);
+
+// What checks 1-7 establish, plus the header checksum the summary needs.
+struct ValidatedFile {
+  StateHeader header;
+  StateTrailer trailer;
+  uint64_t header_checksum = 0;
+};
+
+// Reads exactly out.size() bytes at `offset` of `file`: an I/O error keeps
+// its code and gains the offset; a short read is Corruption/truncated.
+Status ReadExact(const RandomAccessFile& file, uint64_t offset,
+                 std::span<std::byte> out, std::string_view what);
+// Runs checks 1-7 (size, header, length, trailer).
+StatusOr<ValidatedFile> ReadHeaderAndTrailer(const RandomAccessFile& file);
+// Reads the token table into *tokens and verifies its checksum (check 11),
+// returned in *checksum.
+Status ReadTokenTable(const RandomAccessFile& file, const StateHeader& h,
+                      std::vector<TokenPos>* tokens, uint64_t* checksum);
 
 }  // namespace state_internal
 

@@ -1,6 +1,8 @@
-// The writing half of state_file.h: WriteSequenceState streams a sequence
-// from the cache's pages through one chunk buffer; SaveSequenceToFile wraps
-// it in the temp-file + rename protocol of docs/state_file_format.md.
+// The writing half of state_file.h and restore_job.h: TakeSaveSnapshot
+// copies what a save needs from the table; WriteSnapshot streams it from
+// storage through one chunk buffer; WriteSnapshotToFile wraps that in the
+// temp-file + rename protocol of docs/state_file_format.md. The synchronous
+// WriteSequenceState / SaveSequenceToFile are snapshot + write.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -10,6 +12,7 @@
 
 #include "core/check.h"
 #include "core/checksum.h"
+#include "kv/restore_job.h"
 #include "kv/state_file.h"
 
 namespace kvault {
@@ -40,6 +43,8 @@ void CollectCellRuns(std::span<const PageId> pages, uint32_t page_size,
 namespace {
 
 using state_internal::CellRun;
+
+std::string SeqName(SeqId seq) { return "seq#" + std::to_string(seq.value()); }
 
 // Every save in this process gets a distinct temporary name.
 std::atomic<uint64_t> g_temp_counter{0};
@@ -148,61 +153,60 @@ std::string SanitizeProducer(const std::string& producer) {
   return out;
 }
 
-// Writes the file at `tmp` (synced when options.sync) and closes it; on
-// failure the file is closed and removed.
-StatusOr<uint64_t> WriteTempFile(Env* env, const KvCache& cache, SeqId seq,
-                                 const ModelFingerprint& fingerprint,
-                                 const std::string& tmp,
-                                 const SaveOptions& options) {
-  KV_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file,
-                      env->NewWritableFile(tmp));
-  StatusOr<uint64_t> written =
-      WriteSequenceState(cache, seq, fingerprint, options, file.get());
-  Status s = written.status();
-  if (s.ok() && options.sync) s = file->Sync();
-  if (s.ok()) {
-    s = file->Close();
-  } else {
-    (void)file->Close();  // the first error is the one to report
+// Returns InvalidArgument when `snapshot` does not describe cells of
+// `storage`: gathering from it would read out of bounds.
+Status CheckSnapshotFits(const KvStorage& storage, const SaveSnapshot& snap) {
+  const std::string where = "save " + SeqName(snap.seq) + ": snapshot ";
+  if (!(snap.layout == storage.layout())) {
+    return InvalidArgumentError(where + "layout " + snap.layout.ToString() +
+                                " differs from the storage's " +
+                                storage.layout().ToString());
   }
-  if (!s.ok()) {
-    file.reset();
-    (void)env->RemoveFile(tmp);  // best effort; the write error matters
-    return s;
+  if (snap.page_size == 0 ||
+      uint64_t{snap.pages.size()} * snap.page_size < snap.tokens.size()) {
+    return InvalidArgumentError(
+        where + "has " + std::to_string(snap.pages.size()) + " pages of " +
+        std::to_string(snap.page_size) + " cells for " +
+        std::to_string(snap.tokens.size()) + " tokens");
   }
-  return written;
+  for (PageId page : snap.pages) {
+    if ((uint64_t{page.value()} + 1) * snap.page_size > storage.num_cells()) {
+      return InvalidArgumentError(
+          where + "names page#" + std::to_string(page.value()) +
+          " beyond the storage's " + std::to_string(storage.num_cells()) +
+          " cells");
+    }
+  }
+  return Status::Ok();
 }
 
-}  // namespace
-
-StatusOr<uint64_t> WriteSequenceState(const KvCache& cache, SeqId seq,
-                                      const ModelFingerprint& fingerprint,
-                                      const SaveOptions& options,
-                                      WritableFile* out) {
-  const KvStorage* storage = cache.storage();
-  if (storage == nullptr) {
-    return FailedPreconditionError("save seq#" + std::to_string(seq.value()) +
-                                   ": the cache keeps no K/V data (no layout)");
-  }
-  const SequenceTable& table = cache.table();
-  if (!table.Contains(seq)) {
-    return NotFoundError("save: seq#" + std::to_string(seq.value()) +
-                         " does not exist");
-  }
-  const std::span<const TokenPos> tokens = table.Cells(seq);
+// Returns the header of `snap`'s file; FailedPrecondition when the sequence
+// is beyond the format's limits.
+StatusOr<StateHeader> SnapshotHeader(const SaveSnapshot& snap,
+                                     const SaveOptions& options) {
   StateHeader h;
   h.producer = SanitizeProducer(options.producer);
-  h.fingerprint = fingerprint;
-  h.layout = storage->layout();
+  h.fingerprint = snap.fingerprint;
+  h.layout = snap.layout;
   h.tokens_per_chunk =
       ChooseTokensPerChunk(h.layout, options.target_chunk_bytes);
-  h.num_tokens = tokens.size();
+  h.num_tokens = snap.tokens.size();
   if (Status s = ValidateHeaderFields(h); !s.ok()) {
-    // Only a sequence beyond the format's limits gets here.
     return FailedPreconditionError(
-        "save seq#" + std::to_string(seq.value()) +
+        "save " + SeqName(snap.seq) +
         ": not representable as a state file: " + std::string(s.message()));
   }
+  return h;
+}
+
+// Streams `snap`'s state to `out`, reading K/V from `storage`; returns the
+// bytes written.
+StatusOr<uint64_t> WriteSnapshot(const KvStorage& storage,
+                                 const SaveSnapshot& snap,
+                                 const SaveOptions& options,
+                                 WritableFile* out) {
+  KV_RETURN_IF_ERROR(CheckSnapshotFits(storage, snap));
+  KV_ASSIGN_OR_RETURN(const StateHeader h, SnapshotHeader(snap, options));
   const std::array<std::byte, kStateHeaderBytes> header = EncodeHeader(h);
 
   // [tokens_per_chunk, cell_bytes] payload + checksum; also stages the
@@ -220,11 +224,10 @@ StatusOr<uint64_t> WriteSequenceState(const KvCache& cache, SeqId seq,
   Xxh3Hasher summary;
   AddToSummary(summary, LoadLe64(header.data() + kStateHeaderBytes - 8));
   KV_ASSIGN_OR_RETURN(uint64_t token_checksum,
-                      WriteTokenTable(tokens, staging, out, &offset));
+                      WriteTokenTable(snap.tokens, staging, out, &offset));
   AddToSummary(summary, token_checksum);
-  KV_RETURN_IF_ERROR(WriteChunks(h, *storage, table.Pages(seq),
-                                 cache.pool().page_size(), staging, out,
-                                 &offset, summary));
+  KV_RETURN_IF_ERROR(WriteChunks(h, storage, snap.pages, snap.page_size,
+                                 staging, out, &offset, summary));
   const auto trailer =
       EncodeTrailer({offset + kStateTrailerBytes, summary.Digest()});
   KV_RETURN_IF_ERROR(AppendAt(out, trailer, &offset, "trailer"));
@@ -232,18 +235,75 @@ StatusOr<uint64_t> WriteSequenceState(const KvCache& cache, SeqId seq,
   return offset;
 }
 
-StatusOr<SaveResult> SaveSequenceToFile(Env* env, const KvCache& cache,
-                                        SeqId seq,
-                                        const ModelFingerprint& fingerprint,
-                                        const std::string& path,
-                                        const SaveOptions& options) {
+// Writes the file at `tmp` (synced when options.sync) and closes it; on
+// failure the file is closed and removed.
+StatusOr<uint64_t> WriteTempFile(Env* env, const KvStorage& storage,
+                                 const SaveSnapshot& snap,
+                                 const std::string& tmp,
+                                 const SaveOptions& options) {
+  KV_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file,
+                      env->NewWritableFile(tmp));
+  StatusOr<uint64_t> written =
+      WriteSnapshot(storage, snap, options, file.get());
+  Status s = written.status();
+  if (s.ok() && options.sync) s = file->Sync();
+  if (s.ok()) {
+    s = file->Close();
+  } else {
+    (void)file->Close();  // the first error is the one to report
+  }
+  if (!s.ok()) {
+    file.reset();
+    (void)env->RemoveFile(tmp);  // best effort; the write error matters
+    return s;
+  }
+  return written;
+}
+
+}  // namespace
+
+StatusOr<SaveSnapshot> TakeSaveSnapshot(const KvCache& cache, SeqId seq,
+                                        const ModelFingerprint& fingerprint) {
+  const KvStorage* storage = cache.storage();
+  if (storage == nullptr) {
+    return FailedPreconditionError("save " + SeqName(seq) +
+                                   ": the cache keeps no K/V data (no layout)");
+  }
+  const SequenceTable& table = cache.table();
+  if (!table.Contains(seq)) {
+    return NotFoundError("save: " + SeqName(seq) + " does not exist");
+  }
+  SaveSnapshot snap;
+  snap.fingerprint = fingerprint;
+  snap.layout = storage->layout();
+  snap.page_size = cache.pool().page_size();
+  const std::span<const TokenPos> tokens = table.Cells(seq);
+  snap.tokens.assign(tokens.begin(), tokens.end());
+  const std::span<const PageId> pages = table.Pages(seq);
+  snap.pages.assign(pages.begin(), pages.end());
+  snap.seq = seq;
+  return snap;
+}
+
+StatusOr<uint64_t> WriteSequenceState(const KvCache& cache, SeqId seq,
+                                      const ModelFingerprint& fingerprint,
+                                      const SaveOptions& options,
+                                      WritableFile* out) {
+  KV_ASSIGN_OR_RETURN(const SaveSnapshot snap,
+                      TakeSaveSnapshot(cache, seq, fingerprint));
+  return WriteSnapshot(*cache.storage(), snap, options, out);
+}
+
+StatusOr<SaveResult> WriteSnapshotToFile(Env* env, const KvStorage& storage,
+                                         const SaveSnapshot& snapshot,
+                                         const std::string& path,
+                                         const SaveOptions& options) {
   const uint64_t start_micros = env->NowMicros();
-  const std::string context =
-      "save seq#" + std::to_string(seq.value()) + " to " + path;
+  const std::string context = "save " + SeqName(snapshot.seq) + " to " + path;
   const std::string tmp = path + ".tmp-" + std::to_string(start_micros) + "-" +
                           std::to_string(g_temp_counter.fetch_add(1));
   StatusOr<uint64_t> written =
-      WriteTempFile(env, cache, seq, fingerprint, tmp, options);
+      WriteTempFile(env, storage, snapshot, tmp, options);
   if (!written.ok()) return written.status().WithContext(context);
   Status s = env->RenameFile(tmp, path);
   if (!s.ok()) {
@@ -255,10 +315,22 @@ StatusOr<SaveResult> SaveSequenceToFile(Env* env, const KvCache& cache,
     KV_RETURN_IF_ERROR(env->SyncDir(DirName(path)).WithContext(context));
   }
   SaveResult result;
-  result.num_tokens = cache.table().Length(seq);
+  result.num_tokens = snapshot.tokens.size();
   result.bytes_written = *written;
   result.elapsed_ms = double(env->NowMicros() - start_micros) / 1000.0;
   return result;
+}
+
+StatusOr<SaveResult> SaveSequenceToFile(Env* env, const KvCache& cache,
+                                        SeqId seq,
+                                        const ModelFingerprint& fingerprint,
+                                        const std::string& path,
+                                        const SaveOptions& options) {
+  StatusOr<SaveSnapshot> snap = TakeSaveSnapshot(cache, seq, fingerprint);
+  if (!snap.ok()) {
+    return snap.status().WithContext("save " + SeqName(seq) + " to " + path);
+  }
+  return WriteSnapshotToFile(env, *cache.storage(), *snap, path, options);
 }
 
 }  // namespace kvault

@@ -13,6 +13,7 @@
 
 #include "core/float16.h"
 #include "model/attention_batched.h"
+#include "model/ggml_compat.h"
 #include "model/kernels/compute_pool.h"
 #include "model/kernels/kernels.h"
 
@@ -33,11 +34,13 @@ class RowSlice {
     }
   }
 
-  // Returns q . slice(row).
+  // Returns q . slice(row); F16 in ggml_vec_dot_f16's order (q is then
+  // fp16-rounded, as ggml converts it).
   float Dot(const std::byte* row, const float* q) {
     switch (dtype_) {
       case KvDtype::kF16:
-        return kernels::DotF16F32(row + offset_ * 2, q, n_);
+        return ggml_compat::DotF16(row + offset_ * 2, q,
+                                   static_cast<int64_t>(n_));
       case KvDtype::kF32:
         return kernels::DotF32(F32(row), q, n_);
       default:
@@ -49,7 +52,7 @@ class RowSlice {
   void Axpy(float s, const std::byte* row, float* y) {
     switch (dtype_) {
       case KvDtype::kF16:
-        return kernels::AxpyF16(s, row + offset_ * 2, n_, y);
+        return AxpyHalfFused(s, row + offset_ * 2, y);
       case KvDtype::kF32:
         return kernels::Axpy(s, F32(row), n_, y);
       default:
@@ -58,6 +61,15 @@ class RowSlice {
   }
 
  private:
+  // y[i] = fma(s, half(x[i]), y[i]): fused whatever kernel table is in use,
+  // as ggml_vec_mad_f16 is (vector FMA; its tail contracted by GCC).
+  void AxpyHalfFused(float s, const std::byte* x, float* y) const {
+    for (uint64_t i = 0; i < n_; ++i) {
+      uint16_t h;
+      std::memcpy(&h, x + 2 * i, 2);
+      y[i] = std::fma(s, HalfToFloat(h), y[i]);
+    }
+  }
   const float* F32(const std::byte* row) const {
     return reinterpret_cast<const float*>(row) + offset_;
   }
@@ -117,12 +129,14 @@ void RoundToHalf(float* x, size_t n) {
 }
 
 // Attention of one batch token's query heads that share KV head `g`, with
-// the online softmax llama.cpp's CPU flash attention uses: one pass over the
+// the online softmax llama.cpp's CPU flash attention uses
+// (ggml_compute_forward_flash_attn_ext_f16_one_chunk): one pass over the
 // cells in logical order, rescaling the accumulator when the running max
 // grows. With an F16 cache the query and the V accumulator are rounded to
-// fp16 as ggml's kernel does (it keeps them in fp16): on tiny-random-f32
-// that takes the top-5 log-prob error against llama.cpp from ~2e-4 to
-// ~3e-5 over 64 steps (and to ~1e-6 on stories260K's first step).
+// fp16 as ggml's kernel does (it keeps them in fp16), the dot products take
+// ggml_vec_dot_f16's order and the sum update is fused: on the golden
+// models this reproduces llama.cpp's log-probabilities to ~1e-5 over 64
+// steps, where any one differing rounding costs up to 1e-2.
 void AttendGroup(const KvStorage& storage, uint32_t layer,
                  const AttentionShape& s, const SeqCells& seq, Pos query_pos,
                  uint32_t g, const float* q, float* out) {
@@ -165,7 +179,8 @@ void AttendGroup(const KvStorage& storage, uint32_t layer,
       }
       v_slice.Axpy(weight, v_row, acc);
       if (half) RoundToHalf(acc, dv);
-      sum[j] = sum[j] * old_scale + weight;
+      // Fused, as GCC compiles ggml's S = S*ms + vs.
+      sum[j] = std::fma(sum[j], old_scale, weight);
     }
   }
   for (uint32_t j = 0; j < n_gqa; ++j) {

@@ -43,31 +43,36 @@ KV_AVX2 void RoundHalfRow(float* x, uint32_t n) {
   }
 }
 
-// scores[j] = k . q[j] for j < n_gqa, in DotF16F32Avx2's order: two
-// accumulators over 16-value steps, a last 8-value step into the first,
-// then the same horizontal sum of their sum.
+// scores[j] = k . q[j] for j < n_gqa, in ggml_vec_dot_f16's order (as
+// ggml_compat::DotF16): four accumulators over 32-value steps, reduced
+// (a0+a2)+(a1+a3), lanes lo+hi, two hadds, then the tail (dk % 32 values)
+// in double.
 KV_AVX2 void DotHeads(const float* k, const float* q, uint32_t dk,
                       uint32_t n_gqa, float* scores) {
+  const uint32_t np = dk & ~31u;
   for (uint32_t j = 0; j < n_gqa; ++j) {
     const float* b = q + uint64_t{j} * dk;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    uint32_t i = 0;
-    for (; i + 16 <= dk; i += 16) {
-      acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i), _mm256_loadu_ps(b + i),
-                             acc0);
-      acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i + 8),
-                             _mm256_loadu_ps(b + i + 8), acc1);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (uint32_t i = 0; i < np; i += 32) {
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i), _mm256_loadu_ps(b + i), a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i + 8),
+                           _mm256_loadu_ps(b + i + 8), a1);
+      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i + 16),
+                           _mm256_loadu_ps(b + i + 16), a2);
+      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i + 24),
+                           _mm256_loadu_ps(b + i + 24), a3);
     }
-    for (; i + 8 <= dk; i += 8) {
-      acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i), _mm256_loadu_ps(b + i),
-                             acc0);
+    const __m256 r =
+        _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));
+    __m128 t =
+        _mm_add_ps(_mm256_castps256_ps128(r), _mm256_extractf128_ps(r, 1));
+    t = _mm_hadd_ps(t, t);
+    t = _mm_hadd_ps(t, t);
+    double sum = _mm_cvtss_f32(t);
+    for (uint32_t i = np; i < dk; ++i) {
+      sum += static_cast<double>(k[i] * b[i]);
     }
-    const __m256 v = _mm256_add_ps(acc0, acc1);
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v),
-                          _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    scores[j] = _mm_cvtss_f32(s);
+    scores[j] = static_cast<float>(sum);
   }
 }
 
@@ -156,8 +161,8 @@ void AttendGroupImpl(const F16GroupRows& rows, const AttentionShape& s,
           rows.v_base + cell * rows.v_row_bytes + uint64_t{g} * dv * 2, dv, v);
     }
     DotHeads(kc, qs, dk, n_gqa, scores);
-    // The softmax bookkeeping stays in generic code, as in attention.cc,
-    // so no multiply-add here is contracted into an FMA.
+    // The softmax bookkeeping as in attention.cc (its sum fused, as
+    // llama.cpp's build fuses it).
     for (uint32_t j = 0; j < n_gqa; ++j) {
       const float score = scores[j] * s.scale;
       old_scale[j] = 1.0f;
@@ -169,7 +174,7 @@ void AttendGroupImpl(const F16GroupRows& rows, const AttentionShape& s,
       } else {
         weight[j] = std::exp(score - max[j]);
       }
-      sum[j] = sum[j] * old_scale[j] + weight[j];
+      sum[j] = std::fma(sum[j], old_scale[j], weight[j]);
     }
     UpdateHeads(vc, dv, n_gqa, rescale, old_scale, weight, out);
   }

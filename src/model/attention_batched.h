@@ -3,9 +3,9 @@
 // query head of the group, and the V update is fused with the fp16
 // rounding of the accumulator. It performs, per (query, head, cell), the
 // same float operations in the same order as attention.cc's generic path
-// with the AVX2 kernels (DotF16F32Avx2's two-accumulator FMA order and
-// horizontal sum, FMA-based AxpyF16, round-to-nearest-even fp16 rounding),
-// so switching paths changes no bit of the output.
+// (ggml_compat::DotF16's order for q . k, FMA-based AxpyF16,
+// round-to-nearest-even fp16 rounding), so switching paths changes no bit
+// of the output.
 #ifndef KVAULT_MODEL_ATTENTION_BATCHED_H_
 #define KVAULT_MODEL_ATTENTION_BATCHED_H_
 

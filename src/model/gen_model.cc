@@ -98,9 +98,10 @@ std::vector<TensorPlan> PlanTensors(const GenModelOptions& o, uint32_t n_kv,
 
 Status ValidateOptions(const GenModelOptions& o, uint32_t n_kv) {
   if (o.type != GgmlType::kF32 && o.type != GgmlType::kF16 &&
-      o.type != GgmlType::kQ8_0 && o.type != GgmlType::kQ4_0) {
+      o.type != GgmlType::kBF16 && o.type != GgmlType::kQ8_0 &&
+      o.type != GgmlType::kQ4_0) {
     return InvalidArgumentError(
-        "gen-model: --type must be f32, f16, q8_0 or "
+        "gen-model: --type must be f32, f16, bf16, q8_0 or "
         "q4_0, got " +
         std::string(GgmlTypeName(o.type)));
   }
@@ -191,6 +192,8 @@ uint32_t FileType(GgmlType type) {
       return 2;  // MOSTLY_Q4_0
     case GgmlType::kQ8_0:
       return 7;  // MOSTLY_Q8_0
+    case GgmlType::kBF16:
+      return 32;  // MOSTLY_BF16
     default:
       return 0;  // ALL_F32
   }

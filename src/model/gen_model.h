@@ -32,7 +32,7 @@ struct GenModelOptions {
   float rope_freq_base = 10000.0f;
   float rms_norm_eps = 1e-5f;
   // Type of the 2-D weight matrices (token_embd and output included):
-  // f32, f16, q8_0 or q4_0. Norm weights are always f32.
+  // f32, f16, bf16, q8_0 or q4_0. Norm weights are always f32.
   GgmlType type = GgmlType::kF32;
   // kGenModelByteVocab: a generated 259-token SentencePiece-style byte
   // vocab; otherwise the path of a GGUF whose tokenizer.* keys are copied.

@@ -14,7 +14,7 @@ namespace {
 // Block layouts are facts of ggml's formats (ggml-common.h): 32-element
 // blocks for the legacy quants, 256-element super-blocks (QK_K) for the
 // k-quants, IQ and TQ types. Only the types with kvault kernels are marked
-// supported: plain floats and the two legacy quants the generator writes.
+// supported: plain floats (f32, f16, bf16) and the two legacy quants.
 constexpr std::array<GgmlTypeInfo, 32> kTypes = {{
     {GgmlType::kF32, "f32", 1, 4, true},
     {GgmlType::kF16, "f16", 1, 2, true},
@@ -44,7 +44,7 @@ constexpr std::array<GgmlTypeInfo, 32> kTypes = {{
     {GgmlType::kI64, "i64", 1, 8, false},
     {GgmlType::kF64, "f64", 1, 8, false},
     {GgmlType::kIQ1_M, "iq1_m", 256, 56, false},
-    {GgmlType::kBF16, "bf16", 1, 2, false},
+    {GgmlType::kBF16, "bf16", 1, 2, true},
     {GgmlType::kTQ1_0, "tq1_0", 256, 54, false},
     {GgmlType::kTQ2_0, "tq2_0", 256, 66, false},
     {GgmlType::kMXFP4, "mxfp4", 32, 17, false},  // e8m0 scale + 16 bytes

@@ -8,6 +8,7 @@
 
 #include "kv/state_file.h"
 #include "model/attention.h"
+#include "model/ggml_compat.h"
 #include "model/kernels/kernels.h"
 #include "model/quantize.h"
 #include "model/rope.h"
@@ -49,6 +50,26 @@ Pos MaxCachedPos(const KvCache& cache, SeqId seq) {
   return max_pos;
 }
 
+// The summation order of each batch token's mat-vec products: llama.cpp's
+// for a prompt batch (kGemm) when the token's sequence has several tokens
+// in this batch, its single-token order (kGemv) otherwise. Deciding per
+// sequence keeps a token's logits independent of the other sequences in
+// the batch.
+std::vector<ggml_compat::DotOrder> DotOrders(
+    std::span<const uint32_t> seq_of) {
+  std::vector<uint32_t> count;
+  for (uint32_t s : seq_of) {
+    if (s >= count.size()) count.resize(s + 1, 0);
+    ++count[s];
+  }
+  std::vector<ggml_compat::DotOrder> orders;
+  for (uint32_t s : seq_of) {
+    orders.push_back(count[s] >= 2 ? ggml_compat::DotOrder::kGemm
+                                   : ggml_compat::DotOrder::kGemv);
+  }
+  return orders;
+}
+
 void AddInPlace(std::vector<float>& x, const std::vector<float>& y) {
   for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
 }
@@ -82,8 +103,8 @@ Status InferenceContext::ValidateBatch(
                                   std::to_string(b.token) + " not in [0, " +
                                   std::to_string(model_->n_vocab()) + ")");
     }
-    if (b.seq == kRestoreScratchSeq) {
-      return InvalidArgumentError(where + ": the restore scratch sequence");
+    if (IsScratchSeq(b.seq)) {
+      return InvalidArgumentError(where + ": a restore scratch sequence (seq# >= " + std::to_string(kFirstScratchSeq.value()) + ")");
     }
     auto [it, inserted] = last_pos.emplace(b.seq.value(), 0);
     if (inserted) it->second = MaxCachedPos(*cache_, b.seq);
@@ -165,6 +186,7 @@ class ForwardPass {
         seq_of_(std::move(seq_of)),
         positions_(Positions(batch)),
         rope_(positions_, h_.n_rot, h_.rope_freq_base, h_.rope_freq_scale()),
+        orders_(DotOrders(seq_of_)),
         n_(batch.size()) {}
 
   // Runs every layer and returns the wanted logits.
@@ -184,9 +206,14 @@ class ForwardPass {
     return out;
   }
 
+  // F32 and F16 weights use llama.cpp's summation orders (ggml_compat.h);
+  // quantized ones the kernels'.
   void MatMul(const kernels::MatrixView& m, const std::vector<float>& x,
               std::vector<float>* y) {
     y->resize(n_ * m.rows);
+    if (ggml_compat::Supports(m.type)) {
+      return ggml_compat::MatMul(m, x.data(), orders_, y->data(), pool_);
+    }
     kernels::MatMul(m, x.data(), static_cast<int64_t>(n_), y->data(), pool_);
   }
 
@@ -196,8 +223,8 @@ class ForwardPass {
     const size_t d = weight.size();
     out->resize(n_ * d);
     for (size_t t = 0; t < n_; ++t) {
-      kernels::RmsNorm(&x[t * d], weight.data(), d, h_.rms_norm_eps,
-                       &(*out)[t * d]);
+      ggml_compat::RmsNorm(&x[t * d], weight.data(), d, h_.rms_norm_eps,
+                           &(*out)[t * d]);
     }
   }
 
@@ -223,8 +250,8 @@ class ForwardPass {
       for (size_t i = 0; i < bias.size(); ++i) row[i] += bias[i];
       for (uint32_t hd = 0; !head_norm.empty() && hd < num_heads; ++hd) {
         float* head = row + size_t{hd} * head_dim;
-        kernels::RmsNorm(head, head_norm.data(), head_dim, h_.rms_norm_eps,
-                         head);
+        ggml_compat::RmsNorm(head, head_norm.data(), head_dim,
+                             h_.rms_norm_eps, head);
       }
       if (rope) rope_.Apply(arch_.rope_style, t, row, num_heads, head_dim);
     }
@@ -262,8 +289,11 @@ class ForwardPass {
     Norm(x_, lw.ffn_norm, &xn_);
     MatMul(lw.w_gate, xn_, &gate_);
     MatMul(lw.w_up, xn_, &up_);
-    kernels::SiluMul(gate_.data(), up_.data(),
-                     static_cast<int64_t>(gate_.size()), gate_.data());
+    // Per token: ggml's vector blocks restart at each row.
+    for (size_t t = 0; t < n_; ++t) {
+      float* gate = &gate_[t * h_.n_ff];
+      ggml_compat::SwiGlu(gate, &up_[t * h_.n_ff], h_.n_ff, gate);
+    }
     MatMul(lw.w_down, gate_, &xn_);
     AddInPlace(x_, xn_);
   }
@@ -274,12 +304,21 @@ class ForwardPass {
     for (size_t t = 0; t < n_; ++t) {
       if (!batch_[t].want_logits) continue;
       wanted.resize(wanted.size() + d);
-      kernels::RmsNorm(&x_[t * d], w_.output_norm.data(), d, h_.rms_norm_eps,
-                       &wanted[wanted.size() - d]);
+      ggml_compat::RmsNorm(&x_[t * d], w_.output_norm.data(), d,
+                           h_.rms_norm_eps, &wanted[wanted.size() - d]);
     }
     const size_t num_wanted = wanted.size() / d;
     std::vector<float> logits(num_wanted * w_.output.rows);
-    if (num_wanted > 0) {
+    if (num_wanted > 0 && ggml_compat::Supports(w_.output.type)) {
+      // llama.cpp multiplies only the rows whose logits are wanted; with
+      // one per sequence (a server's case) that is its single-token order.
+      // Always taking it keeps a token's logits independent of which other
+      // logits the batch asks for.
+      const std::vector<ggml_compat::DotOrder> orders(
+          num_wanted, ggml_compat::DotOrder::kGemv);
+      ggml_compat::MatMul(w_.output, wanted.data(), orders, logits.data(),
+                          pool_);
+    } else if (num_wanted > 0) {
       kernels::MatMul(w_.output, wanted.data(),
                       static_cast<int64_t>(num_wanted), logits.data(), pool_);
     }
@@ -297,6 +336,7 @@ class ForwardPass {
   std::vector<uint32_t> seq_of_;
   std::vector<Pos> positions_;
   RopeTable rope_;
+  std::vector<ggml_compat::DotOrder> orders_;  // [n_]
   size_t n_;
   std::vector<float> x_;     // [n_, n_embd] residual stream
   std::vector<float> xn_;    // [n_, n_embd] normed input / block output

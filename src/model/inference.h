@@ -47,7 +47,7 @@ class InferenceContext {
   // strictly increasing and above its cached cells' positions.
   // InvalidArgument (nothing appended) for an empty batch, a token id out
   // of range, bad positions (negative, INT32_MAX, not increasing), the
-  // scratch sequence (kRestoreScratchSeq), or a cache whose layout
+  // scratch sequences (IsScratchSeq), or a cache whose layout
   // does not fit the model; ResourceExhausted (nothing appended) when the
   // cache lacks room.
   StatusOr<std::vector<float>> Decode(std::span<const BatchToken> batch);

@@ -36,8 +36,11 @@ void RopeTable::Apply(RopeStyle style, uint64_t token, float* x,
       float* b = a + partner;
       const float x0 = *a;
       const float x1 = *b;
-      *a = x0 * c[i] - x1 * s[i];
-      *b = x0 * s[i] + x1 * c[i];
+      // The FMAs GCC contracts ggml's rotation into (-ffp-contract=fast):
+      // the first product fused, the second rounded (llama.cpp's logits
+      // depend on it to the last bit).
+      *a = std::fma(x0, c[i], -(x1 * s[i]));
+      *b = std::fma(x0, s[i], x1 * c[i]);
     }
   }
 }

@@ -3,7 +3,8 @@
 //   theta_i = pos * freq_base^(-2i / n_rot) * freq_scale,
 // where freq_scale = 1 / (linear scaling factor). The angle is accumulated
 // in float exactly as ggml_rope does (theta *= theta_scale per pair) so
-// results match llama.cpp to the last bits where libm agrees. Dimensions
+// results match llama.cpp to the last bits where libm agrees; the rotation
+// uses the FMAs of llama.cpp's GCC build. Dimensions
 // from n_rot on are left unrotated.
 #ifndef KVAULT_MODEL_ROPE_H_
 #define KVAULT_MODEL_ROPE_H_

@@ -44,10 +44,10 @@ TEST(StatusTest, ReasonSurvivesContextAndIsEmptyByDefault) {
 
 TEST(StatusTest, EveryCodeHasADistinctName) {
   std::set<std::string_view> names;
-  for (int c = 0; c <= static_cast<int>(StatusCode::kUnimplemented); ++c) {
+  for (int c = 0; c <= static_cast<int>(StatusCode::kCancelled); ++c) {
     names.insert(StatusCodeName(static_cast<StatusCode>(c)));
   }
-  EXPECT_EQ(names.size(), 10u);
+  EXPECT_EQ(names.size(), 11u);
 }
 
 StatusOr<int> Half(int x) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/fault_injecting_env.h"
@@ -24,6 +25,8 @@ using state_test::SmallLayout;
 constexpr uint32_t kPageSize = 4;
 constexpr uint32_t kNumPages = 16;
 constexpr char kSpillDir[] = "/spill";
+constexpr SeqId kScratchA{0xFFFFFF00u};
+constexpr SeqId kScratchB{0xFFFFFF01u};
 
 // Returns the state-file size of `n` tokens of SmallLayout() in one chunk,
 // from the format document: 128 + 8n + 8 + n * cell_bytes + 8 + 24.
@@ -84,6 +87,18 @@ class KvVaultTest : public ::testing::Test {
 
   // Saves a random sequence of `num_tokens` tokens (built in source_) to
   // /saved/<name> and returns its path; remembers its content as `name`.
+  // Returns SavedFile(name, num_tokens) with one bit flipped inside chunk
+  // 0's payload (after the 128-byte header and the token table).
+  std::string CorruptSavedFile(const std::string& name, uint64_t num_tokens) {
+    std::string path = SavedFile(name, num_tokens);
+    auto bytes = ReadFileToString(&env_, path);
+    EXPECT_TRUE(bytes.ok());
+    if (!bytes.ok()) return path;
+    (*bytes)[128 + 8 * num_tokens + 8 + 100] ^= 0x20;
+    EXPECT_TRUE(WriteStringToFile(&env_, *bytes, path, true).ok());
+    return path;
+  }
+
   std::string SavedFile(const std::string& name, uint64_t num_tokens) {
     const SeqId seq(static_cast<uint32_t>(saved_.size() + 1));
     AppendRandom(source_.get(), seq, num_tokens, 5000 + seq.value());
@@ -313,11 +328,7 @@ TEST_F(KvVaultTest, CorruptFileAfterEvictionsLeavesTargetUnchanged) {
   AddSequences({1, 2, 3, 4}, 12);
   AppendRandom(cache_.get(), SeqId(9), 4, 99);  // the target's old contents
   const Content target_before = ContentOf(*cache_, SeqId(9));
-  std::string path = SavedFile("bad", 40);
-  auto bytes = ReadFileToString(&env_, path);
-  ASSERT_TRUE(bytes.ok());
-  (*bytes)[128 + 8 * 40 + 8 + 100] ^= 0x20;  // inside chunk 0's payload
-  ASSERT_TRUE(WriteStringToFile(&env_, *bytes, path, true).ok());
+  const std::string path = CorruptSavedFile("bad", 40);
 
   auto restored = vault_->Restore(SeqId(9), path);
   ASSERT_TRUE(restored.status().IsCorruption()) << restored.status();
@@ -474,6 +485,182 @@ TEST_F(KvVaultTest, EraseDropsFromCacheAndTiers) {
   EXPECT_FALSE(cache_->table().Contains(SeqId(2)));
   EXPECT_EQ(Tier(vault_->Stats(), "ram").used_bytes, 0u);
   EXPECT_TRUE(vault_->EnsureResident(SeqId(1)).status().IsNotFound());
+}
+
+// --- Asynchronous restore and save ---------------------------------------
+
+// Runs job->Load() on another thread, as the engine's I/O thread would.
+Status LoadOnThread(RestoreJob* job) {
+  Status status;
+  std::thread io([&] { status = job->Load(); });
+  io.join();
+  return status;
+}
+
+// BeginRestore evicts exactly what Restore would (the acceptance scenario),
+// the scratch cells are never evicted, saved or erased while the job is in
+// flight, and EndRestore books it like Restore.
+TEST_F(KvVaultTest, BeginRestoreEvictsIdleSequencesAndEndRestoreBooksIt) {
+  const uint64_t s12 = StateBytes(12);
+  MakeVault(s12 + s12 / 2, 1 << 20);
+  AddSequences({1, 2, 3, 4}, 12);
+  const std::string path = SavedFile("big", 40);  // needs 10 pages
+  auto job = vault_->BeginRestore(SeqId(9), path, kScratchA);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ((*job)->num_tokens(), 40u);
+  EXPECT_EQ(cache_->table().Length(kScratchA), 40u);
+  EXPECT_EQ(vault_->SpilledSequences(),
+            (std::vector<SeqId>{SeqId(1), SeqId(2)}));
+  EXPECT_EQ(vault_->Stats().restores_ok, 0u);
+
+  // In flight: the scratch sequence is nobody's to evict, save or erase.
+  EXPECT_TRUE(vault_->Evict(kScratchA).status().IsNotFound());
+  EXPECT_TRUE(vault_->Save(kScratchA, "/saved/s").status().IsNotFound());
+  EXPECT_TRUE(vault_->SnapshotForSave(kScratchA).status().IsNotFound());
+  EXPECT_EQ(vault_->Erase(kScratchA).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(vault_->MakeRoom(4 * 4, SeqId(20)).ok());  // evicts 3 and 4
+  EXPECT_EQ(Ids(vault_->last_evictions()), (std::vector<uint32_t>{3, 4}));
+  EXPECT_TRUE(vault_->MakeRoom(7 * 4, SeqId(20)).IsResourceExhausted());
+  EXPECT_EQ(cache_->table().Length(kScratchA), 40u);
+
+  const Status loaded = LoadOnThread(job->get());
+  auto restored = vault_->EndRestore(std::move(job).value(), loaded);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(restored->num_tokens, 40u);
+  EXPECT_EQ(restored->bytes_read, StateBytes(40));
+  ASSERT_EQ(restored->evicted.size(), 2u);
+  EXPECT_EQ(restored->evicted[0], (Eviction{SeqId(1), "ram", 12, s12}));
+  EXPECT_EQ(restored->evicted[1], (Eviction{SeqId(2), "ram", 12, s12}));
+  EXPECT_EQ(vault_->last_evictions(), restored->evicted);
+  EXPECT_TRUE(ContentOf(*cache_, SeqId(9)) == saved_["big"]);
+  EXPECT_FALSE(cache_->table().Contains(kScratchA));
+  VaultStats stats = vault_->Stats();
+  EXPECT_EQ(stats.restores_ok, 1u);
+  EXPECT_EQ(stats.restores_failed, 0u);
+  EXPECT_EQ(stats.evictions, 4u);
+  original_[9] = saved_["big"];
+  for (uint32_t id : {1, 2, 3, 4, 9}) ExpectIntact(id);
+}
+
+// Two jobs in flight: the second one's eviction never takes the first one's
+// scratch cells (its target's old cells may go: they are replaced anyway,
+// and the commit discards the stale spilled copy).
+TEST_F(KvVaultTest, TwoRestoresInFlightUnderDifferentScratchIds) {
+  MakeVault(1 << 20, 0);
+  AddSequences({1, 2}, 12);
+  auto job_a = vault_->BeginRestore(SeqId(1), SavedFile("a", 20), kScratchA);
+  ASSERT_TRUE(job_a.ok()) << job_a.status();  // 6 + 5 of 16 pages
+  EXPECT_TRUE(vault_->last_evictions().empty());
+  auto job_b = vault_->BeginRestore(SeqId(5), SavedFile("b", 24), kScratchB);
+  ASSERT_TRUE(job_b.ok()) << job_b.status();  // 6 pages: evicts seq 1
+  EXPECT_EQ(Ids(vault_->last_evictions()), std::vector<uint32_t>{1});
+  EXPECT_EQ(cache_->table().Length(kScratchA), 20u);
+  auto job_c = vault_->BeginRestore(SeqId(6), SavedFile("c", 4), kScratchB);
+  EXPECT_EQ(job_c.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(vault_->Stats().restores_failed, 1u);
+  const Status loaded_b = LoadOnThread(job_b->get());
+  const Status loaded_a = LoadOnThread(job_a->get());
+  auto b = vault_->EndRestore(std::move(job_b).value(), loaded_b);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(Ids(b->evicted), std::vector<uint32_t>{1});
+  EXPECT_TRUE(vault_->IsSpilled(SeqId(1)));
+  auto a = vault_->EndRestore(std::move(job_a).value(), loaded_a);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->evicted.empty());
+  EXPECT_FALSE(vault_->IsSpilled(SeqId(1)));
+  EXPECT_EQ(Tier(vault_->Stats(), "ram").used_bytes, 0u);
+  EXPECT_TRUE(ContentOf(*cache_, SeqId(1)) == saved_["a"]);
+  EXPECT_TRUE(ContentOf(*cache_, SeqId(5)) == saved_["b"]);
+  EXPECT_EQ(vault_->Stats().restores_ok, 2u);
+  ExpectIntact(2);
+}
+
+TEST_F(KvVaultTest, BeginRestoreWithoutRoomFailsLikeRestoreEvictingNothing) {
+  MakeVault(1 << 20, 1 << 20);
+  AddSequences({1, 2, 3}, 12);
+  ASSERT_TRUE(cache_->CopySequence(SeqId(1), SeqId(5)).ok());
+  vault_->SetActive(SeqId(5), true);
+  const std::string path = SavedFile("big", 44);
+  const state_test::CacheSnapshot before = state_test::TakeSnapshot(*cache_);
+  auto job = vault_->BeginRestore(SeqId(2), path, kScratchA);
+  ASSERT_TRUE(job.status().IsResourceExhausted()) << job.status();
+  EXPECT_NE(job.status().message().find(
+                "restore into seq#2 needs 44 cells (11 pages); free 7 pages, "
+                "evictable 3 pages"),
+            std::string::npos)
+      << job.status();
+  EXPECT_EQ(job.status().message().substr(0, path.size()), path);
+  EXPECT_EQ(
+      state_test::DiffSnapshots(before, state_test::TakeSnapshot(*cache_)), "");
+  EXPECT_TRUE(vault_->last_evictions().empty());
+  EXPECT_EQ(vault_->Stats().restores_failed, 1u);
+  EXPECT_TRUE(vault_->BeginRestore(SeqId(2), "/saved/none", kScratchA)
+                  .status()
+                  .IsNotFound());
+  EXPECT_EQ(vault_->BeginRestore(kScratchB, path, kScratchA).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST_F(KvVaultTest, CorruptChunkFailsLoadAndEndRestoreKeepsTheTarget) {
+  MakeVault(1 << 20, 1 << 20);
+  AddSequences({1, 2, 3, 4}, 12);
+  AppendRandom(cache_.get(), SeqId(9), 4, 99);  // the target's old contents
+  const Content target_before = ContentOf(*cache_, SeqId(9));
+  const std::string path = CorruptSavedFile("bad", 40);
+
+  auto job = vault_->BeginRestore(SeqId(9), path, kScratchA);
+  ASSERT_TRUE(job.ok()) << job.status();
+  const Status loaded = LoadOnThread(job->get());
+  EXPECT_EQ(loaded.reason(), kReasonChecksumMismatch) << loaded;
+  auto restored = vault_->EndRestore(std::move(job).value(), loaded);
+  ASSERT_TRUE(restored.status().IsCorruption()) << restored.status();
+  EXPECT_EQ(restored.status().reason(), kReasonChecksumMismatch);
+  EXPECT_NE(restored.status().message().find(path), std::string::npos)
+      << restored.status();
+  EXPECT_NE(restored.status().message().find("seq#1 -> ram"), std::string::npos)
+      << restored.status();
+  EXPECT_TRUE(ContentOf(*cache_, SeqId(9)) == target_before);
+  EXPECT_FALSE(cache_->table().Contains(kScratchA));
+  EXPECT_EQ(Ids(vault_->last_evictions()), (std::vector<uint32_t>{1, 2, 3}));
+  EXPECT_EQ(vault_->Stats().restores_failed, 1u);
+  EXPECT_EQ(vault_->Stats().restores_ok, 0u);
+  for (uint32_t id : {1, 2, 3}) ExpectIntact(id);
+}
+
+TEST_F(KvVaultTest, EndRestoreIntoSpilledTargetDiscardsTheStaleCopy) {
+  MakeVault(1 << 20, 0);
+  AddSequences({1}, 5);
+  ASSERT_TRUE(vault_->Evict(SeqId(1)).ok());
+  auto job = vault_->BeginRestore(SeqId(1), SavedFile("n", 6), kScratchA);
+  ASSERT_TRUE(job.ok()) << job.status();
+  const Status loaded = LoadOnThread(job->get());
+  ASSERT_TRUE(vault_->EndRestore(std::move(job).value(), loaded).ok());
+  EXPECT_FALSE(vault_->IsSpilled(SeqId(1)));
+  EXPECT_EQ(Tier(vault_->Stats(), "ram").used_bytes, 0u);
+  EXPECT_TRUE(ContentOf(*cache_, SeqId(1)) == saved_["n"]);
+}
+
+TEST_F(KvVaultTest, SnapshotForSaveWritesWhatSaveWrites) {
+  MakeVault(1 << 20, 0);
+  AddSequences({1, 2}, 7);
+  ASSERT_TRUE(vault_->Save(SeqId(1), "/saved/sync").ok());
+  auto snap = vault_->SnapshotForSave(SeqId(1));
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  StatusOr<SaveResult> written = InternalError("not run");
+  std::thread io([&] {
+    written =
+        WriteSnapshotToFile(vault_->env(), *vault_->cache().storage(), *snap,
+                            "/saved/async", vault_->save_options());
+  });
+  io.join();
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(written->num_tokens, 7u);
+  EXPECT_EQ(*ReadFileToString(&env_, "/saved/async"),
+            *ReadFileToString(&env_, "/saved/sync"));
+  EXPECT_EQ(vault_->fingerprint(), kTestFingerprint);
+  ASSERT_TRUE(vault_->Evict(SeqId(2)).ok());
+  EXPECT_TRUE(vault_->SnapshotForSave(SeqId(2)).status().IsNotFound());
+  EXPECT_TRUE(vault_->SnapshotForSave(SeqId(8)).status().IsNotFound());
 }
 
 TEST_F(KvVaultTest, CreateRejectsBadOptions) {

@@ -195,6 +195,23 @@ inline std::string DiffSnapshots(const CacheSnapshot& want,
   return os.str();
 }
 
+// Returns `snap` as it would be without `seq` (on a pool of `page_size`
+// cells a page): its lists gone, its page references dropped, and the bytes
+// of cells on pages no other sequence holds forgotten.
+inline CacheSnapshot SnapshotWithout(CacheSnapshot snap, SeqId seq,
+                                     uint32_t page_size) {
+  for (PageId page : snap.pages[seq]) {
+    if (--snap.refcounts[page.value()] > 0) continue;
+    const uint64_t first = uint64_t{page.value()} * page_size;
+    for (uint64_t cell = first; cell < first + page_size; ++cell) {
+      snap.cell_bytes.erase(cell);
+    }
+  }
+  snap.pages.erase(seq);
+  snap.cells.erase(seq);
+  return snap;
+}
+
 // Saves `seq` into a string with WriteSequenceState; aborts on failure.
 inline std::string SaveToString(const KvCache& cache, SeqId seq,
                                 const SaveOptions& options = {},

@@ -1,9 +1,10 @@
 // Tests that the F16 fast attention path (attention_batched.h) gives
 // bit-identical outputs to attention.cc's generic path. That path
 // (AttendGroup) is file-local and Attend always prefers the fast one for
-// F16, so ReferenceAttend below restates it operation for operation with
-// the same public kernels (DotF16F32, AxpyF16) and fp16 rounding
-// (HalfToFloat(FloatToHalf(x)), which attention.cc's RoundToHalf matches).
+// F16, so ReferenceAttend below restates it operation for operation: the
+// same q . k (ggml_compat::DotF16), fused V update and sum, and fp16
+// rounding (HalfToFloat(FloatToHalf(x)), which attention.cc's RoundToHalf
+// matches).
 // A double-precision softmax checks both within a loose tolerance too, so
 // a shared mistake cannot pass unnoticed.
 #include "model/attention_batched.h"
@@ -25,6 +26,7 @@
 #include "kv/kv_layout.h"
 #include "kv/kv_storage.h"
 #include "model/attention.h"
+#include "model/ggml_compat.h"
 #include "model/kernels/kernels.h"
 
 namespace kvault {
@@ -53,7 +55,7 @@ void ReferenceGroup(const KvStorage& storage, uint32_t layer,
     for (uint32_t j = 0; j < n_gqa; ++j) {
       float* acc = out + uint64_t{j} * dv;
       const float score =
-          kernels::DotF16F32(k, &qs[uint64_t{j} * dk], dk) * s.scale;
+          ggml_compat::DotF16(k, &qs[uint64_t{j} * dk], dk) * s.scale;
       float old_scale = 1.0f, weight = 1.0f;
       if (score > max[j]) {
         old_scale = std::exp(max[j] - score);
@@ -64,9 +66,12 @@ void ReferenceGroup(const KvStorage& storage, uint32_t layer,
       } else {
         weight = std::exp(score - max[j]);
       }
-      kernels::AxpyF16(weight, v, dv, acc);
-      for (uint32_t d = 0; d < dv; ++d) acc[d] = RoundHalf(acc[d]);
-      sum[j] = sum[j] * old_scale + weight;
+      for (uint32_t d = 0; d < dv; ++d) {
+        uint16_t h;
+        std::memcpy(&h, v + 2 * uint64_t{d}, 2);
+        acc[d] = RoundHalf(std::fma(weight, HalfToFloat(h), acc[d]));
+      }
+      sum[j] = std::fma(sum[j], old_scale, weight);
     }
   }
   for (uint32_t j = 0; j < n_gqa; ++j) {
@@ -217,7 +222,7 @@ TEST_F(AttentionBatchedTest, FastPathBitIdenticalToReference) {
                  << kernels::ActiveIsa() << ")";
   }
   uint32_t seed = 1234;
-  for (uint32_t dim : {32u, 64u, 128u}) {
+  for (uint32_t dim : {32u, 40u, 64u, 128u}) {
     for (uint32_t n_gqa : {1u, 2u, 4u, 8u}) {
       for (uint32_t len : {1u, 17u, 300u}) {
         ++seed;

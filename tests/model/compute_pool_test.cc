@@ -1,6 +1,7 @@
 // Tests for ComputePool: every index of a loop runs exactly once, whatever
 // the loop size and worker count; nested and concurrent Runs go inline
-// rather than deadlocking.
+// rather than deadlocking; workers that wake late never touch a finished
+// loop.
 #include "model/kernels/compute_pool.h"
 
 #include <atomic>
@@ -128,6 +129,22 @@ TEST(ComputePoolTest, ManyBackToBackLoops) {
       if (2 + loop % 4 > i) expected += loop;
     }
     EXPECT_EQ(sums[i].load(), expected) << "index " << i;
+  }
+}
+
+// Many more workers than cores, and loops smaller than the worker count:
+// most workers wake after their loop is over. Each loop's body and counters
+// live in that iteration's scope, so a late worker running a finished loop's
+// body would corrupt a later loop's counts (and trip ASan's use-after-scope).
+TEST(ComputePoolTest, LateWorkersNeverRunFinishedLoops) {
+  ComputePool pool(8);
+  for (size_t loop = 0; loop < 5000; ++loop) {
+    const size_t n = 2 + loop % 3;
+    std::atomic<int> hits[4] = {};
+    pool.ParallelFor(n, [&hits](size_t i) { hits[i].fetch_add(1); });
+    for (size_t i = 0; i < 4; ++i) {
+      ASSERT_EQ(hits[i].load(), i < n ? 1 : 0) << "loop " << loop << " i " << i;
+    }
   }
 }
 

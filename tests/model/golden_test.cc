@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "model/ggml_compat.h"
 #include "model/inference.h"
 
 namespace kvault {
@@ -19,22 +20,22 @@ namespace {
 
 const std::string kShared = std::string(KVAULT_SOURCE_DIR) + "/../shared";
 
-// What must agree with llama.cpp. Logprobs are compared within 1e-3 on the
-// first `strict_steps` generated tokens and within `drift_tol` after: with
-// an F16 KV cache a difference in the last bit of a K/V value (summation
-// order in a matmul) can flip its fp16 rounding, and on the tiny
-// stories260K model such flips accumulate to ~1e-2 over 64 steps. Measured:
-// our scalar, AVX2 and AVX-512 kernels (same operations, other summation
-// orders) disagree with each other by up to 1.5e-2 (F32 weights) and 1e-2
-// (F16) over these cases with an F16 cache, but by only ~5e-6 with an F32
-// cache; tiny-random-f32 stays within 3e-5 either way. A 1e-3 bound on every
-// step would need llama.cpp's CPU build (its ISA's summation orders, vector
-// expf, FMA contractions) reproduced bit for bit.
+// What must agree with llama.cpp: the first `exact_tokens` greedy tokens,
+// and on those steps the top-5 log-probabilities within `tol` (< 0: not
+// checked). The F32/F16 forward pass reproduces llama.cpp's CPU numerics
+// (ggml_compat.h: its AVX2 build's summation orders, FMAs, expf
+// polynomial and fp16 roundings in flash attention), which matters here:
+// on stories260K one K/V value rounded to fp16 the other way moves later
+// log-probabilities by up to 1e-2. Measured max error over all steps and
+// cases: stories260K 2.4e-6, stories260K.f16 2.7e-6, tiny-random-f32
+// 8.9e-6. Q8_0 weights go through the kernels' integer dot products,
+// whose activation quantization differs from llama.cpp's on some ISAs, so
+// only its first tokens are compared.
 struct GoldenSpec {
   std::string name;  // file stem in models/ and golden/
   int exact_tokens;  // leading gen_ids that must match exactly
-  int strict_steps;  // steps whose top-5 logprobs are within 1e-3
-  double drift_tol;  // bound on later steps; < 0: not checked
+  double tol;        // bound on each compared logprob; < 0: not checked
+  bool portable;     // ggml_compat's portable code instead of AVX2
 };
 
 std::vector<double> LogSoftmax(const float* logits, size_t n) {
@@ -47,7 +48,11 @@ std::vector<double> LogSoftmax(const float* logits, size_t n) {
   return out;
 }
 
-class GoldenTest : public ::testing::TestWithParam<GoldenSpec> {};
+class GoldenTest : public ::testing::TestWithParam<GoldenSpec> {
+ protected:
+  void SetUp() override { ggml_compat::UsePortableOnly(GetParam().portable); }
+  void TearDown() override { ggml_compat::UsePortableOnly(false); }
+};
 
 TEST_P(GoldenTest, GreedyGenerationMatchesLlamaCpp) {
   const GoldenSpec& spec = GetParam();
@@ -83,15 +88,16 @@ TEST_P(GoldenTest, GreedyGenerationMatchesLlamaCpp) {
     }
     int num_matching = 0;
     double max_err = 0;
-    for (size_t step = 0; step < gen_ids.size(); ++step) {
+    const size_t num_steps =
+        std::min<size_t>(gen_ids.size(), std::max(spec.exact_tokens, 0));
+    for (size_t step = 0; step < num_steps; ++step) {
       auto logits = ctx.Decode(batch);
       ASSERT_TRUE(logits.ok()) << logits.status().ToString();
       const TokenId next = static_cast<TokenId>(
           std::max_element(logits->begin(), logits->end()) - logits->begin());
       if (next != gen_ids[step]) break;
       ++num_matching;
-      const double tol =
-          static_cast<int>(step) < spec.strict_steps ? 1e-3 : spec.drift_tol;
+      const double tol = spec.tol;
       const auto logprobs = LogSoftmax(logits->data(), n_vocab);
       for (const auto& top : steps.at(step).at("top")) {
         const TokenId id = top.at("id").get<TokenId>();
@@ -104,20 +110,25 @@ TEST_P(GoldenTest, GreedyGenerationMatchesLlamaCpp) {
       }
       batch = {{SeqId(0), next, static_cast<Pos>(prompt.size() + step), true}};
     }
-    std::cout << spec.name << ": " << num_matching << "/" << gen_ids.size()
+    std::cout << spec.name << ": " << num_matching << "/" << num_steps
               << " tokens match, max top-5 logprob error " << max_err << "\n";
-    EXPECT_GE(num_matching, std::min<int>(spec.exact_tokens, gen_ids.size()));
+    EXPECT_EQ(num_matching, static_cast<int>(num_steps));
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Models, GoldenTest,
-    ::testing::Values(GoldenSpec{"stories260K", 64, 1, 0.03},
-                      GoldenSpec{"stories260K.f16", 64, 0, 0.03},
-                      GoldenSpec{"tiny-random-f32", 64, 64, 1e-3},
-                      GoldenSpec{"stories260K.q8_0", 8, 0, -1}),
+    ::testing::Values(GoldenSpec{"stories260K", 64, 1e-3, false},
+                      GoldenSpec{"stories260K.f16", 64, 1e-3, false},
+                      GoldenSpec{"tiny-random-f32", 64, 1e-3, false},
+                      GoldenSpec{"stories260K.q8_0", 8, -1, false},
+                      // The portable code is slow (scalar std::fma):
+                      // fewer steps, still past the first fp16 flips.
+                      GoldenSpec{"stories260K", 16, 1e-3, true},
+                      GoldenSpec{"stories260K.f16", 16, 1e-3, true}),
     [](const auto& info) {
       std::string name = info.param.name;
+      if (info.param.portable) name += "_portable";
       std::replace(name.begin(), name.end(), '.', '_');
       std::replace(name.begin(), name.end(), '-', '_');
       return name;

@@ -353,7 +353,9 @@ TEST(InferenceTest, EveryWeightTypeTracksF32) {
   float scale = 0;
   for (float v : f32) scale = std::max(scale, std::abs(v));
   ASSERT_GT(scale, 0.0f);
+  // bf16 keeps 8 mantissa bits to f16's 11: about 8x f16's error.
   const std::pair<GgmlType, float> cases[] = {{GgmlType::kF16, 5e-3f},
+                                              {GgmlType::kBF16, 2e-2f},
                                               {GgmlType::kQ8_0, 0.1f},
                                               {GgmlType::kQ4_0, 0.5f}};
   for (const auto& [type, tol] : cases) {

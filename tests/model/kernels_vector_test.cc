@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "core/float16.h"
+#include "kv/kv_dtype.h"
 #include "model/kernels/kernels.h"
 
 namespace kvault::kernels {
@@ -137,6 +138,110 @@ TEST(KernelsVectorTest, SoftmaxKnownValues) {
     EXPECT_NEAR(silu, 2.0f / (1.0f + std::exp(-2.0f)) * 3.0f, 1e-6f);
   }
   UseScalarKernels(false);
+}
+
+// Quantizing activations must give kv's scalar bytes exactly (the SIMD
+// rounding is a re-derivation of std::round, so probe its edge cases: exact
+// .5 ties, values next to them, zeros, infinities, NaNs, huge and tiny).
+TEST(KernelsVectorTest, QuantizeQ8_0BitIdenticalToScalar) {
+  for (std::string_view isa : SupportedIsas()) {
+    for (int64_t num_blocks : {1, 2, 3, 7, 64}) {
+      const uint32_t seed = static_cast<uint32_t>(num_blocks * 13 + isa.size());
+      SCOPED_TRACE(std::string(isa) + " blocks " + std::to_string(num_blocks) +
+                   " seed " + std::to_string(seed));
+      std::mt19937 rng(seed);
+      const int64_t n = num_blocks * 32;
+      std::vector<float> x = RandomVector(n, rng, 3.0f);
+      // Block 0: a max of 127 makes d = 1, so x * id hits ties exactly.
+      for (int64_t i = 0; i < 32 && i < n; ++i) {
+        x[i] = static_cast<float>(i % 16) - 7.5f;
+      }
+      x[0] = 127.0f;
+      x[1] = std::nextafter(2.5f, 0.0f);
+      x[2] = std::nextafter(-2.5f, 0.0f);
+      x[3] = -0.0f;
+      x[4] = 0.49999997f;
+      if (num_blocks > 1) {
+        const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                                  std::numeric_limits<float>::infinity(),
+                                  -std::numeric_limits<float>::infinity(),
+                                  1e-40f, -1e38f, 1e38f};
+        for (size_t i = 0; i < std::size(specials); ++i) {
+          x[32 + 3 * i] = specials[i];
+        }
+      }
+      if (num_blocks > 2) {  // an all-zero block (d = 0)
+        for (int64_t i = 64; i < 96; ++i) x[i] = 0.0f;
+      }
+      std::vector<std::byte> want(num_blocks * 34), got(num_blocks * 34);
+      QuantizeRowQ8_0(x, want);
+      ASSERT_TRUE(UseKernelIsa(isa));
+      QuantizeQ8_0(x.data(), n, got.data());
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(got[i], want[i]) << "byte " << i;
+      }
+    }
+  }
+  UseScalarKernels(false);
+}
+
+// Every float of a block scaled so that x * id sweeps many values around
+// each .5 tie (random magnitudes make id inexact).
+TEST(KernelsVectorTest, QuantizeQ8_0ManyRandomScales) {
+  for (std::string_view isa : SupportedIsas()) {
+    const uint32_t seed = 99;
+    SCOPED_TRACE(std::string(isa) + " seed " + std::to_string(seed));
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> scale_dist(-20.0f, 20.0f);
+    const int64_t n = 32 * 512;
+    std::vector<float> x(n);
+    for (int64_t b = 0; b < n / 32; ++b) {
+      const float scale = std::exp2(scale_dist(rng));
+      std::uniform_int_distribution<int> half_steps(-254, 254);
+      for (int64_t i = 0; i < 32; ++i) {
+        x[b * 32 + i] = scale * (half_steps(rng) * 0.5f);
+      }
+    }
+    std::vector<std::byte> want(n / 32 * 34), got(n / 32 * 34);
+    QuantizeRowQ8_0(x, want);
+    ASSERT_TRUE(UseKernelIsa(isa));
+    QuantizeQ8_0(x.data(), n, got.data());
+    ASSERT_EQ(got, want);
+  }
+  UseScalarKernels(false);
+}
+
+// ExpF32 against std::exp over the range attention uses (scores minus a
+// running max: <= 0), plus large positives, -inf and underflow; and each
+// output must not depend on where in the row (vector body or tail) it sits.
+TEST(KernelsVectorTest, ExpF32) {
+  ForEachIsaAndSize([](std::string_view isa, int64_t n, std::mt19937& rng) {
+    std::vector<float> x = RandomVector(n, rng, 40.0f);
+    for (float& v : x) v -= 30.0f;  // mostly negative, some up to +10
+    if (n > 3) {
+      x[0] = -std::numeric_limits<float>::infinity();
+      x[1] = -100.0f;
+      x[2] = 0.0f;
+    }
+    std::vector<float> want(n), got(n), in_place = x;
+    UseScalarKernels(true);
+    ExpF32(x.data(), n, want.data());
+    ASSERT_TRUE(UseKernelIsa(isa));
+    ExpF32(x.data(), n, got.data());
+    ExpectAllNear(got, want, 3e-7f, 1e-37f);  // SIMD flushes e^-87.3 and below
+    if (n > 3) {
+      EXPECT_EQ(got[0], 0.0f);
+      EXPECT_EQ(got[1], 0.0f);
+      EXPECT_EQ(got[2], 1.0f);
+    }
+    ExpF32(in_place.data(), n, in_place.data());
+    EXPECT_EQ(in_place, got);
+    for (int64_t i = 0; i < n; ++i) {  // one at a time: the tail path
+      float one = 0.0f;
+      ExpF32(&x[i], 1, &one);
+      ASSERT_EQ(one, got[i]) << "i=" << i;
+    }
+  });
 }
 
 }  // namespace

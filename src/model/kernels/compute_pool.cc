@@ -64,8 +64,19 @@ ComputePool::~ComputePool() {
 }
 
 void ComputePool::RunIndices() {
-  for (size_t i = next_.fetch_add(1); i < n_; i = next_.fetch_add(1)) {
-    fn_(ctx_, i);
+  uint64_t word = work_.load(std::memory_order_acquire);
+  for (;;) {
+    const uint64_t index = word & 0xffffffffu;
+    if (index >= (word >> 32)) return;  // every index claimed
+    // acq_rel: a successful claim sees the fields Run wrote before
+    // publishing this word; a failed one reloads `word`.
+    if (work_.compare_exchange_weak(word, word + 1,
+                                    std::memory_order_acq_rel,
+                                    std::memory_order_acquire)) {
+      fn_(ctx_, static_cast<size_t>(index));
+      num_done_.fetch_add(1, std::memory_order_release);
+      word = work_.load(std::memory_order_acquire);
+    }
   }
 }
 
@@ -87,12 +98,11 @@ void ComputePool::WorkerLoop() {
       }
       gen = generation_.load(std::memory_order_acquire);
     }
-    // Run waits for every worker's ack before publishing another loop, so
-    // `gen` is exactly seen + 1 and the loop fields are this loop's.
+    // Loops may have been published and finished meanwhile; the claim word
+    // says whether the latest still has work.
     seen = gen;
     if (stopping_) return;
     RunIndices();
-    num_acks_.fetch_add(1, std::memory_order_acq_rel);
   }
 }
 
@@ -102,19 +112,19 @@ void ComputePool::Run(size_t n, Fn fn, const void* ctx) {
     for (size_t i = 0; i < n; ++i) fn(ctx, i);
     return;
   }
-  n_ = n;
+  KV_CHECK_LT(n, size_t{1} << 32) << "ComputePool loop too long";
+  // The previous loop is complete (num_done_ reached its n), so no thread
+  // holds a claim and nobody reads these fields now.
   fn_ = fn;
   ctx_ = ctx;
-  next_.store(0, std::memory_order_relaxed);
-  num_acks_.store(0, std::memory_order_relaxed);
-  generation_.fetch_add(1);  // seq_cst: releases the fields above
+  num_done_.store(0, std::memory_order_relaxed);
+  work_.store(static_cast<uint64_t>(n) << 32, std::memory_order_release);
+  generation_.fetch_add(1);  // seq_cst: wakes spinning workers
   if (num_sleeping_.load() > 0) generation_.notify_all();
   t_in_pool_work = true;
   RunIndices();
   t_in_pool_work = false;
-  // Every worker must be done with this loop's fields before they change.
-  for (uint32_t k = 0;
-       num_acks_.load(std::memory_order_acquire) < workers_.size(); ++k) {
+  for (uint32_t k = 0; num_done_.load(std::memory_order_acquire) < n; ++k) {
     WaitStep(k);
   }
 }

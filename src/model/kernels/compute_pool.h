@@ -60,10 +60,15 @@ class ComputePool {
   // Bumped to publish a loop (and to stop); workers wait for it to change.
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint32_t> num_sleeping_{0};
-  std::atomic<size_t> next_{0};   // the next unclaimed index
-  std::atomic<size_t> num_acks_{0};  // workers done with the current loop
-  // The current loop; written before generation_ is bumped.
-  size_t n_ = 0;
+  // The current loop's claim word: (n << 32) | next unclaimed index. An
+  // index is claimed by a compare-exchange on the whole word, so a worker
+  // that wakes late can only ever claim an index of the loop in progress
+  // (never run a finished loop's body), and Run need not wait for workers
+  // that never showed up (e.g. descheduled on an oversubscribed machine).
+  std::atomic<uint64_t> work_{0};
+  std::atomic<size_t> num_done_{0};  // indices of the current loop finished
+  // The current loop; written before work_ is published, read only by a
+  // thread holding a claim (so never while Run rewrites them).
   Fn fn_ = nullptr;
   const void* ctx_ = nullptr;
   bool stopping_ = false;

@@ -54,6 +54,8 @@ struct KernelTable {
   void (*axpy)(float a, const float* x, int64_t n, float* y);
   float (*dot_f16_f32)(const std::byte* a, const float* b, int64_t n);
   void (*axpy_f16)(float s, const std::byte* x, int64_t n, float* y);
+  void (*quantize_q8_0)(const float* x, int64_t n, std::byte* out);
+  void (*exp)(const float* x, int64_t n, float* out);
 };
 
 // Returns the scalar reference table (always available).

@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <span>
 #include <vector>
 
 #include "core/check.h"
@@ -64,6 +63,8 @@ const KernelTable* MergedAvx512Table() {
     if (t.axpy == nullptr) t.axpy = base.axpy;
     if (t.dot_f16_f32 == nullptr) t.dot_f16_f32 = base.dot_f16_f32;
     if (t.axpy_f16 == nullptr) t.axpy_f16 = base.axpy_f16;
+    if (t.quantize_q8_0 == nullptr) t.quantize_q8_0 = base.quantize_q8_0;
+    if (t.exp == nullptr) t.exp = base.exp;
     return t;
   }();
   return &kMerged;
@@ -143,10 +144,9 @@ void RunParallel(ThreadPool* pool, int64_t n, const Fn& fn) {
 // Quantizes every token row of x into Q8_0 rows of `qx`.
 void QuantizeActivations(const float* x, int64_t cols, int64_t num_tokens,
                          std::byte* qx, size_t q_row_bytes, ThreadPool* pool) {
-  const size_t c = static_cast<size_t>(cols);
+  const auto quantize_fn = Table().quantize_q8_0;
   auto quantize = [&](int64_t t) {
-    QuantizeRowQ8_0(std::span<const float>(x + t * cols, c),
-                    std::span<std::byte>(qx + t * q_row_bytes, q_row_bytes));
+    quantize_fn(x + t * cols, cols, qx + t * q_row_bytes);
   };
   if (num_tokens < kMinTokensForParallelQuantize) pool = nullptr;
   RunParallel(pool, num_tokens, quantize);
@@ -154,9 +154,11 @@ void QuantizeActivations(const float* x, int64_t cols, int64_t num_tokens,
 
 // The last activations this thread quantized, kept because a layer
 // multiplies the same input by several matrices (Q, K, V; gate, up) and
-// quantizing cost ~13% of a prefill. A hit needs the same pointer, shape
-// and contents (compared in full: far cheaper than re-quantizing), so a
-// caller rewriting its buffer in place still gets fresh blocks.
+// scalar quantizing cost ~13% of a prefill. (The SIMD quantizers are ~10x
+// faster, about the cost of the comparison, so on AVX2/AVX-512 the cache
+// is roughly neutral; it still pays on the scalar path.) A hit needs the
+// same pointer, shape and contents (compared in full), so a caller
+// rewriting its buffer in place still gets fresh blocks.
 struct QuantizedCache {
   const float* x = nullptr;
   int64_t cols = 0;
@@ -271,6 +273,13 @@ float DotF16F32(const std::byte* a, const float* b, int64_t n) {
 
 void AxpyF16(float s, const std::byte* x, int64_t n, float* y) {
   Table().axpy_f16(s, x, n, y);
+}
+
+void ExpF32(const float* x, int64_t n, float* out) { Table().exp(x, n, out); }
+
+void QuantizeQ8_0(const float* x, int64_t n, std::byte* out) {
+  KV_CHECK_EQ(n % kQ8_0BlockElems, 0) << "QuantizeQ8_0 length";
+  Table().quantize_q8_0(x, n, out);
 }
 
 }  // namespace kvault::kernels

@@ -73,6 +73,15 @@ void Axpy(float a, const float* x, int64_t n, float* y);
 float DotF16F32(const std::byte* a, const float* b, int64_t n);
 // y[i] += s * half(x[i]) (accumulating an F16 V row).
 void AxpyF16(float s, const std::byte* x, int64_t n, float* y);
+// out[i] = e^x[i], i < n (out may equal x). The SIMD sets use a polynomial
+// within ~2 ulp of std::exp (scalar: std::exp itself); e^-inf and anything
+// below -87.3 give 0. out[i] depends on x[i] only, never on n or i, so a
+// caller may batch any set of exponents (e.g. attention's online-softmax
+// rescales) without changing results.
+void ExpF32(const float* x, int64_t n, float* out);
+// Quantizes x[0, n) (n a multiple of 32) into n / 32 Q8_0 blocks at `out`
+// (34 bytes each), bit-identical to kvault::QuantizeRowQ8_0 on every ISA.
+void QuantizeQ8_0(const float* x, int64_t n, std::byte* out);
 
 }  // namespace kvault::kernels
 

@@ -222,6 +222,8 @@ constexpr KernelTable kAvx2Table = {
     AxpyAvx2,
     DotF16F32Avx2,
     AxpyF16Avx2,
+    QuantizeQ8_0Avx2,
+    ExpAvx2Row,
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 // AVX2 and by the tests as the yardstick for the SIMD versions.
 #include <cmath>
 #include <cstring>
+#include <span>
 
 #include "core/float16.h"
 #include "kv/kv_dtype.h"
@@ -148,6 +149,16 @@ void AxpyF16(float s, const std::byte* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += s * LoadHalfAsFloat(x + 2 * i);
 }
 
+void QuantizeQ8_0(const float* x, int64_t n, std::byte* out) {
+  const size_t num_bytes = n / kQ8_0BlockElems * kQ8_0BlockBytes;
+  QuantizeRowQ8_0(std::span<const float>(x, n),
+                  std::span<std::byte>(out, num_bytes));
+}
+
+void Exp(const float* x, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = std::exp(x[i]);
+}
+
 constexpr KernelTable kScalarTable = {
     "scalar",
     {MatMulRowsFloat<DotRowF32>, MatMulRowsFloat<DotRowF16>,
@@ -160,6 +171,8 @@ constexpr KernelTable kScalarTable = {
     Axpy,
     DotF16F32,
     AxpyF16,
+    QuantizeQ8_0,
+    Exp,
 };
 
 }  // namespace

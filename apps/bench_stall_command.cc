@@ -1,0 +1,87 @@
+// `kvault bench neighbour-stall`: the other slots' inter-token latency while
+// one slot restores a large state file (bench/scenarios/neighbour_stall.h).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "apps/commands.h"
+#include "bench/scenarios/neighbour_stall.h"
+#include "core/flags.h"
+
+namespace kvault::apps {
+namespace {
+
+constexpr const char kStallUsage[] =
+    "usage: kvault bench neighbour-stall [-m MODEL.gguf] [--slots S]\n"
+    "         [--restore-mb MB] [-n N] [--restore-after K] [-t T] [--dir DIR]\n"
+    "         [--json] [--arrivals]\n"
+    "  S slots (default 4) generate N tokens each (default 256) while one\n"
+    "  more slot restores a state file of MB MiB (default 100), started\n"
+    "  after K tokens per slot (default 32). Prints the neighbours'\n"
+    "  inter-token latency before and during the restore. Without -m: a\n"
+    "  generated Q8_0 model of the small benchmark shape.\n"
+    "  --arrivals  with --json: every token's arrival time (for plots)\n";
+
+StatusOr<bench::NeighbourStallOptions> ParseStall(const Flags& f) {
+  KV_RETURN_IF_ERROR(f.CheckKnown({"model", "slots", "restore-mb", "n-gen",
+                                   "restore-after", "threads", "dir", "json",
+                                   "arrivals"}));
+  bench::NeighbourStallOptions o;
+  o.model_path = f.GetString("model", "");
+  o.dir = f.GetString("dir", "");
+  KV_ASSIGN_OR_RETURN(uint64_t slots, f.GetUint("slots", 4, 1, 64));
+  KV_ASSIGN_OR_RETURN(uint64_t n, f.GetUint("n-gen", 256, 8, 1u << 16));
+  KV_ASSIGN_OR_RETURN(uint64_t after, f.GetUint("restore-after", 32, 1, n));
+  KV_ASSIGN_OR_RETURN(uint64_t t, f.GetUint("threads", 2, 1, 1024));
+  KV_ASSIGN_OR_RETURN(o.restore_mb, f.GetDouble("restore-mb", 100));
+  if (!(o.restore_mb > 0 && o.restore_mb <= 65536)) {
+    return InvalidArgumentError("--restore-mb: expected (0, 65536]");
+  }
+  o.num_generating = static_cast<uint32_t>(slots);
+  o.num_gen = static_cast<uint32_t>(n);
+  o.restore_after = static_cast<uint32_t>(after);
+  o.threads = static_cast<uint32_t>(t);
+  return o;
+}
+
+}  // namespace
+
+int RunBenchNeighbourStall(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::fputs(kStallUsage, stdout);
+    return 0;
+  }
+  auto flags = Flags::Parse(
+      ExpandShortFlags(args, {{"-m", "model"}, {"-n", "n-gen"},
+                              {"-t", "threads"}}),
+      {"json", "arrivals"});
+  StatusOr<bench::NeighbourStallOptions> options =
+      flags.ok() ? ParseStall(*flags)
+                 : StatusOr<bench::NeighbourStallOptions>(flags.status());
+  if (!options.ok()) {
+    std::fprintf(stderr, "kvault bench neighbour-stall: %s\n%s",
+                 options.status().ToString().c_str(), kStallUsage);
+    return 2;
+  }
+  auto r = bench::RunNeighbourStall(*options);
+  if (!r.ok()) {
+    std::fprintf(stderr, "kvault bench neighbour-stall: %s\n",
+                 r.status().ToString().c_str());
+    return 1;
+  }
+  if (flags->Has("json")) {
+    std::printf("%s\n",
+                bench::NeighbourStallJson(*r, flags->Has("arrivals")).c_str());
+    return 0;
+  }
+  std::printf("restore: %llu tokens, %.1f MiB in %.1f ms\n"
+              "neighbour inter-token latency (ms): before median %.2f max "
+              "%.2f | during median %.2f max %.2f | p99 %.2f\n",
+              (unsigned long long)r->restore_tokens,
+              r->restore_bytes / 1048576.0, r->restore_ms,
+              r->itl_median_before_ms, r->itl_max_before_ms,
+              r->itl_median_during_ms, r->itl_max_during_ms, r->itl_p99_ms);
+  return 0;
+}
+
+}  // namespace kvault::apps

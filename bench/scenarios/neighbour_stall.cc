@@ -1,0 +1,229 @@
+#include "bench/scenarios/neighbour_stall.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/env.h"
+#include "engine/engine.h"
+#include "kv/kv_cache.h"
+#include "kv/state_file.h"
+#include "model/demo_model.h"
+
+namespace kvault::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Records token arrival times and wakes the driver after enough tokens.
+class ArrivalLog : public CompletionSink {
+ public:
+  ArrivalLog(uint32_t slot, Clock::time_point t0, std::mutex* mu,
+             std::condition_variable* cv, std::vector<TokenArrival>* out,
+             uint32_t* num_done)
+      : slot_(slot), t0_(t0), mu_(mu), cv_(cv), out_(out),
+        num_done_(num_done) {}
+  bool OnToken(const TokenEvent&) override {
+    const double ms =
+        std::chrono::duration<double, std::milli>(Clock::now() - t0_).count();
+    std::lock_guard lock(*mu_);
+    out_->push_back({slot_, ms});
+    cv_->notify_all();
+    return true;
+  }
+  void OnDone(const StatusOr<CompletionResult>& result) override {
+    std::lock_guard lock(*mu_);
+    if (!result.ok()) status_ = result.status();
+    ++*num_done_;
+    cv_->notify_all();
+  }
+  Status status() const { return status_; }
+
+ private:
+  uint32_t slot_;
+  Clock::time_point t0_;
+  std::mutex* mu_;
+  std::condition_variable* cv_;
+  std::vector<TokenArrival>* out_;
+  uint32_t* num_done_;
+  Status status_;
+};
+
+StatusOr<std::unique_ptr<LlamaModel>> LoadBenchModel(const std::string& path) {
+  if (!path.empty()) return LlamaModel::Load(path);
+  GenModelOptions g = DemoModelOptions();
+  g.n_embd = 512, g.n_layer = 8, g.n_head = 8, g.n_head_kv = 4;
+  g.n_ff = 1408, g.type = GgmlType::kQ8_0, g.n_ctx = 1u << 20;
+  return GenerateModelInMemory(g);
+}
+
+// Writes a state file of `num_tokens` random cells for `model` to `path`.
+StatusOr<uint64_t> WriteRandomStateFile(const LlamaModel& model,
+                                        uint64_t num_tokens,
+                                        const std::string& path) {
+  KvCacheOptions o;
+  o.page_size = 256;
+  o.num_pages = static_cast<uint32_t>((num_tokens + 255) / 256);
+  o.layout = model.KvLayoutFor(KvDtype::kF16);
+  KV_ASSIGN_OR_RETURN(auto cache, KvCache::Create(o));
+  std::vector<TokenPos> tokens(num_tokens);
+  std::mt19937 rng(7);
+  for (uint64_t i = 0; i < num_tokens; ++i) {
+    tokens[i] = {static_cast<TokenId>(rng() % model.n_vocab()),
+                 static_cast<Pos>(i)};
+  }
+  KV_ASSIGN_OR_RETURN(auto cells, cache->Append(SeqId(0), tokens));
+  std::vector<float> row(o.layout->k_row_elems());
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& v : row) v = normal(rng);
+  for (uint32_t layer = 0; layer < o.layout->num_layers; ++layer) {
+    for (CellId cell : cells) {
+      cache->storage()->WriteK(layer, cell, row);
+      cache->storage()->WriteV(layer, cell, row);
+    }
+  }
+  SaveOptions save;
+  save.sync = false;
+  KV_ASSIGN_OR_RETURN(SaveResult r,
+                      SaveSequenceToFile(Env::Default(), *cache, SeqId(0),
+                                         model.fingerprint(), path, save));
+  return r.bytes_written;
+}
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = static_cast<size_t>(q * static_cast<double>(v.size() - 1));
+  return v[i];
+}
+
+// Splits each slot's inter-token gaps by when the later token arrived.
+void Summarise(NeighbourStallResult* r) {
+  std::vector<double> before, during, all;
+  std::map<uint32_t, double> last;
+  for (const TokenArrival& a : r->arrivals) {
+    auto it = last.find(a.slot);
+    if (it != last.end()) {
+      const double gap = a.ms - it->second;
+      all.push_back(gap);
+      if (a.ms < r->restore_begin_ms) before.push_back(gap);
+      // A gap overlapping the restore window counts as "during".
+      if (a.ms >= r->restore_begin_ms && it->second <= r->restore_end_ms) {
+        during.push_back(gap);
+      }
+    }
+    last[a.slot] = a.ms;
+  }
+  r->itl_median_before_ms = Percentile(before, 0.5);
+  r->itl_max_before_ms = Percentile(before, 1.0);
+  r->itl_median_during_ms = Percentile(during, 0.5);
+  r->itl_max_during_ms = Percentile(during, 1.0);
+  r->itl_p99_ms = Percentile(all, 0.99);
+}
+
+}  // namespace
+
+StatusOr<NeighbourStallResult> RunNeighbourStall(
+    const NeighbourStallOptions& options) {
+  KV_ASSIGN_OR_RETURN(auto model, LoadBenchModel(options.model_path));
+  const uint64_t cell_bytes = model->KvLayoutFor(KvDtype::kF16).cell_bytes();
+  const uint64_t restore_tokens = std::max<uint64_t>(
+      1, static_cast<uint64_t>(options.restore_mb * 1048576.0 / cell_bytes));
+  std::string dir = options.dir;
+  if (dir.empty()) {
+    std::string tmpl = "/tmp/kvault-stall-XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) return IOError("mkdtemp failed");
+    dir = tmpl;
+  }
+  const std::string path = dir + "/restore.kvstate";
+  NeighbourStallResult r;
+  r.restore_tokens = restore_tokens;
+  KV_ASSIGN_OR_RETURN(r.restore_bytes,
+                      WriteRandomStateFile(*model, restore_tokens, path));
+
+  EngineOptions e;
+  e.n_slots = options.num_generating + 1;
+  const uint64_t per_slot = 64 + options.num_gen;
+  e.n_ctx_total = static_cast<uint32_t>(restore_tokens + per_slot * e.n_slots +
+                                        1024);
+  e.ctx_per_slot = static_cast<uint32_t>(std::max<uint64_t>(
+      restore_tokens + 16, per_slot));
+  e.num_threads = options.threads;
+  e.spill_ram_bytes = 0;
+  KV_ASSIGN_OR_RETURN(auto engine, Engine::Create(std::move(model), e));
+
+  std::mutex mu;
+  std::condition_variable cv;
+  uint32_t num_done = 0;
+  const Clock::time_point t0 = Clock::now();
+  std::vector<std::shared_ptr<ArrivalLog>> sinks;
+  for (uint32_t s = 0; s < options.num_generating; ++s) {
+    auto sink = std::make_shared<ArrivalLog>(s, t0, &mu, &cv, &r.arrivals,
+                                             &num_done);
+    CompletionParams p;
+    p.prompt = {1, static_cast<TokenId>(10 + s), 20, 30};
+    p.n_predict = static_cast<int32_t>(options.num_gen);
+    p.sampling = SamplingParams::Greedy();
+    p.ignore_eos = true;
+    p.slot = s;
+    KV_RETURN_IF_ERROR(engine->Submit(std::move(p), sink).status());
+    sinks.push_back(std::move(sink));
+  }
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] {
+      return r.arrivals.size() >=
+                 uint64_t{options.restore_after} * options.num_generating ||
+             num_done == options.num_generating;
+    });
+  }
+  const double begin =
+      std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  auto restored = engine->RestoreSlot(options.num_generating, path);
+  const double end =
+      std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  if (!restored.ok()) return restored.status();
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return num_done == options.num_generating; });
+  }
+  for (const auto& sink : sinks) KV_RETURN_IF_ERROR(sink->status());
+  engine->Shutdown();
+  std::filesystem::remove(path);
+  if (options.dir.empty()) std::filesystem::remove(dir);
+  r.restore_ms = end - begin;
+  r.restore_begin_ms = begin;
+  r.restore_end_ms = end;
+  Summarise(&r);
+  return r;
+}
+
+std::string NeighbourStallJson(const NeighbourStallResult& r,
+                               bool with_arrivals) {
+  nlohmann::json j = {{"restore_tokens", r.restore_tokens},
+                      {"restore_bytes", r.restore_bytes},
+                      {"restore_ms", r.restore_ms},
+                      {"itl_median_before_ms", r.itl_median_before_ms},
+                      {"itl_max_before_ms", r.itl_max_before_ms},
+                      {"itl_median_during_ms", r.itl_median_during_ms},
+                      {"itl_max_during_ms", r.itl_max_during_ms},
+                      {"itl_p99_ms", r.itl_p99_ms}};
+  if (with_arrivals) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const TokenArrival& t : r.arrivals) a.push_back({t.slot, t.ms});
+    j["arrivals"] = a;
+  }
+  return j.dump();
+}
+
+}  // namespace kvault::bench

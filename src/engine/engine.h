@@ -1,0 +1,267 @@
+// Engine: the slots of a server over one model and one shared paged KV pool,
+// run by a single scheduler thread with continuous batching.
+//
+// Every step the scheduler builds one forward batch holding one decode token
+// for every generating slot plus a chunk of at most `prefill_chunk` prompt
+// tokens of slots still prefilling (so a long prompt never freezes the
+// others), decodes it, samples each slot's next token and streams it to the
+// request's sink. A slot keeps its KV after a request (prefix reuse with
+// cache_prompt); idle slots are spilled to the KvVault's tiers when room is
+// needed, never silently dropped, and brought back on their next use. When
+// generating slots together outgrow the pool, the youngest request is
+// preempted (spilled) and resumed later instead of failing.
+//
+// Slot save/restore/erase are queued like requests and run when the slot is
+// not processing; the file I/O runs on an I/O thread so other slots keep
+// generating (see docs/architecture.md, "slot actions"). Exceptions, done
+// on the scheduler thread between steps: every action under the
+// contiguous+defrag policy (its appends may move any cell), the save of a
+// spilled slot (a copy of its tier entry), erase and defrag.
+//
+// Thread-safety: every public method may be called from any thread (the
+// HTTP server's). Sinks are called on the scheduler thread.
+#ifndef KVAULT_ENGINE_ENGINE_H_
+#define KVAULT_ENGINE_ENGINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/env.h"
+#include "core/status_or.h"
+#include "kv/kv_cache.h"
+#include "kv/kv_dtype.h"
+#include "kv/kv_types.h"
+#include "kv/kv_vault.h"
+#include "model/llama_model.h"
+#include "model/sampler.h"
+
+namespace kvault {
+
+// The reason tag of the Cancelled status a cancelled request or action
+// ends with (Cancel, a sink returning false, Shutdown).
+inline constexpr char kReasonCancelled[] = "cancelled";
+
+struct EngineOptions {
+  uint32_t n_ctx_total = 4096;  // cells in the shared pool (-c)
+  uint32_t n_slots = 1;         // -np
+  // Most cells one slot may hold (--ctx-per-slot); 0: min(n_ctx_total,
+  // the model's context length).
+  uint32_t ctx_per_slot = 0;
+  uint32_t page_size = 16;
+  KvDtype cache_type = KvDtype::kF16;
+  std::string kv_policy = "paged";  // paged | contiguous | contiguous+defrag
+  uint64_t spill_ram_bytes = 0;     // 0: no RAM tier
+  std::string spill_dir;            // empty: no disk tier
+  uint64_t spill_disk_bytes = 0;
+  uint32_t num_threads = 0;        // forward-pass threads; 0: all cores
+  uint32_t prefill_chunk = 256;    // prompt tokens per slot per step
+  uint32_t max_batch_tokens = 512; // tokens per forward call
+  bool sync_saves = true;          // fsync slot files (spills never)
+  // Reads and writes slot files and the disk tier; null: Env::Default().
+  // Not owned; must outlive the engine.
+  Env* env = nullptr;
+  // Returns OK or InvalidArgument naming the bad field.
+  Status Validate() const;
+};
+
+// One completion request, already tokenized by the server.
+struct CompletionParams {
+  std::vector<TokenId> prompt;  // BOS included when the model wants one
+  int32_t n_predict = -1;       // < 0: until end of generation or context
+  SamplingParams sampling;
+  std::vector<std::string> stop;   // stop strings (not included in output)
+  std::optional<uint32_t> slot;    // id_slot; nullopt: choose one
+  bool cache_prompt = true;        // reuse the slot's common prefix
+  uint32_t n_probs = 0;            // top tokens with probabilities per step
+  bool ignore_eos = false;
+};
+
+// One generated token as streamed.
+struct TokenEvent {
+  TokenId token = 0;
+  // Text released with this token: empty while a UTF-8 sequence is
+  // incomplete or the tail could still become a stop string.
+  std::string text;
+  std::vector<TokenLogprob> probs;  // n_probs entries (log-softmax)
+};
+
+struct CompletionTimings {
+  uint64_t prompt_n = 0;  // prompt tokens evaluated (cached ones excluded)
+  double prompt_ms = 0;
+  uint64_t predicted_n = 0;
+  double predicted_ms = 0;
+  uint64_t cache_n = 0;  // prompt tokens reused from the slot's cache
+};
+
+struct CompletionResult {
+  uint32_t slot = 0;
+  std::string content;           // generated text, stop string excluded
+  std::vector<TokenId> tokens;   // generated tokens, EOG excluded
+  std::string stop_type;         // "eos" | "limit" | "word" | "none"
+  std::string stopping_word;     // the stop string that matched, if any
+  uint64_t tokens_predicted = 0;
+  uint64_t tokens_evaluated = 0;  // prompt tokens (cached included)
+  uint64_t tokens_cached = 0;     // tokens in the slot's KV at the end
+  bool truncated = false;         // stopped by the slot's context limit
+  CompletionTimings timings;
+  // The end of `content` that no TokenEvent carried: text held back (a
+  // possible stop-string start, an incomplete UTF-8 character) when
+  // generation ended at an end-of-generation token. A streaming client
+  // sends it last.
+  std::string final_text;
+};
+
+// Receives one request's output on the scheduler thread; must not block
+// (Submit and Cancel may be called from it; SaveSlot, RestoreSlot,
+// EraseSlot and Defrag must not: they wait for the scheduler).
+class CompletionSink {
+ public:
+  virtual ~CompletionSink() = default;
+  // Called for each generated token; returning false cancels the request
+  // (e.g. the client went away) and frees its slot.
+  virtual bool OnToken(const TokenEvent& event) = 0;
+  // Called exactly once, last: the result, or the error that ended it
+  // (Cancelled, reason kReasonCancelled, after a cancel).
+  virtual void OnDone(const StatusOr<CompletionResult>& result) = 0;
+};
+
+struct SlotSaveResult {
+  uint32_t slot = 0;
+  uint64_t n_saved = 0;    // tokens
+  uint64_t n_written = 0;  // bytes
+  double save_ms = 0;
+};
+
+struct SlotRestoreResult {
+  uint32_t slot = 0;
+  uint64_t n_restored = 0;  // tokens
+  uint64_t n_read = 0;      // bytes
+  double restore_ms = 0;
+  std::vector<Eviction> evicted;  // idle sequences spilled to make room
+};
+
+struct SlotInfo {
+  uint32_t id = 0;
+  uint32_t n_ctx = 0;  // the most cells this slot may hold
+  bool is_processing = false;
+  // "idle" | "prefill" | "generating" | "io" | "spilled" (its KV is in a
+  // tier: an idle slot, or a preempted request waiting for room).
+  std::string state;
+  uint64_t n_cached = 0;  // tokens whose KV the slot holds (resident or not)
+  bool spilled = false;
+  std::optional<uint64_t> id_task;     // running request, if any
+  std::optional<SamplingParams> params;  // of the running/last request
+  int32_t n_predict = -1;
+  uint64_t n_decoded = 0;  // tokens generated by the running/last request
+};
+
+struct EngineMetrics {
+  uint64_t requests_total = 0;
+  uint64_t requests_failed = 0;
+  uint64_t requests_processing = 0;
+  uint64_t requests_deferred = 0;  // waiting for a slot
+  uint64_t prompt_tokens_total = 0;
+  double prompt_seconds_total = 0;
+  uint64_t tokens_predicted_total = 0;
+  double predicted_seconds_total = 0;
+  uint64_t preemptions = 0;
+  // Preempted requests whose KV could not be spilled (no tier, too big):
+  // dropped and recomputed on resume.
+  uint64_t preemptions_recomputed = 0;
+  // Idle slots whose KV could not be spilled and was dropped for room.
+  uint64_t idle_kv_discards = 0;
+  uint64_t forward_calls = 0;
+  PoolStats pool;  // sequences omitted
+  VaultStats vault;
+  uint64_t restores_ok = 0;            // slot restores by result
+  uint64_t restores_not_found = 0;
+  uint64_t restores_corrupt = 0;
+  uint64_t restores_mismatch = 0;
+  uint64_t restores_no_room = 0;
+  uint64_t restores_other_error = 0;
+  uint64_t saves_ok = 0;
+  uint64_t saves_failed = 0;
+};
+
+// The pool seen page by page, for GET /kv.
+struct KvMap {
+  PoolStats stats;  // sequences omitted
+  uint32_t page_size = 0;
+  // For each page, the slot whose sequence holds it (the lowest slot when
+  // shared); nullopt for a free page.
+  std::vector<std::optional<uint32_t>> page_slot;
+};
+
+class Engine {
+ public:
+  // Builds the pool (n_ctx_total cells of `options.cache_type`), the vault
+  // and the slots, and starts the scheduler and I/O threads.
+  // InvalidArgument for bad options (e.g. a Q8_0 cache the model's head
+  // size does not allow).
+  static StatusOr<std::unique_ptr<Engine>> Create(
+      std::unique_ptr<LlamaModel> model, const EngineOptions& options);
+  // Stops the threads: queued requests and slot actions end with
+  // Cancelled, running ones are cancelled; spill tiers are flushed.
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a completion; returns its task id. `sink` gets the tokens and
+  // the result. Errors at once (sink not called): InvalidArgument for an
+  // empty prompt (reason "empty_prompt"), a token id out of range
+  // ("invalid_token"), a prompt longer than the slot's context
+  // ("prompt_too_long"), an out-of-range slot ("slot_out_of_range") or
+  // invalid sampling; Unavailable after Shutdown.
+  StatusOr<uint64_t> Submit(CompletionParams params,
+                            std::shared_ptr<CompletionSink> sink);
+  // Cancels a queued or running task (no-op when it already ended).
+  void Cancel(uint64_t task_id);
+
+  // Saves slot `slot`'s KV (tokens and K/V) to `path` atomically, waiting
+  // until the slot is not processing. InvalidArgument reason
+  // "slot_out_of_range"; FailedPrecondition reason "slot_empty" when the
+  // slot holds no tokens.
+  StatusOr<SlotSaveResult> SaveSlot(uint32_t slot, const std::string& path);
+  // Restores the state file at `path` into slot `slot` (waiting until it
+  // is not processing), spilling idle slots when the pool is short. On any
+  // error the slot is as it was. NotFound (reason "file_not_found") for a
+  // missing file; the state-file errors keep their reasons (truncated,
+  // checksum_mismatch, model_mismatch, ...); ResourceExhausted (reason
+  // "no_room") when it cannot fit even after eviction.
+  StatusOr<SlotRestoreResult> RestoreSlot(uint32_t slot,
+                                          const std::string& path);
+  // Drops slot `slot`'s KV (resident or spilled); returns the tokens
+  // erased.
+  StatusOr<uint64_t> EraseSlot(uint32_t slot);
+
+  // Runs the defragmenter (waiting for a quiet moment between steps).
+  StatusOr<DefragReport> Defrag();
+
+  // Returns a snapshot of every slot.
+  std::vector<SlotInfo> Slots() const;
+  // Returns counters and pool/vault statistics.
+  EngineMetrics Metrics() const;
+  // Returns the page occupancy map.
+  KvMap GetKvMap() const;
+
+  // Stops accepting work, cancels queued and running requests, flushes the
+  // tiers and joins the threads. Idempotent; the destructor calls it.
+  void Shutdown();
+
+  // Returns the model.
+  const LlamaModel& model() const;
+  // Returns the options in effect (ctx_per_slot resolved).
+  const EngineOptions& options() const;
+
+ private:
+  class Impl;
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kvault
+
+#endif  // KVAULT_ENGINE_ENGINE_H_

@@ -1,0 +1,46 @@
+#include "engine/slot.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace kvault {
+
+double MsBetween(EngineClock::time_point start, EngineClock::time_point end) {
+  return std::chrono::duration<double, std::milli>(end - start).count();
+}
+
+Request::Request(uint64_t id, CompletionParams p,
+                 std::shared_ptr<CompletionSink> s, const Tokenizer* tokenizer)
+    : task_id(id),
+      params(std::move(p)),
+      sink(std::move(s)),
+      sampler(params.sampling),
+      detok(tokenizer),
+      stop(params.stop),
+      start(EngineClock::now()) {}
+
+const char* SlotStateName(SlotState state) {
+  switch (state) {
+    case SlotState::kIdle:
+      return "idle";
+    case SlotState::kPrefill:
+      return "prefill";
+    case SlotState::kGenerating:
+      return "generating";
+    case SlotState::kIo:
+      return "io";
+    case SlotState::kSpilled:
+      return "spilled";
+  }
+  return "?";
+}
+
+size_t CommonPrefix(const std::vector<TokenId>& a,
+                    const std::vector<TokenId>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+}  // namespace kvault

@@ -1,0 +1,85 @@
+// Slot: one conversation seat of the engine. SeqId == slot index. A slot
+// remembers the tokens whose KV it holds (resident in the pool or spilled
+// to a tier) and, while a request runs, the request's sampler, streaming
+// detokenizer, stop matcher and partial result. Owned and touched only by
+// the scheduler thread.
+#ifndef KVAULT_ENGINE_SLOT_H_
+#define KVAULT_ENGINE_SLOT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/stop_matcher.h"
+#include "model/sampler.h"
+#include "model/tokenizer.h"
+
+namespace kvault {
+
+using EngineClock = std::chrono::steady_clock;
+
+// Returns milliseconds from `start` to `end`.
+double MsBetween(EngineClock::time_point start, EngineClock::time_point end);
+
+// A running completion.
+struct Request {
+  Request(uint64_t task_id, CompletionParams params,
+          std::shared_ptr<CompletionSink> sink, const Tokenizer* tokenizer);
+
+  uint64_t task_id;
+  CompletionParams params;
+  std::shared_ptr<CompletionSink> sink;
+  uint64_t admit_order = 0;  // larger: younger (preempted first)
+  Sampler sampler;
+  StreamingDetokenizer detok;
+  StopMatcher stop;
+  // Tokens whose KV is not in the cache yet, in position order: the prompt
+  // still to prefill, or the last sampled token (never decoded when the
+  // request ends), or everything again after a preemption dropped the KV.
+  std::vector<TokenId> to_feed;
+  bool prompt_done = false;  // the prompt's last logits were used
+  bool preempted = false;    // waiting for room; not in batches
+  CompletionResult result;   // filled as tokens come
+  EngineClock::time_point start;
+  EngineClock::time_point prompt_end;
+};
+
+enum class SlotState { kIdle, kPrefill, kGenerating, kIo, kSpilled };
+
+// Returns "idle", "prefill", "generating", "io" or "spilled".
+const char* SlotStateName(SlotState state);
+
+struct Slot {
+  explicit Slot(uint32_t index) : id(index), seq(index) {}
+
+  // Returns true when a request or an I/O action holds the slot.
+  bool busy() const { return request != nullptr || io; }
+  // Returns true when a request runs and takes part in batches.
+  bool in_batch() const { return request != nullptr && !request->preempted; }
+
+  uint32_t id;
+  SeqId seq;
+  // Tokens whose KV the slot holds (resident or spilled), position i at
+  // index i: exactly the sequence's cells.
+  std::vector<TokenId> cached;
+  std::unique_ptr<Request> request;
+  bool io = false;        // a save/restore runs on the I/O thread
+  uint64_t last_use = 0;  // engine clock, for choosing an idle slot
+  // Of the running or last request, for /slots.
+  std::optional<SamplingParams> last_params;
+  int32_t last_n_predict = -1;
+  uint64_t last_n_decoded = 0;
+  std::optional<uint64_t> last_task;
+};
+
+// Returns the number of leading tokens `a` and `b` share.
+size_t CommonPrefix(const std::vector<TokenId>& a,
+                    const std::vector<TokenId>& b);
+
+}  // namespace kvault
+
+#endif  // KVAULT_ENGINE_SLOT_H_

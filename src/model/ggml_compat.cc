@@ -1,0 +1,417 @@
+#include "model/ggml_compat.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/float16.h"
+#include "model/kernels/compute_pool.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define KVAULT_GGML_COMPAT_AVX2 1
+#define KV_AVX2 __attribute__((target("avx2,fma,f16c")))
+#endif
+
+// Every fused operation below is an explicit std::fma or intrinsic. GCC
+// contracts a * b + c into an FMA in C++ wherever FMA is enabled (the
+// AVX2 functions), so unfused tails live in non-inlined portable helpers.
+namespace kvault::ggml_compat {
+namespace {
+
+bool g_portable_only = false;
+
+bool HasAvx2() {
+#ifdef KVAULT_GGML_COMPAT_AVX2
+  static const bool has = __builtin_cpu_supports("avx2") &&
+                          __builtin_cpu_supports("fma") &&
+                          __builtin_cpu_supports("f16c");
+  return has && !g_portable_only;
+#else
+  return false;
+#endif
+}
+
+// Value i of a weight row.
+inline float WeightAt(const std::byte* row, bool f16, int64_t i) {
+  if (f16) {
+    uint16_t h;
+    std::memcpy(&h, row + 2 * i, 2);
+    return HalfToFloat(h);
+  }
+  float f;
+  std::memcpy(&f, row + 4 * i, 4);
+  return f;
+}
+
+// ---- portable reference: ggml's operations one lane at a time ----
+
+// Returns head plus the products of values [begin, end) added one at a
+// time as ggml_vec_dot's tails: F32 unfused in float, F16 in double.
+__attribute__((noinline)) float AddTail(float head, const std::byte* row,
+                                        bool f16, const float* x,
+                                        int64_t begin, int64_t end) {
+  if (!f16) {
+    float sum = head;
+    for (int64_t c = begin; c < end; ++c) {
+      sum = sum + WeightAt(row, f16, c) * x[c];
+    }
+    return sum;
+  }
+  double sum = head;
+  for (int64_t c = begin; c < end; ++c) {
+    sum += static_cast<double>(WeightAt(row, f16, c) * x[c]);
+  }
+  return static_cast<float>(sum);
+}
+
+float GemvPortable(const std::byte* row, bool f16, const float* x,
+                   int64_t k) {
+  const int64_t np = k & ~int64_t{31};
+  float acc[4][8] = {};
+  for (int64_t l = 0; l < np; l += 32) {
+    for (int j = 0; j < 4; ++j) {
+      for (int i = 0; i < 8; ++i) {
+        const int64_t c = l + 8 * j + i;
+        acc[j][i] = std::fma(WeightAt(row, f16, c), x[c], acc[j][i]);
+      }
+    }
+  }
+  float r[8];
+  for (int i = 0; i < 8; ++i) {
+    r[i] = (acc[0][i] + acc[2][i]) + (acc[1][i] + acc[3][i]);
+  }
+  float t[4];
+  for (int i = 0; i < 4; ++i) t[i] = r[i] + r[i + 4];
+  const float head = (t[0] + t[1]) + (t[2] + t[3]);
+  return AddTail(head, row, f16, x, np, k);
+}
+
+float GemmPortable(const std::byte* row, bool f16, const float* x,
+                   int64_t k) {
+  float acc[8] = {};
+  for (int64_t l = 0; l < k; l += 8) {
+    for (int i = 0; i < 8; ++i) {
+      acc[i] = std::fma(WeightAt(row, f16, l + i), x[l + i], acc[i]);
+    }
+  }
+  float t[4];
+  for (int i = 0; i < 4; ++i) t[i] = acc[i + 4] + acc[i];
+  return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+// ggml_v_expf for one value: a degree-5 polynomial on a reduced argument,
+// scaled by 2^n built in the exponent bits.
+float VExpf(float x) {
+  const float r = 0x1.8p23f;
+  const float z = std::fma(x, 0x1.715476p+0f, r);
+  const float n = z - r;
+  const float b =
+      std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  const uint32_t e = std::bit_cast<uint32_t>(z) << 23;
+  const float k = std::bit_cast<float>(e + std::bit_cast<uint32_t>(1.0f));
+  const float u = b * b;
+  const float j = std::fma(
+      std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+               std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+      u, 0x1.ffffecp-1f * b);
+  const float abs_n = std::fabs(n);
+  if (!(abs_n > 126.0f)) return std::fma(k, j, k);
+  const uint32_t g = n <= 0.0f ? 0x82000000u : 0u;
+  const float s1 = std::bit_cast<float>(g + 0x7f000000u);
+  const float s2 = std::bit_cast<float>(e - g);
+  if (abs_n > 192.0f) return s1 * s1;
+  return std::fma(s2, j, s2) * s1;
+}
+
+#ifdef KVAULT_GGML_COMPAT_AVX2
+
+// Templated on the weight type so the loops below carry no branch.
+template <bool kF16>
+KV_AVX2 inline __m256 LoadWeights8(const std::byte* row, int64_t i) {
+  if constexpr (kF16) {
+    return _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i)));
+  }
+  return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i);
+}
+
+template <bool kF16>
+KV_AVX2 float GemvAvx2(const std::byte* row, const float* x, int64_t k) {
+  const int64_t np = k & ~int64_t{31};
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t l = 0; l < np; l += 32) {
+    a0 = _mm256_fmadd_ps(LoadWeights8<kF16>(row, l), _mm256_loadu_ps(x + l),
+                         a0);
+    a1 = _mm256_fmadd_ps(LoadWeights8<kF16>(row, l + 8),
+                         _mm256_loadu_ps(x + l + 8), a1);
+    a2 = _mm256_fmadd_ps(LoadWeights8<kF16>(row, l + 16),
+                         _mm256_loadu_ps(x + l + 16), a2);
+    a3 = _mm256_fmadd_ps(LoadWeights8<kF16>(row, l + 24),
+                         _mm256_loadu_ps(x + l + 24), a3);
+  }
+  const __m256 r = _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));
+  __m128 t = _mm_add_ps(_mm256_castps256_ps128(r), _mm256_extractf128_ps(r, 1));
+  t = _mm_hadd_ps(t, t);
+  t = _mm_hadd_ps(t, t);
+  return AddTail(_mm_cvtss_f32(t), row, kF16, x, np, k);
+}
+
+KV_AVX2 inline float Hsum8(__m256 v) {
+  __m128 t = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
+  t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+  t = _mm_add_ss(t, _mm_movehdup_ps(t));
+  return _mm_cvtss_f32(t);
+}
+
+// Runs the kGemm accumulation of 4 rows for kTokens tokens over values
+// [l0, l1) of k, continuing from and back into state ([kTokens][4][8]
+// accumulator lanes): splitting k into chunks so a chunk of the rows and
+// of x stays in L1 leaves every lane's FMA sequence, hence every bit,
+// unchanged. 4 x 3 accumulators and 4 weight vectors fill AVX2's 16
+// registers.
+template <bool kF16, int kTokens>
+KV_AVX2 void Gemm4Chunk(const std::byte* const* rows,
+                        const float* const* x, int64_t l0, int64_t l1,
+                        float* state) {
+  __m256 acc[kTokens][4];
+  for (int i = 0; i < kTokens; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      acc[i][j] = _mm256_loadu_ps(state + (4 * i + j) * 8);
+    }
+  }
+  for (int64_t l = l0; l < l1; l += 8) {
+    __m256 w[4];
+    for (int j = 0; j < 4; ++j) w[j] = LoadWeights8<kF16>(rows[j], l);
+    for (int i = 0; i < kTokens; ++i) {
+      const __m256 xv = _mm256_loadu_ps(x[i] + l);
+      for (int j = 0; j < 4; ++j) {
+        acc[i][j] = _mm256_fmadd_ps(w[j], xv, acc[i][j]);
+      }
+    }
+  }
+  for (int i = 0; i < kTokens; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      _mm256_storeu_ps(state + (4 * i + j) * 8, acc[i][j]);
+    }
+  }
+}
+
+// The tinyBLAS horizontal sum of the 8 lanes at v.
+KV_AVX2 float HsumLanes(const float* v) {
+  return Hsum8(_mm256_loadu_ps(v));
+}
+
+// ggml_v_expf on 8 lanes; lanes outside the polynomial's range (|n| > 126,
+// rare) take the portable path, which gives the same bits.
+KV_AVX2 __m256 VExpf8(__m256 x) {
+  const __m256 r = _mm256_set1_ps(0x1.8p23f);
+  const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
+  const __m256 n = _mm256_sub_ps(z, r);
+  const __m256 b = _mm256_fnmadd_ps(
+      n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+  const __m256 big = _mm256_cmp_ps(
+      _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n), _mm256_set1_ps(126.0f),
+      _CMP_GT_OQ);
+  if (_mm256_movemask_ps(big) != 0) {
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, x);
+    for (float& v : lanes) v = VExpf(v);
+    return _mm256_load_ps(lanes);
+  }
+  const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
+  const __m256 k = _mm256_castsi256_ps(
+      _mm256_add_epi32(e, _mm256_castps_si256(_mm256_set1_ps(1.0f))));
+  const __m256 u = _mm256_mul_ps(b, b);
+  const __m256 j = _mm256_fmadd_ps(
+      _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b,
+                                      _mm256_set1_ps(0x1.573e2ep-5f)),
+                      u,
+                      _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b,
+                                      _mm256_set1_ps(0x1.fffdb6p-2f))),
+      u, _mm256_mul_ps(_mm256_set1_ps(0x1.ffffecp-1f), b));
+  return _mm256_fmadd_ps(k, j, k);
+}
+
+KV_AVX2 int64_t SwiGluAvx2(const float* gate, const float* up, int64_t n,
+                           float* out) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_loadu_ps(gate + i);
+    const __m256 e = VExpf8(_mm256_sub_ps(_mm256_setzero_ps(), g));
+    const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(one, e));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(silu, _mm256_loadu_ps(up + i)));
+  }
+  return i;
+}
+
+#endif  // KVAULT_GGML_COMPAT_AVX2
+
+float Gemv(const std::byte* row, bool f16, const float* x, int64_t k) {
+#ifdef KVAULT_GGML_COMPAT_AVX2
+  if (HasAvx2()) {
+    return f16 ? GemvAvx2<true>(row, x, k) : GemvAvx2<false>(row, x, k);
+  }
+#endif
+  return GemvPortable(row, f16, x, k);
+}
+
+// y[t, r] for rows [r0, r1) and the tokens listed in gemm (kGemm order).
+void GemmRows(const kernels::MatrixView& w, const float* x,
+              std::span<const uint32_t> gemm, int64_t r0, int64_t r1,
+              float* y) {
+  const bool f16 = w.type == GgmlType::kF16;
+  const int64_t k = w.cols;
+  int64_t r = r0;
+#ifdef KVAULT_GGML_COMPAT_AVX2
+  if (HasAvx2()) {
+    // F16 rows are converted to f32 once (exactly) rather than per token.
+    thread_local std::vector<float> converted;  // [r1 - r0, k]
+    const bool convert = f16 && gemm.size() >= 2;
+    if (convert) {
+      converted.resize((r1 - r0) * k);
+      for (int64_t i = r0; i < r1; ++i) {
+        HalfToFloatRow(std::span(w.data + i * w.row_bytes, 2 * k),
+                       std::span(&converted[(i - r0) * k], k));
+      }
+    }
+    const bool row_f16 = f16 && !convert;
+    auto row_at = [&](int64_t i) {
+      return convert ? reinterpret_cast<const std::byte*>(
+                           &converted[(i - r0) * k])
+                     : w.data + i * w.row_bytes;
+    };
+    const int64_t num_groups = (r1 - r0) / 4;
+    const size_t n = gemm.size();
+    thread_local std::vector<float> state;  // [group, token, row, lane]
+    state.assign(num_groups * n * 32, 0.0f);
+    constexpr int64_t kChunk = 512;  // values of k per pass; a multiple of 8
+    for (int64_t l0 = 0; l0 < k; l0 += kChunk) {
+      const int64_t l1 = std::min(k, l0 + kChunk);
+      for (int64_t g = 0; g < num_groups; ++g) {
+        const std::byte* rows[4];
+        for (int j = 0; j < 4; ++j) rows[j] = row_at(r0 + 4 * g + j);
+        float* st = &state[g * n * 32];
+        size_t i = 0;
+        for (; i + 3 <= n; i += 3) {
+          const float* xs[3];
+          for (int m = 0; m < 3; ++m) xs[m] = x + gemm[i + m] * k;
+          if (row_f16) {
+            Gemm4Chunk<true, 3>(rows, xs, l0, l1, st + i * 32);
+          } else {
+            Gemm4Chunk<false, 3>(rows, xs, l0, l1, st + i * 32);
+          }
+        }
+        for (; i < n; ++i) {
+          const float* xs[1] = {x + gemm[i] * k};
+          if (row_f16) {
+            Gemm4Chunk<true, 1>(rows, xs, l0, l1, st + i * 32);
+          } else {
+            Gemm4Chunk<false, 1>(rows, xs, l0, l1, st + i * 32);
+          }
+        }
+      }
+    }
+    for (int64_t g = 0; g < num_groups; ++g) {
+      for (size_t i = 0; i < n; ++i) {
+        for (int j = 0; j < 4; ++j) {
+          y[gemm[i] * w.rows + r0 + 4 * g + j] =
+              HsumLanes(&state[((g * n + i) * 4 + j) * 8]);
+        }
+      }
+    }
+    r = r0 + 4 * num_groups;
+  }
+#endif
+  for (; r < r1; ++r) {
+    const std::byte* row = w.data + r * w.row_bytes;
+    for (uint32_t t : gemm) {
+      y[t * w.rows + r] = GemmPortable(row, f16, x + t * k, k);
+    }
+  }
+}
+
+}  // namespace
+
+bool Supports(GgmlType type) {
+  return type == GgmlType::kF32 || type == GgmlType::kF16;
+}
+
+void UsePortableOnly(bool portable) { g_portable_only = portable; }
+
+void MatMul(const kernels::MatrixView& w, const float* x,
+            std::span<const DotOrder> order, float* y, ThreadPool* pool) {
+  const int64_t k = w.cols;
+  const bool f16 = w.type == GgmlType::kF16;
+  std::vector<float> rounded;  // [num_tokens, k] x rounded to fp16
+  if (f16) {
+    rounded.resize(order.size() * k);
+    std::vector<std::byte> half(2 * k);
+    for (size_t t = 0; t < order.size(); ++t) {
+      FloatToHalfRow(std::span(x + t * k, k), half);
+      HalfToFloatRow(half, std::span(&rounded[t * k], k));
+    }
+    x = rounded.data();
+  }
+  std::vector<uint32_t> gemv, gemm;
+  for (size_t t = 0; t < order.size(); ++t) {
+    const bool tiled = order[t] == DotOrder::kGemm && k % 8 == 0;
+    (tiled ? gemm : gemv).push_back(static_cast<uint32_t>(t));
+  }
+  constexpr int64_t kRowsPerTask = 32;  // a multiple of GemmRows' 4
+  const size_t num_tasks = (w.rows + kRowsPerTask - 1) / kRowsPerTask;
+  auto task = [&](size_t i) {
+    const int64_t r0 = static_cast<int64_t>(i) * kRowsPerTask;
+    const int64_t r1 = std::min(w.rows, r0 + kRowsPerTask);
+    for (int64_t r = r0; r < r1; ++r) {
+      const std::byte* row = w.data + r * w.row_bytes;
+      for (uint32_t t : gemv) y[t * w.rows + r] = Gemv(row, f16, x + t * k, k);
+    }
+    if (!gemm.empty()) GemmRows(w, x, gemm, r0, r1, y);
+  };
+  // Below this many multiply-adds one thread is faster than handing out
+  // tasks; the split never changes a result.
+  constexpr int64_t kMinParallelWork = 1 << 16;
+  const int64_t work = w.rows * k * static_cast<int64_t>(order.size());
+  if (pool == nullptr || num_tasks < 2 || work < kMinParallelWork) {
+    for (size_t i = 0; i < num_tasks; ++i) task(i);
+  } else if (auto* compute =
+                 kernels::ComputePool::Shared(pool->num_threads())) {
+    compute->ParallelFor(num_tasks, task);
+  } else {
+    pool->ParallelFor(0, num_tasks, task);
+  }
+}
+
+void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
+             float* out) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  const float scale = 1.0f / std::sqrt(mean + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = (x[i] * scale) * weight[i];
+}
+
+void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {
+  int64_t i = 0;
+#ifdef KVAULT_GGML_COMPAT_AVX2
+  if (HasAvx2()) i = SwiGluAvx2(gate, up, n, out);
+#endif
+  for (; i + 8 <= n; i += 8) {
+    for (int64_t j = i; j < i + 8; ++j) {
+      const float g = gate[j];
+      out[j] = (g / (1.0f + VExpf(0.0f - g))) * up[j];
+    }
+  }
+  for (; i < n; ++i) out[i] = (gate[i] / (1.0f + std::exp(-gate[i]))) * up[i];
+}
+
+float DotF16(const std::byte* k, const float* q, int64_t n) {
+  return Gemv(k, /*f16=*/true, q, n);
+}
+
+}  // namespace kvault::ggml_compat

@@ -1,0 +1,79 @@
+// Numerics of llama.cpp's CPU backend (ggml's x86 build with AVX2 + FMA +
+// F16C), reproduced operation for operation so that the forward pass gives
+// llama.cpp's logits to the last bits on F32 and F16 models. Where the
+// source leaves a choice to the compiler (which products are fused into
+// FMAs) the choice here is the one that reproduces ../shared/golden
+// (tests/model/golden_test.cc); each one was checked to matter there.
+// The small golden models are chaotic under fp16 rounding of the KV cache:
+// one K/V value that rounds the other way moves later log-probabilities by
+// up to 1e-2, so the summation orders and roundings below must match, not
+// just be as accurate.
+//
+// Every function has a portable implementation (the reference: explicit
+// std::fma and plain float operations in ggml's order) and, on CPUs with
+// AVX2/FMA/F16C, a vectorised one that gives the same bits.
+#ifndef KVAULT_MODEL_GGML_COMPAT_H_
+#define KVAULT_MODEL_GGML_COMPAT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "core/thread_pool.h"
+#include "model/ggml_types.h"
+#include "model/kernels/kernels.h"
+
+namespace kvault::ggml_compat {
+
+// How ggml computes one token's products with a weight matrix. llama.cpp
+// uses llamafile's tinyBLAS for batches of >= 2 tokens and ggml_vec_dot
+// for a single token; the forward pass picks per sequence (see
+// inference.cc), so a token's result never depends on other sequences.
+enum class DotOrder : uint8_t {
+  // ggml_vec_dot_f32/f16: four 8-lane FMA accumulators over 32-value
+  // steps, reduced (a0+a2)+(a1+a3) then lanes lo+hi and two hadds; the
+  // tail (cols % 32) added one product at a time (F32: in float, unfused;
+  // F16: in double).
+  kGemv,
+  // tinyBLAS with 8-lane vectors: one FMA accumulator over 8-value steps,
+  // then its horizontal sum. Needs cols % 8 == 0; otherwise kGemv is used
+  // (as llama.cpp falls back).
+  kGemm,
+};
+
+// Returns true for the weight types MatMul supports (F32 and F16).
+bool Supports(GgmlType type);
+
+// y[t, r] = W[r] . x[t] for t < order.size(), r < w.rows, each in the
+// order order[t] names. For F16 weights x is rounded to fp16 first (ggml
+// converts activations to the weights' vec_dot type). x: [num_tokens,
+// w.cols]; y: [num_tokens, w.rows]. `pool` may be null. Requires
+// Supports(w.type). Every y element depends only on its row, its token's
+// x and its order.
+void MatMul(const kernels::MatrixView& w, const float* x,
+            std::span<const DotOrder> order, float* y, ThreadPool* pool);
+
+// out[i] = (x[i] * s) * weight[i] with s = 1 / sqrtf(mean), mean the
+// float of the double sum of the float squares x[i] * x[i] over n, plus eps
+// (ggml_rms_norm followed by ggml_mul).
+void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
+             float* out);
+
+// out[i] = silu(gate[i]) * up[i] for one token's row of n values, as
+// ggml_vec_swiglu_f32: 8-value blocks use ggml_v_expf (a polynomial, not
+// libm's expf), the tail uses expf. `out` may alias gate or up.
+void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
+
+// Returns sum_i half(k[i]) * q[i] in ggml_vec_dot_f16's order (kGemv with a
+// double tail); q holds fp16-exact values (the query rounded to fp16), k
+// holds n fp16 values.
+float DotF16(const std::byte* k, const float* q, int64_t n);
+
+// Forces the portable implementations (tests compare them with the
+// vectorised ones) or allows the vectorised ones again. Not thread-safe
+// with running calls.
+void UsePortableOnly(bool portable);
+
+}  // namespace kvault::ggml_compat
+
+#endif  // KVAULT_MODEL_GGML_COMPAT_H_

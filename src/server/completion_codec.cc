@@ -1,0 +1,364 @@
+#include "server/completion_codec.h"
+
+#include <limits>
+
+#include "model/unicode_text.h"
+#include "server/json_fields.h"
+
+namespace kvault {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+constexpr int64_t kInt32Min = std::numeric_limits<int32_t>::min();
+
+// Returns the id at `p` after checking it is an integer in [0, n_vocab).
+StatusOr<TokenId> ReadTokenId(const json& p, const Tokenizer& tokenizer,
+                              const std::string& field) {
+  if (!p.is_number_integer()) {  // unsigned counts as integer too
+    return WrongType(field, "a token id (integer)", p);
+  }
+  const int64_t n_vocab = static_cast<int64_t>(tokenizer.num_tokens());
+  if (p.is_number_unsigned()
+          ? p.get<uint64_t>() >= uint64_t(n_vocab)
+          : (p.get<int64_t>() < 0 || p.get<int64_t>() >= n_vocab)) {
+    return InvalidArgumentError("field '" + field + "': token id " + p.dump() +
+                                " is outside the vocabulary [0, " +
+                                std::to_string(n_vocab) + ")")
+        .WithReason("out_of_range");
+  }
+  return static_cast<TokenId>(p.get<int64_t>());
+}
+
+// Reads `stop`: a string or an array of strings.
+Status ReadStop(const json& body, std::vector<std::string>* out) {
+  const json* v = FindField(body, "stop");
+  if (v == nullptr) return Status::Ok();
+  if (v->is_string()) {
+    if (!v->get_ref<const std::string&>().empty()) {
+      out->push_back(v->get<std::string>());
+    }
+    return Status::Ok();
+  }
+  if (!v->is_array()) return WrongType("stop", "a string or an array", *v);
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& s = (*v)[i];
+    if (!s.is_string()) {
+      return WrongType("stop[" + std::to_string(i) + "]", "a string", s);
+    }
+    if (!s.get_ref<const std::string&>().empty()) {
+      out->push_back(s.get<std::string>());
+    }
+  }
+  return Status::Ok();
+}
+
+// Reads the integer fields that are limits (n_predict, id_slot, n_probs).
+Status ParseLimitedFields(const json& body, const CompletionLimits& limits,
+                          CompletionParams* params) {
+  int64_t n_predict = -1;
+  KV_RETURN_IF_ERROR(ReadInt(body, "n_predict", -1, kInt32Max, &n_predict));
+  if (limits.max_n_predict > 0 && n_predict > limits.max_n_predict) {
+    return InvalidArgumentError(
+               "field 'n_predict': " + std::to_string(n_predict) +
+               " is above the server's limit " +
+               std::to_string(limits.max_n_predict))
+        .WithReason("out_of_range");
+  }
+  if (n_predict < 0 && limits.max_n_predict > 0) {
+    n_predict = limits.max_n_predict;
+  }
+  params->n_predict = static_cast<int32_t>(n_predict);
+
+  int64_t id_slot = -1;
+  KV_RETURN_IF_ERROR(ReadInt(body, "id_slot", -1, kInt32Max, &id_slot));
+  if (limits.n_slots > 0 && id_slot >= int64_t{limits.n_slots}) {
+    return InvalidArgumentError("field 'id_slot': slot " +
+                                std::to_string(id_slot) +
+                                " does not exist; valid: -1 (any) or [0, " +
+                                std::to_string(limits.n_slots) + ")")
+        .WithReason("slot_out_of_range");
+  }
+  params->slot =
+      id_slot < 0 ? std::nullopt : std::optional<uint32_t>(uint32_t(id_slot));
+
+  int64_t n_probs = 0;
+  KV_RETURN_IF_ERROR(ReadInt(body, "n_probs", 0, limits.max_n_probs, &n_probs));
+  params->n_probs = static_cast<uint32_t>(n_probs);
+  return Status::Ok();
+}
+
+// Reads the sampler's fields.
+Status ParseSamplingFields(const json& body, const CompletionLimits& limits,
+                           SamplingParams* s) {
+  KV_RETURN_IF_ERROR(ReadFloat(body, "temperature", &s->temperature));
+  int64_t top_k = s->top_k;
+  KV_RETURN_IF_ERROR(ReadInt(body, "top_k", kInt32Min, kInt32Max, &top_k));
+  s->top_k = static_cast<int32_t>(top_k);
+  KV_RETURN_IF_ERROR(ReadFloat(body, "top_p", &s->top_p));
+  KV_RETURN_IF_ERROR(ReadFloat(body, "min_p", &s->min_p));
+  KV_RETURN_IF_ERROR(ReadFloat(body, "repeat_penalty", &s->repeat_penalty));
+  int64_t last_n = s->repeat_last_n;
+  KV_RETURN_IF_ERROR(ReadInt(body, "repeat_last_n", -1, kInt32Max, &last_n));
+  // llama-server: -1 means the whole context.
+  if (last_n < 0) last_n = limits.n_ctx_slot;
+  s->repeat_last_n = static_cast<int32_t>(last_n);
+  int64_t seed = -1;
+  KV_RETURN_IF_ERROR(
+      ReadInt(body, "seed", -1, std::numeric_limits<int64_t>::max(), &seed));
+  s->seed = seed < 0 ? kRandomSeed : static_cast<uint64_t>(seed);
+  return s->Validate();
+}
+
+}  // namespace
+
+StatusOr<std::vector<TokenId>> TokenizePrompt(const json& prompt,
+                                              const Tokenizer& tokenizer,
+                                              bool add_special,
+                                              std::string_view field) {
+  if (prompt.is_string()) {
+    return tokenizer.Tokenize(prompt.get_ref<const std::string&>(), add_special,
+                              /*parse_special=*/true);
+  }
+  if (!prompt.is_array()) {
+    return WrongType(field, "a string or an array of token ids and strings",
+                     prompt);
+  }
+  std::vector<TokenId> tokens;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    const json& p = prompt[i];
+    const std::string name = std::string(field) + "[" + std::to_string(i) + "]";
+    if (p.is_string()) {
+      // Like llama-server's tokenize_mixed: BOS only before a leading string.
+      std::vector<TokenId> part = tokenizer.Tokenize(
+          p.get_ref<const std::string&>(), add_special && i == 0, true);
+      tokens.insert(tokens.end(), part.begin(), part.end());
+    } else {
+      KV_ASSIGN_OR_RETURN(TokenId id, ReadTokenId(p, tokenizer, name));
+      tokens.push_back(id);
+    }
+  }
+  return tokens;
+}
+
+Status ParseGenerationFields(const json& body, const CompletionLimits& limits,
+                             CompletionRequest* out) {
+  CompletionParams& params = out->params;
+  KV_RETURN_IF_ERROR(ParseLimitedFields(body, limits, &params));
+  KV_RETURN_IF_ERROR(ParseSamplingFields(body, limits, &params.sampling));
+  KV_RETURN_IF_ERROR(ReadStop(body, &params.stop));
+  KV_RETURN_IF_ERROR(ReadBool(body, "stream", &out->stream));
+  KV_RETURN_IF_ERROR(ReadBool(body, "return_tokens", &out->return_tokens));
+  KV_RETURN_IF_ERROR(ReadBool(body, "cache_prompt", &params.cache_prompt));
+  KV_RETURN_IF_ERROR(ReadBool(body, "ignore_eos", &params.ignore_eos));
+  return Status::Ok();
+}
+
+Status CheckPromptLength(size_t num_tokens, const CompletionLimits& limits) {
+  if (num_tokens == 0) {
+    return InvalidArgumentError(
+               "field 'prompt': the prompt is empty (0 "
+               "tokens)")
+        .WithReason("empty_prompt");
+  }
+  if (limits.n_ctx_slot > 0 && num_tokens > limits.n_ctx_slot) {
+    return InvalidArgumentError(
+               "field 'prompt': " + std::to_string(num_tokens) +
+               " tokens, more than a slot's context of " +
+               std::to_string(limits.n_ctx_slot) + " tokens")
+        .WithReason("prompt_too_long");
+  }
+  return Status::Ok();
+}
+
+StatusOr<CompletionRequest> ParseCompletionRequest(
+    const json& body, const Tokenizer& tokenizer,
+    const CompletionLimits& limits) {
+  CompletionRequest request;
+  KV_RETURN_IF_ERROR(ParseGenerationFields(body, limits, &request));
+  const json* prompt = FindField(body, "prompt");
+  if (prompt == nullptr) {
+    return InvalidArgumentError("field 'prompt' is required")
+        .WithReason("missing_field");
+  }
+  KV_ASSIGN_OR_RETURN(request.params.prompt,
+                      TokenizePrompt(*prompt, tokenizer, true, "prompt"));
+  KV_RETURN_IF_ERROR(CheckPromptLength(request.params.prompt.size(), limits));
+  return request;
+}
+
+json GenerationSettingsJson(const CompletionParams& params) {
+  const SamplingParams& s = params.sampling;
+  return json{{"n_predict", params.n_predict},
+              {"temperature", s.temperature},
+              {"top_k", s.top_k},
+              {"top_p", s.top_p},
+              {"min_p", s.min_p},
+              {"seed", s.seed},
+              {"repeat_penalty", s.repeat_penalty},
+              {"repeat_last_n", s.repeat_last_n},
+              {"stop", params.stop},
+              {"n_probs", params.n_probs},
+              {"ignore_eos", params.ignore_eos},
+              {"cache_prompt", params.cache_prompt}};
+}
+
+json TimingsJson(const CompletionTimings& t) {
+  auto per_token = [](uint64_t n, double ms) {
+    return n == 0 ? 0.0 : ms / static_cast<double>(n);
+  };
+  auto per_second = [](uint64_t n, double ms) {
+    return ms <= 0 ? 0.0 : 1e3 * static_cast<double>(n) / ms;
+  };
+  return json{
+      {"prompt_n", t.prompt_n},
+      {"prompt_ms", t.prompt_ms},
+      {"prompt_per_token_ms", per_token(t.prompt_n, t.prompt_ms)},
+      {"prompt_per_second", per_second(t.prompt_n, t.prompt_ms)},
+      {"predicted_n", t.predicted_n},
+      {"predicted_ms", t.predicted_ms},
+      {"predicted_per_token_ms", per_token(t.predicted_n, t.predicted_ms)},
+      {"predicted_per_second", per_second(t.predicted_n, t.predicted_ms)},
+      {"cache_n", t.cache_n}};
+}
+
+json TokenProbsJson(const TokenEvent& event, const Tokenizer& tokenizer) {
+  auto entry = [&tokenizer](TokenId id) {
+    std::string_view piece = tokenizer.TokenToPiece(id, true);
+    return json{{"id", id},
+                {"token", std::string(piece)},
+                {"bytes", std::vector<uint8_t>(piece.begin(), piece.end())}};
+  };
+  json out = entry(event.token);
+  json top = json::array();
+  for (const TokenLogprob& p : event.probs) {
+    json e = entry(p.id);
+    e["logprob"] = p.logprob;
+    if (p.id == event.token) out["logprob"] = p.logprob;
+    top.push_back(std::move(e));
+  }
+  out["top_logprobs"] = std::move(top);
+  return out;
+}
+
+json CompletionResponseJson(const CompletionRequest& request,
+                            const CompletionResult& result,
+                            const std::vector<TokenEvent>& events,
+                            const Tokenizer& tokenizer) {
+  json out{{"index", 0},
+           {"content", result.content},
+           {"tokens",
+            request.return_tokens ? result.tokens : std::vector<TokenId>{}},
+           {"id_slot", result.slot},
+           {"stop", true},
+           {"stop_type", result.stop_type},
+           {"stopping_word", result.stopping_word},
+           {"tokens_predicted", result.tokens_predicted},
+           {"tokens_evaluated", result.tokens_evaluated},
+           {"tokens_cached", result.tokens_cached},
+           {"truncated", result.truncated},
+           {"has_new_line", result.content.find('\n') != std::string::npos},
+           {"generation_settings", GenerationSettingsJson(request.params)},
+           {"timings", TimingsJson(result.timings)}};
+  if (request.params.n_probs > 0) {
+    json probs = json::array();
+    for (const TokenEvent& e : events) {
+      probs.push_back(TokenProbsJson(e, tokenizer));
+    }
+    out["completion_probabilities"] = std::move(probs);
+  }
+  return out;
+}
+
+CompletionStreamFormatter::CompletionStreamFormatter(CompletionRequest request,
+                                                     const Tokenizer* tokenizer)
+    : request_(std::move(request)), tokenizer_(tokenizer) {}
+
+std::string CompletionStreamFormatter::Token(const TokenEvent& event,
+                                             int slot) {
+  const bool with_probs = request_.params.n_probs > 0;
+  if (event.text.empty() && !request_.return_tokens && !with_probs) return "";
+  streamed_ += event.text;
+  json j{{"index", 0},
+         {"content", event.text},
+         {"tokens", request_.return_tokens ? std::vector<TokenId>{event.token}
+                                           : std::vector<TokenId>{}},
+         {"stop", false},
+         {"id_slot", slot}};
+  if (with_probs) {
+    j["completion_probabilities"] =
+        json::array({TokenProbsJson(event, *tokenizer_)});
+  }
+  return SseData(j);
+}
+
+std::string CompletionStreamFormatter::Done(const CompletionResult& result) {
+  CompletionRequest no_probs = request_;
+  no_probs.params.n_probs = 0;  // streamed with the tokens already
+  no_probs.return_tokens = false;
+  json j = CompletionResponseJson(no_probs, result, {}, *tokenizer_);
+  // Only the tail held back for stop strings is still to be sent.
+  j["content"] = result.content.compare(0, streamed_.size(), streamed_) == 0
+                     ? result.content.substr(streamed_.size())
+                     : std::string();
+  j["generation_settings"] = GenerationSettingsJson(request_.params);
+  return SseData(j);
+}
+
+StatusOr<json> HandleTokenize(const json& body, const Tokenizer& tokenizer) {
+  bool add_special = false;
+  bool parse_special = true;
+  bool with_pieces = false;
+  KV_RETURN_IF_ERROR(ReadBool(body, "add_special", &add_special));
+  KV_RETURN_IF_ERROR(ReadBool(body, "parse_special", &parse_special));
+  KV_RETURN_IF_ERROR(ReadBool(body, "with_pieces", &with_pieces));
+  const json* content = FindField(body, "content");
+  if (content == nullptr) {
+    return InvalidArgumentError("field 'content' is required")
+        .WithReason("missing_field");
+  }
+  std::vector<TokenId> ids;
+  if (content->is_string()) {
+    ids = tokenizer.Tokenize(content->get_ref<const std::string&>(),
+                             add_special, parse_special);
+  } else {
+    KV_ASSIGN_OR_RETURN(
+        ids, TokenizePrompt(*content, tokenizer, add_special, "content"));
+  }
+  if (!with_pieces) return json{{"tokens", ids}};
+  json tokens = json::array();
+  for (TokenId id : ids) {
+    std::string_view piece = tokenizer.TokenToPiece(id, true);
+    bool valid = true;
+    for (size_t pos = 0; pos < piece.size() && valid;) {
+      Utf8Decoded d = DecodeUtf8At(piece, pos);
+      valid = d.step == Utf8Step::kValid;
+      pos += d.num_bytes;
+    }
+    // Like llama-server: a piece that is not valid UTF-8 is sent as bytes.
+    json p = valid ? json(std::string(piece))
+                   : json(std::vector<uint8_t>(piece.begin(), piece.end()));
+    tokens.push_back(json{{"id", id}, {"piece", std::move(p)}});
+  }
+  return json{{"tokens", std::move(tokens)}};
+}
+
+StatusOr<json> HandleDetokenize(const json& body, const Tokenizer& tokenizer) {
+  const json* tokens = FindField(body, "tokens");
+  if (tokens == nullptr) return json{{"content", ""}};
+  if (!tokens->is_array()) {
+    return WrongType("tokens", "an array of token ids", *tokens);
+  }
+  std::vector<TokenId> ids;
+  ids.reserve(tokens->size());
+  for (size_t i = 0; i < tokens->size(); ++i) {
+    KV_ASSIGN_OR_RETURN(TokenId id,
+                        ReadTokenId((*tokens)[i], tokenizer,
+                                    "tokens[" + std::to_string(i) + "]"));
+    ids.push_back(id);
+  }
+  return json{{"content", tokenizer.Detokenize(ids, false, true)}};
+}
+
+}  // namespace kvault

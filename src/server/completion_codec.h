@@ -1,0 +1,111 @@
+// llama-server's native completion API: POST /completion request fields ->
+// CompletionParams, CompletionResult -> response JSON, the streamed token
+// objects, and the prompt / tokenize / detokenize conversions. Field list
+// and examples: docs/http_api.md.
+#ifndef KVAULT_SERVER_COMPLETION_CODEC_H_
+#define KVAULT_SERVER_COMPLETION_CODEC_H_
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status_or.h"
+#include "engine/engine.h"
+#include "model/tokenizer.h"
+#include "server/sse_sink.h"
+
+namespace kvault {
+
+// Bounds a request is checked against; 0 disables a check.
+struct CompletionLimits {
+  int32_t max_n_predict = 4096;  // n_predict above: 400; -1 becomes this
+  uint32_t n_ctx_slot = 0;       // prompt tokens allowed (a slot's context)
+  uint32_t n_slots = 0;          // id_slot must be below
+  uint32_t max_n_probs = 100;
+};
+
+struct CompletionRequest {
+  CompletionParams params;
+  bool stream = false;
+  bool return_tokens = false;
+};
+
+// Returns the tokens of a prompt value: a string (tokenized with add_special
+// as the vocabulary wants when `add_special`, parse_special on), an array of
+// token ids, or a mixed array of ids and strings (BOS only before a leading
+// string). `field` names the field in errors (e.g. "prompt"). InvalidArgument
+// for another type, a nested array, or an id outside [0, n_vocab).
+StatusOr<std::vector<TokenId>> TokenizePrompt(const nlohmann::json& prompt,
+                                              const Tokenizer& tokenizer,
+                                              bool add_special,
+                                              std::string_view field);
+
+// Reads the generation fields (everything but the prompt: n_predict,
+// temperature, top_k, top_p, min_p, seed, stop, stream, id_slot,
+// cache_prompt, n_probs, return_tokens, ignore_eos, repeat_penalty,
+// repeat_last_n) of `body` into `out`, checking types and `limits`.
+Status ParseGenerationFields(const nlohmann::json& body,
+                             const CompletionLimits& limits,
+                             CompletionRequest* out);
+
+// Returns OK when `num_tokens` prompt tokens fit `limits`; else
+// InvalidArgument reason "prompt_too_long" (or "empty_prompt").
+Status CheckPromptLength(size_t num_tokens, const CompletionLimits& limits);
+
+// Parses a POST /completion body (fields as above, plus the prompt).
+StatusOr<CompletionRequest> ParseCompletionRequest(
+    const nlohmann::json& body, const Tokenizer& tokenizer,
+    const CompletionLimits& limits);
+
+// Returns the sampling settings as llama-server's generation_settings /
+// slot "params" object.
+nlohmann::json GenerationSettingsJson(const CompletionParams& params);
+
+// Returns the timings object (per-token and per-second rates 0 when n or ms
+// is 0).
+nlohmann::json TimingsJson(const CompletionTimings& timings);
+
+// Returns one completion_probabilities entry for `event`.
+nlohmann::json TokenProbsJson(const TokenEvent& event,
+                              const Tokenizer& tokenizer);
+
+// Returns the non-streamed /completion response for `result`; `events` are
+// the request's token events (for completion_probabilities).
+nlohmann::json CompletionResponseJson(const CompletionRequest& request,
+                                      const CompletionResult& result,
+                                      const std::vector<TokenEvent>& events,
+                                      const Tokenizer& tokenizer);
+
+// Streams /completion: one {content, tokens?, stop:false, id_slot} object per
+// token and a final object with stop:true and every final field, whose
+// content is the text not streamed yet (held back for stop strings).
+class CompletionStreamFormatter : public StreamFormatter {
+ public:
+  // `tokenizer` must outlive this object.
+  CompletionStreamFormatter(CompletionRequest request,
+                            const Tokenizer* tokenizer);
+  // Returns the SSE event for one token ("" when it releases no text and
+  // neither tokens nor probabilities were asked for).
+  std::string Token(const TokenEvent& event, int slot) override;
+  // Returns the final event.
+  std::string Done(const CompletionResult& result) override;
+
+ private:
+  CompletionRequest request_;
+  const Tokenizer* tokenizer_;
+  std::string streamed_;  // text sent so far
+};
+
+// POST /tokenize: {content, add_special=false, parse_special=true,
+// with_pieces=false} -> {tokens: [id...]} or [{id, piece}...].
+StatusOr<nlohmann::json> HandleTokenize(const nlohmann::json& body,
+                                        const Tokenizer& tokenizer);
+// POST /detokenize: {tokens: [id...]} -> {content}.
+StatusOr<nlohmann::json> HandleDetokenize(const nlohmann::json& body,
+                                          const Tokenizer& tokenizer);
+
+}  // namespace kvault
+
+#endif  // KVAULT_SERVER_COMPLETION_CODEC_H_

@@ -1,0 +1,143 @@
+// POST /completion (llama-server), /v1/completions and /v1/chat/completions
+// (OpenAI), /tokenize and /detokenize.
+#include <httplib.h>
+
+#include <ctime>
+
+#include "server/json_fields.h"
+#include "server/openai_codec.h"
+#include "server/server_state.h"
+#include "server/stream_response.h"
+
+namespace kvault {
+namespace {
+
+using httplib::Request;
+using httplib::Response;
+using nlohmann::json;
+
+enum class Api { kLlama, kOaiCompletion, kOaiChat };
+
+StatusOr<CompletionRequest> ParseFor(Api api, const ServerState& state,
+                                     const json& body, const Engine& engine) {
+  const Tokenizer& tokenizer = engine.model().tokenizer();
+  const CompletionLimits limits = LimitsFor(state, engine);
+  switch (api) {
+    case Api::kLlama:
+      return ParseCompletionRequest(body, tokenizer, limits);
+    case Api::kOaiCompletion:
+      return ParseOaiCompletionRequest(body, tokenizer, limits);
+    case Api::kOaiChat:
+      return ParseOaiChatRequest(body, tokenizer, limits, state.chat_family);
+  }
+  return InternalError("unknown API");
+}
+
+OaiContext MakeOaiContext(Api api, ServerState& state) {
+  OaiContext ctx;
+  ctx.id = std::string(api == Api::kOaiChat ? "chatcmpl-" : "cmpl-") +
+           std::to_string(state.next_response_id.fetch_add(1));
+  ctx.created = static_cast<int64_t>(std::time(nullptr));
+  ctx.model = state.model_id;
+  return ctx;
+}
+
+std::unique_ptr<StreamFormatter> MakeFormatter(Api api, ServerState& state,
+                                               const CompletionRequest& req,
+                                               const Engine& engine) {
+  switch (api) {
+    case Api::kLlama:
+      return std::make_unique<CompletionStreamFormatter>(
+          req, &engine.model().tokenizer());
+    case Api::kOaiCompletion:
+      return std::make_unique<OaiCompletionStreamFormatter>(
+          MakeOaiContext(api, state));
+    case Api::kOaiChat:
+      return std::make_unique<OaiChatStreamFormatter>(
+          MakeOaiContext(api, state));
+  }
+  return nullptr;
+}
+
+json ResultJson(Api api, ServerState& state, const CompletionRequest& request,
+                const CompletionResult& result,
+                const std::vector<TokenEvent>& events, const Engine& engine) {
+  switch (api) {
+    case Api::kLlama:
+      return CompletionResponseJson(request, result, events,
+                                    engine.model().tokenizer());
+    case Api::kOaiCompletion:
+      return OaiCompletionJson(result, MakeOaiContext(api, state));
+    case Api::kOaiChat:
+      return OaiChatJson(result, MakeOaiContext(api, state));
+  }
+  return json();
+}
+
+void HandleCompletion(Api api, ServerState& state, const Request& req,
+                      Response& res) {
+  Engine* engine = state.engine.load();
+  StatusOr<json> body = ParseJsonObject(req.body);
+  if (!body.ok()) return ReplyStatus(res, body.status());
+  StatusOr<CompletionRequest> request = ParseFor(api, state, *body, *engine);
+  if (!request.ok()) return ReplyStatus(res, request.status());
+  auto sink = std::make_shared<QueueSink>();
+  StatusOr<uint64_t> task = engine->Submit(request->params, sink);
+  if (!task.ok()) return ReplyStatus(res, task.status());
+  if (request->stream) {
+    auto job = std::make_shared<StreamJob>();
+    job->engine = engine;
+    job->task_id = *task;
+    job->slot = request->params.slot ? int(*request->params.slot) : -1;
+    job->sink = sink;
+    job->formatter = MakeFormatter(api, state, *request, *engine);
+    job->stopping = &state.stopping;
+    ServeStream(std::move(job), &res);
+    return;
+  }
+  std::vector<TokenEvent> events;
+  StatusOr<CompletionResult> result =
+      WaitForResult(engine, *task, sink.get(), state.stopping, &events);
+  if (!result.ok()) return ReplyStatus(res, result.status());
+  ReplyJson(res, ResultJson(api, state, *request, *result, events, *engine));
+}
+
+// Runs a JSON-in, JSON-out handler over the model's tokenizer.
+template <typename Fn>
+void HandleTokenizerCall(ServerState& state, const Request& req, Response& res,
+                         Fn fn) {
+  StatusOr<json> body = ParseJsonObject(req.body);
+  if (!body.ok()) return ReplyStatus(res, body.status());
+  StatusOr<json> out = fn(*body, state.engine.load()->model().tokenizer());
+  if (!out.ok()) return ReplyStatus(res, out.status());
+  ReplyJson(res, *out);
+}
+
+}  // namespace
+
+void RegisterCompletionRoutes(httplib::Server& server, ServerState& state) {
+  auto route = [&state](Api api) {
+    return [&state, api](const Request& req, Response& res) {
+      HandleCompletion(api, state, req, res);
+    };
+  };
+  const std::pair<const char*, Api> completions[] = {
+      {"/completion", Api::kLlama},
+      {"/completions", Api::kLlama},
+      {"/v1/completions", Api::kOaiCompletion},
+      {"/v1/chat/completions", Api::kOaiChat},
+      {"/chat/completions", Api::kOaiChat}};
+  for (const auto& [path, api] : completions) {
+    RegisterPost(server, path, state, route(api));
+  }
+  RegisterPost(server, "/tokenize", state,
+               [&state](const Request& req, Response& res) {
+                 HandleTokenizerCall(state, req, res, HandleTokenize);
+               });
+  RegisterPost(server, "/detokenize", state,
+               [&state](const Request& req, Response& res) {
+                 HandleTokenizerCall(state, req, res, HandleDetokenize);
+               });
+}
+
+}  // namespace kvault

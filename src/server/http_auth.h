@@ -1,0 +1,18 @@
+// --api-key checks: "Authorization: Bearer KEY", compared in constant time.
+#ifndef KVAULT_SERVER_HTTP_AUTH_H_
+#define KVAULT_SERVER_HTTP_AUTH_H_
+
+#include <string_view>
+
+namespace kvault {
+
+// Returns a == b in time that depends only on b's length (b is the secret).
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
+
+// Returns true when `authorization` (the header's value) is "Bearer <key>"
+// ("Bearer" case-insensitive, spaces around the token ignored).
+bool BearerTokenMatches(std::string_view authorization, std::string_view key);
+
+}  // namespace kvault
+
+#endif  // KVAULT_SERVER_HTTP_AUTH_H_

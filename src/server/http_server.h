@@ -1,0 +1,59 @@
+// HttpServer: llama-server's HTTP API (plus kvault's /kv endpoints) over an
+// Engine, with cpp-httplib. It listens before the model is ready: until
+// SetEngine, /health answers 503 {"error":{... "message":"Loading model"}}
+// and every other endpoint 503 too.
+//
+// Routes, JSON fields and error mapping: docs/http_api.md.
+#ifndef KVAULT_SERVER_HTTP_SERVER_H_
+#define KVAULT_SERVER_HTTP_SERVER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/status_or.h"
+#include "engine/engine.h"
+
+namespace kvault {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;        // 0: any free port (see HttpServer::port)
+  std::string api_key;         // empty: no authentication
+  std::string slot_save_path;  // empty: slot save/restore answer 501
+  std::string model_path;      // shown by /props and /v1/models
+  bool demo_model = false;     // the embedded random-weight model
+  uint64_t max_body_bytes = 8u << 20;
+  uint32_t max_connections = 64;  // concurrent HTTP worker threads
+  int32_t max_n_predict = 4096;   // a request asking more gets a 400
+};
+
+class HttpServer {
+ public:
+  // Binds `options.host:port` (InvalidArgument / Unavailable on failure)
+  // and starts serving on background threads.
+  static StatusOr<std::unique_ptr<HttpServer>> Start(
+      const ServerOptions& options);
+  // Stops listening and joins the threads.
+  ~HttpServer();
+
+  // Makes the server ready: requests go to `engine` (not owned; outlives
+  // the server or until Stop).
+  void SetEngine(Engine* engine);
+  // Shows model-load progress in /health's loading answer ([0, 1]).
+  void SetLoadProgress(double fraction);
+  // Stops accepting connections, ends streams in flight and joins the
+  // listener. Idempotent.
+  void Stop();
+  // Returns the port actually bound.
+  uint16_t port() const;
+
+ private:
+  class Impl;
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kvault
+
+#endif  // KVAULT_SERVER_HTTP_SERVER_H_

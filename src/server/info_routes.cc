@@ -1,0 +1,124 @@
+// GET /health, /props, /v1/models, /slots, /metrics.
+#include <httplib.h>
+
+#include "server/metrics_text.h"
+#include "server/openai_codec.h"
+#include "server/server_state.h"
+
+namespace kvault {
+namespace {
+
+using httplib::Request;
+using httplib::Response;
+using nlohmann::json;
+
+constexpr char kBuildInfo[] = "kvault 0.1.0";
+
+void HandleHealth(const ServerState& state, Response& res) {
+  if (state.engine.load() == nullptr) {
+    json j = ErrorJson(
+        MakeHttpError(503, kErrUnavailable, "Loading model", "loading"));
+    j["progress"] = state.load_progress.load();
+    ReplyJson(res, j, 503);
+    return;
+  }
+  ReplyJson(res, json{{"status", "ok"}});
+}
+
+json SlotJson(const SlotInfo& s) {
+  CompletionParams p;
+  p.n_predict = s.n_predict;
+  if (s.params.has_value()) p.sampling = *s.params;
+  json j{{"id", s.id},
+         {"id_task", s.id_task.has_value() ? json(*s.id_task) : json(-1)},
+         {"n_ctx", s.n_ctx},
+         {"is_processing", s.is_processing},
+         {"state", s.state},
+         {"n_cached", s.n_cached},
+         {"spilled", s.spilled},
+         {"next_token", {{"n_decoded", s.n_decoded}}}};
+  j["params"] = s.params.has_value() ? GenerationSettingsJson(p) : json();
+  return j;
+}
+
+void HandleSlots(const ServerState& state, const Request& req, Response& res) {
+  std::vector<SlotInfo> slots = state.engine.load()->Slots();
+  json out = json::array();
+  bool any_idle = false;
+  for (const SlotInfo& s : slots) {
+    any_idle |= !s.is_processing;
+    out.push_back(SlotJson(s));
+  }
+  // llama-server's ?fail_on_no_slot=1: 503 when every slot is busy.
+  if (req.get_param_value("fail_on_no_slot") == "1" && !any_idle) {
+    ReplyError(res, MakeHttpError(503, kErrUnavailable, "no slot available",
+                                  "no_slot_available"));
+    return;
+  }
+  ReplyJson(res, out);
+}
+
+void HandleProps(const ServerState& state, Response& res) {
+  const Engine& engine = *state.engine.load();
+  CompletionParams defaults;
+  json settings{{"n_ctx", engine.options().ctx_per_slot},
+                {"params", GenerationSettingsJson(defaults)}};
+  ReplyJson(res,
+            json{{"default_generation_settings", std::move(settings)},
+                 {"total_slots", engine.options().n_slots},
+                 {"n_ctx_total", engine.options().n_ctx_total},
+                 {"model_path", state.options.model_path},
+                 {"model_id", state.model_id},
+                 {"chat_template", ChatTemplateFamilyName(state.chat_family)},
+                 {"build_info", kBuildInfo},
+                 {"demo_model", state.options.demo_model}});
+}
+
+void HandleModels(const ServerState& state, Response& res) {
+  const LlamaModel& model = state.engine.load()->model();
+  OaiModelInfo info;
+  info.id = state.model_id;
+  info.created = state.created;
+  info.n_vocab = model.n_vocab();
+  info.n_ctx_train = model.hparams().n_ctx_train;
+  info.n_params = model.num_parameters();
+  info.size_bytes = model.weight_bytes();
+  ReplyJson(res, OaiModelsJson(info));
+}
+
+void HandleMetrics(const ServerState& state, Response& res) {
+  const Engine& engine = *state.engine.load();
+  uint32_t busy = 0;
+  std::vector<SlotInfo> slots = engine.Slots();
+  for (const SlotInfo& s : slots) busy += s.is_processing ? 1 : 0;
+  res.status = 200;
+  res.set_content(FormatMetrics(engine.Metrics(),
+                                static_cast<uint32_t>(slots.size()), busy),
+                  "text/plain; version=0.0.4");
+}
+
+}  // namespace
+
+void RegisterInfoRoutes(httplib::Server& server, ServerState& state) {
+  auto health = [&state](const Request&, Response& res) {
+    HandleHealth(state, res);
+  };
+  server.Get("/health", health);
+  server.Get("/v1/health", health);
+  server.Get("/props", [&state](const Request&, Response& res) {
+    HandleProps(state, res);
+  });
+  auto models = [&state](const Request&, Response& res) {
+    HandleModels(state, res);
+  };
+  server.Get("/v1/models", models);
+  server.Get("/models", models);
+  server.Get("/slots", [&state](const Request& req, Response& res) {
+    HandleSlots(state, req, res);
+  });
+  server.Get("/metrics", [&state](const Request&, Response& res) {
+    HandleMetrics(state, res);
+  });
+}
+
+}  // namespace kvault

@@ -1,0 +1,50 @@
+// Typed, strict access to the fields of a JSON request body. Every error is
+// an InvalidArgument naming the field, the expected type or range and what
+// was sent, with reason "invalid_field" (wrong type) or "out_of_range".
+// An absent field or an explicit null leaves the output untouched (the
+// default applies), as in llama-server.
+#ifndef KVAULT_SERVER_JSON_FIELDS_H_
+#define KVAULT_SERVER_JSON_FIELDS_H_
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "core/status_or.h"
+
+namespace kvault {
+
+// Returns "string", "integer", "number", "boolean", "array", "object" or
+// "null".
+std::string JsonTypeName(const nlohmann::json& value);
+
+// Returns the value of `key` in object `obj`, or nullptr when absent or null.
+const nlohmann::json* FindField(const nlohmann::json& obj,
+                                std::string_view key);
+
+// Returns InvalidArgument "field '<field>': expected <expected>, got <type>
+// <value excerpt>" (reason "invalid_field").
+Status WrongType(std::string_view field, std::string_view expected,
+                 const nlohmann::json& got);
+
+// Reads a boolean field.
+Status ReadBool(const nlohmann::json& obj, std::string_view key, bool* out);
+// Reads an integer field within [lo, hi]; an integral float (e.g. 8.0) is
+// accepted.
+Status ReadInt(const nlohmann::json& obj, std::string_view key, int64_t lo,
+               int64_t hi, int64_t* out);
+// Reads a finite number field (integers accepted).
+Status ReadFloat(const nlohmann::json& obj, std::string_view key, float* out);
+// Reads a string field.
+Status ReadString(const nlohmann::json& obj, std::string_view key,
+                  std::string* out);
+
+// Parses a request body: it must be valid UTF-8 (reason "invalid_utf8",
+// naming the byte offset), well-formed JSON (reason "malformed_json", with
+// the parser's position) and an object (reason "invalid_field").
+StatusOr<nlohmann::json> ParseJsonObject(std::string_view body);
+
+}  // namespace kvault
+
+#endif  // KVAULT_SERVER_JSON_FIELDS_H_

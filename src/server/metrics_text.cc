@@ -1,0 +1,197 @@
+#include "server/metrics_text.h"
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+
+namespace kvault {
+namespace {
+
+// Returns `v` as Prometheus writes numbers: integers without a fraction.
+std::string FormatNumber(double v) {
+  char buf[40];
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9.0e15) {
+    std::snprintf(buf, sizeof(buf), "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.17g", v);
+  }
+  return buf;
+}
+
+double Rate(double n, double seconds) { return seconds > 0 ? n / seconds : 0; }
+
+void WriteLlamaSeries(const EngineMetrics& m, PrometheusWriter& w) {
+  w.Family("llamacpp:prompt_tokens_total", "counter",
+           "Number of prompt tokens processed.");
+  w.Sample(m.prompt_tokens_total);
+  w.Family("llamacpp:prompt_seconds_total", "counter", "Prompt process time.");
+  w.Sample(m.prompt_seconds_total);
+  w.Family("llamacpp:tokens_predicted_total", "counter",
+           "Number of generation tokens processed.");
+  w.Sample(m.tokens_predicted_total);
+  w.Family("llamacpp:tokens_predicted_seconds_total", "counter",
+           "Predict process time.");
+  w.Sample(m.predicted_seconds_total);
+  w.Family("llamacpp:n_decode_total", "counter",
+           "Total number of forward calls (batches).");
+  w.Sample(m.forward_calls);
+  w.Family("llamacpp:prompt_tokens_seconds", "gauge",
+           "Average prompt throughput in tokens/s.");
+  w.Sample(Rate(m.prompt_tokens_total, m.prompt_seconds_total));
+  w.Family("llamacpp:predicted_tokens_seconds", "gauge",
+           "Average generation throughput in tokens/s.");
+  w.Sample(Rate(m.tokens_predicted_total, m.predicted_seconds_total));
+  w.Family("llamacpp:kv_cache_usage_ratio", "gauge",
+           "KV-cache usage. 1 means 100 percent usage.");
+  w.Sample(m.pool.num_cells == 0
+               ? 0.0
+               : double(m.pool.used_cells) / double(m.pool.num_cells));
+  w.Family("llamacpp:kv_cache_tokens", "gauge", "KV-cache tokens.");
+  w.Sample(m.pool.used_cells);
+  w.Family("llamacpp:requests_processing", "gauge",
+           "Number of requests processing.");
+  w.Sample(m.requests_processing);
+  w.Family("llamacpp:requests_deferred", "gauge",
+           "Number of requests deferred (waiting for a slot).");
+  w.Sample(m.requests_deferred);
+}
+
+void WritePoolSeries(const EngineMetrics& m, PrometheusWriter& w) {
+  const PoolStats& p = m.pool;
+  w.Family("kvault_kv_cells_total", "gauge", "Cells in the shared KV pool.");
+  w.Sample(p.num_cells);
+  w.Family("kvault_kv_cells_used", "gauge", "Cells holding a token.");
+  w.Sample(p.used_cells);
+  w.Family("kvault_kv_cells_allocated", "gauge", "Cells in non-free pages.");
+  w.Sample(p.allocated_cells);
+  w.Family("kvault_kv_cells_free", "gauge", "Cells in free pages.");
+  w.Sample(p.free_cells);
+  w.Family("kvault_kv_free_runs", "gauge", "Maximal runs of free pages.");
+  w.Sample(p.num_free_runs);
+  w.Family("kvault_kv_largest_free_run_cells", "gauge",
+           "Cells in the largest run of free pages.");
+  w.Sample(p.largest_free_run_cells);
+  w.Family("kvault_kv_fragmentation_ratio", "gauge",
+           "1 - largest free run / free cells.");
+  w.Sample(p.fragmentation);
+}
+
+void WriteRequestSeries(const EngineMetrics& m, uint32_t n_slots,
+                        uint32_t busy_slots, PrometheusWriter& w) {
+  w.Family("kvault_requests_total", "counter", "Completion requests.");
+  w.Sample(m.requests_total);
+  w.Family("kvault_requests_failed_total", "counter",
+           "Completion requests that ended with an error.");
+  w.Sample(m.requests_failed);
+  w.Family("kvault_tokens_per_second", "gauge",
+           "Average throughput in tokens/s by phase.");
+  w.Sample(Rate(m.prompt_tokens_total, m.prompt_seconds_total),
+           "phase=\"prompt\"");
+  w.Sample(Rate(m.tokens_predicted_total, m.predicted_seconds_total),
+           "phase=\"predicted\"");
+  w.Family("kvault_slots_total", "gauge", "Slots.");
+  w.Sample(n_slots);
+  w.Family("kvault_slots_busy", "gauge", "Slots processing a request.");
+  w.Sample(busy_slots);
+  w.Family("kvault_preemptions_total", "counter",
+           "Requests preempted (spilled) because the pool ran out.");
+  w.Sample(m.preemptions);
+  w.Family("kvault_slot_restores_total", "counter",
+           "Slot restores (POST /slots/{id}?action=restore) by result.");
+  w.Sample(m.restores_ok, "result=\"ok\"");
+  w.Sample(m.restores_not_found, "result=\"not_found\"");
+  w.Sample(m.restores_corrupt, "result=\"corrupt\"");
+  w.Sample(m.restores_mismatch, "result=\"mismatch\"");
+  w.Sample(m.restores_no_room, "result=\"no_room\"");
+  w.Sample(m.restores_other_error, "result=\"error\"");
+  w.Family("kvault_slot_saves_total", "counter", "Slot saves by result.");
+  w.Sample(m.saves_ok, "result=\"ok\"");
+  w.Sample(m.saves_failed, "result=\"error\"");
+}
+
+void WriteVaultSeries(const VaultStats& v, PrometheusWriter& w) {
+  w.Family("kvault_vault_evictions_total", "counter",
+           "Idle sequences spilled to the tiers to make room.");
+  w.Sample(v.evictions);
+  w.Family("kvault_vault_restores_total", "counter",
+           "Spilled sequences brought back, by result.");
+  w.Sample(v.restores_ok, "result=\"ok\"");
+  w.Sample(v.restores_failed, "result=\"failed\"");
+  struct TierSeries {
+    const char* name;
+    const char* type;
+    const char* help;
+    std::function<double(const TierStats&)> get;
+  };
+  const TierSeries series[] = {
+      {"kvault_tier_spills_total", "counter", "Entries stored in the tier.",
+       [](const TierStats& t) { return double(t.num_spills); }},
+      {"kvault_tier_spilled_bytes_total", "counter", "Bytes stored in it.",
+       [](const TierStats& t) { return double(t.spilled_bytes); }},
+      {"kvault_tier_used_bytes", "gauge", "Bytes the tier holds now.",
+       [](const TierStats& t) { return double(t.used_bytes); }},
+      {"kvault_tier_budget_bytes", "gauge", "The tier's budget.",
+       [](const TierStats& t) { return double(t.budget_bytes); }},
+      {"kvault_tier_entries", "gauge", "Entries the tier holds now.",
+       [](const TierStats& t) { return double(t.num_entries); }},
+      {"kvault_tier_bring_backs_total", "counter",
+       "Entries restored from the tier into the cache.",
+       [](const TierStats& t) { return double(t.num_bring_backs); }},
+      {"kvault_tier_demotions_total", "counter",
+       "Entries moved to the next tier.",
+       [](const TierStats& t) { return double(t.num_demotions); }},
+      {"kvault_tier_drops_total", "counter",
+       "Entries discarded because every tier was over budget.",
+       [](const TierStats& t) { return double(t.num_drops); }},
+      {"kvault_tier_dropped_bytes_total", "counter", "Bytes discarded.",
+       [](const TierStats& t) { return double(t.dropped_bytes); }},
+  };
+  for (const TierSeries& s : series) {
+    w.Family(s.name, s.type, s.help);
+    for (const TierStats& t : v.tiers) {
+      w.Sample(s.get(t), "tier=\"" + EscapeLabel(t.name) + "\"");
+    }
+  }
+}
+
+}  // namespace
+
+void PrometheusWriter::Family(std::string_view name, std::string_view type,
+                              std::string_view help) {
+  name_ = std::string(name);
+  text_ += "# HELP " + name_ + " " + std::string(help) + "\n";
+  text_ += "# TYPE " + name_ + " " + std::string(type) + "\n";
+}
+
+void PrometheusWriter::Sample(double value, std::string_view labels) {
+  text_ += name_;
+  if (!labels.empty()) text_ += "{" + std::string(labels) + "}";
+  text_ += " " + FormatNumber(value) + "\n";
+}
+
+std::string EscapeLabel(std::string_view value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string FormatMetrics(const EngineMetrics& m, uint32_t n_slots,
+                          uint32_t busy_slots) {
+  PrometheusWriter w;
+  WriteLlamaSeries(m, w);
+  WriteRequestSeries(m, n_slots, busy_slots, w);
+  WritePoolSeries(m, w);
+  WriteVaultSeries(m.vault, w);
+  return w.text();
+}
+
+}  // namespace kvault

@@ -1,0 +1,270 @@
+#include "server/openai_codec.h"
+
+#include "server/json_fields.h"
+
+namespace kvault {
+namespace {
+
+using nlohmann::json;
+
+// Applies the OpenAI spellings to a copy of `body`: max_tokens (and, for
+// chat, max_completion_tokens) become n_predict unless n_predict is given;
+// n must be 1.
+StatusOr<json> NormalizeOaiFields(const json& body, bool chat) {
+  json out = body;
+  int64_t n = 1;
+  KV_RETURN_IF_ERROR(ReadInt(body, "n", 1, 1 << 20, &n));
+  if (n != 1) {
+    return InvalidArgumentError(
+               "field 'n': only one completion choice is "
+               "allowed, got " +
+               std::to_string(n))
+        .WithReason("unsupported_field");
+  }
+  if (FindField(body, "n_predict") == nullptr) {
+    for (const char* key : {"max_completion_tokens", "max_tokens"}) {
+      if (!chat && std::string_view(key) == "max_completion_tokens") continue;
+      if (const json* v = FindField(body, key)) {
+        // Type errors must name the field the client sent.
+        int64_t ignored = 0;
+        KV_RETURN_IF_ERROR(ReadInt(body, key, -1, 1ll << 31, &ignored));
+        out["n_predict"] = *v;
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// Returns the text of a message's content: a string, null (""), or an array
+// of {type:"text", text} parts joined with "\n".
+StatusOr<std::string> MessageText(const json& content,
+                                  const std::string& field) {
+  if (content.is_null()) return std::string();
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) {
+    return WrongType(field, "a string or an array of text parts", content);
+  }
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const json& part = content[i];
+    const std::string name = field + "[" + std::to_string(i) + "]";
+    if (!part.is_object()) return WrongType(name, "an object", part);
+    std::string type;
+    KV_RETURN_IF_ERROR(ReadString(part, "type", &type));
+    if (type != "text") {
+      return InvalidArgumentError("field '" + name +
+                                  ".type': only \"text\" "
+                                  "parts are supported, got \"" +
+                                  type + "\"")
+          .WithReason("unsupported_content");
+    }
+    const json* t = FindField(part, "text");
+    if (t == nullptr || !t->is_string()) {
+      return WrongType(name + ".text", "a string",
+                       t == nullptr ? json(nullptr) : *t);
+    }
+    if (!text.empty()) text += "\n";
+    text += t->get<std::string>();
+  }
+  return text;
+}
+
+}  // namespace
+
+StatusOr<CompletionRequest> ParseOaiCompletionRequest(
+    const json& body, const Tokenizer& tokenizer,
+    const CompletionLimits& limits) {
+  KV_ASSIGN_OR_RETURN(json normalized, NormalizeOaiFields(body, false));
+  return ParseCompletionRequest(normalized, tokenizer, limits);
+}
+
+StatusOr<std::vector<ChatMessage>> ParseChatMessages(const json& body) {
+  const json* messages = FindField(body, "messages");
+  if (messages == nullptr) {
+    return InvalidArgumentError("field 'messages' is required")
+        .WithReason("missing_field");
+  }
+  if (!messages->is_array() || messages->empty()) {
+    return WrongType("messages", "a non-empty array of messages", *messages);
+  }
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const json& m = (*messages)[i];
+    const std::string name = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return WrongType(name, "an object", m);
+    ChatMessage msg;
+    const json* role = FindField(m, "role");
+    if (role == nullptr || !role->is_string()) {
+      return WrongType(name + ".role", "a string",
+                       role == nullptr ? json(nullptr) : *role);
+    }
+    msg.role = role->get<std::string>();
+    auto it = m.find("content");
+    json content = it == m.end() ? json(nullptr) : *it;
+    KV_ASSIGN_OR_RETURN(msg.content, MessageText(content, name + ".content"));
+    out.push_back(std::move(msg));
+  }
+  return out;
+}
+
+StatusOr<CompletionRequest> ParseOaiChatRequest(const json& body,
+                                                const Tokenizer& tokenizer,
+                                                const CompletionLimits& limits,
+                                                ChatTemplateFamily family) {
+  KV_ASSIGN_OR_RETURN(json normalized, NormalizeOaiFields(body, true));
+  CompletionRequest request;
+  KV_RETURN_IF_ERROR(ParseGenerationFields(normalized, limits, &request));
+  KV_ASSIGN_OR_RETURN(std::vector<ChatMessage> messages,
+                      ParseChatMessages(body));
+  const Vocab& vocab = tokenizer.vocab();
+  std::string bos, eos;
+  if (vocab.bos) bos = std::string(tokenizer.TokenToPiece(*vocab.bos, true));
+  if (vocab.eos) eos = std::string(tokenizer.TokenToPiece(*vocab.eos, true));
+  KV_ASSIGN_OR_RETURN(std::string prompt,
+                      RenderChat(family, messages, true, bos, eos));
+  request.params.prompt = tokenizer.Tokenize(prompt, true, true);
+  KV_RETURN_IF_ERROR(CheckPromptLength(request.params.prompt.size(), limits));
+  for (std::string& s : ChatStopStrings(family)) {
+    request.params.stop.push_back(std::move(s));
+  }
+  return request;
+}
+
+std::string FinishReason(const CompletionResult& result) {
+  return result.stop_type == "limit" || result.truncated ? "length" : "stop";
+}
+
+json UsageJson(const CompletionResult& result) {
+  return json{
+      {"prompt_tokens", result.tokens_evaluated},
+      {"completion_tokens", result.tokens_predicted},
+      {"total_tokens", result.tokens_evaluated + result.tokens_predicted}};
+}
+
+namespace {
+
+// The envelope both non-streamed OpenAI replies share around one choice.
+json OaiReplyJson(const char* object, json choice,
+                  const CompletionResult& result, const OaiContext& ctx) {
+  return json{{"id", ctx.id},
+              {"object", object},
+              {"created", ctx.created},
+              {"model", ctx.model},
+              {"choices", json::array({std::move(choice)})},
+              {"usage", UsageJson(result)},
+              {"id_slot", result.slot},
+              {"timings", TimingsJson(result.timings)}};
+}
+
+}  // namespace
+
+json OaiCompletionJson(const CompletionResult& result, const OaiContext& ctx) {
+  json choice{{"text", result.content},
+              {"index", 0},
+              {"logprobs", nullptr},
+              {"finish_reason", FinishReason(result)}};
+  return OaiReplyJson("text_completion", std::move(choice), result, ctx);
+}
+
+json OaiChatJson(const CompletionResult& result, const OaiContext& ctx) {
+  json choice{{"index", 0},
+              {"message", {{"role", "assistant"}, {"content", result.content}}},
+              {"finish_reason", FinishReason(result)}};
+  return OaiReplyJson("chat.completion", std::move(choice), result, ctx);
+}
+
+json OaiModelsJson(const OaiModelInfo& info) {
+  json model{{"id", info.id},
+             {"object", "model"},
+             {"created", info.created},
+             {"owned_by", "kvault"},
+             {"meta",
+              {{"n_vocab", info.n_vocab},
+               {"n_ctx_train", info.n_ctx_train},
+               {"n_params", info.n_params},
+               {"size", info.size_bytes}}}};
+  return json{{"object", "list"}, {"data", json::array({std::move(model)})}};
+}
+
+// --- /v1/completions stream ---------------------------------------------
+
+OaiCompletionStreamFormatter::OaiCompletionStreamFormatter(OaiContext ctx)
+    : ctx_(std::move(ctx)) {}
+
+json OaiCompletionStreamFormatter::Chunk(const std::string& text,
+                                         const json& finish_reason) const {
+  json choice{{"text", text},
+              {"index", 0},
+              {"logprobs", nullptr},
+              {"finish_reason", finish_reason}};
+  return json{{"id", ctx_.id},
+              {"object", "text_completion"},
+              {"created", ctx_.created},
+              {"model", ctx_.model},
+              {"choices", json::array({std::move(choice)})}};
+}
+
+std::string OaiCompletionStreamFormatter::Token(const TokenEvent& event,
+                                                int /*slot*/) {
+  if (event.text.empty()) return "";
+  streamed_ += event.text;
+  return SseData(Chunk(event.text, nullptr));
+}
+
+std::string OaiCompletionStreamFormatter::Done(const CompletionResult& result) {
+  std::string rest;
+  if (result.content.compare(0, streamed_.size(), streamed_) == 0) {
+    rest = result.content.substr(streamed_.size());
+  }
+  json last = Chunk(rest, FinishReason(result));
+  last["usage"] = UsageJson(result);
+  last["timings"] = TimingsJson(result.timings);
+  return SseData(last) + std::string(kSseDone);
+}
+
+// --- /v1/chat/completions stream ----------------------------------------
+
+OaiChatStreamFormatter::OaiChatStreamFormatter(OaiContext ctx)
+    : ctx_(std::move(ctx)) {}
+
+json OaiChatStreamFormatter::Chunk(json delta,
+                                   const json& finish_reason) const {
+  json choice{{"index", 0},
+              {"delta", std::move(delta)},
+              {"finish_reason", finish_reason}};
+  return json{{"id", ctx_.id},
+              {"object", "chat.completion.chunk"},
+              {"created", ctx_.created},
+              {"model", ctx_.model},
+              {"choices", json::array({std::move(choice)})}};
+}
+
+std::string OaiChatStreamFormatter::RoleChunkOnce() {
+  if (sent_role_) return "";
+  sent_role_ = true;
+  return SseData(Chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr));
+}
+
+std::string OaiChatStreamFormatter::Token(const TokenEvent& event,
+                                          int /*slot*/) {
+  std::string out = RoleChunkOnce();
+  if (event.text.empty()) return out;
+  streamed_ += event.text;
+  return out + SseData(Chunk(json{{"content", event.text}}, nullptr));
+}
+
+std::string OaiChatStreamFormatter::Done(const CompletionResult& result) {
+  std::string out = RoleChunkOnce();
+  if (result.content.size() > streamed_.size() &&
+      result.content.compare(0, streamed_.size(), streamed_) == 0) {
+    out += SseData(Chunk(
+        json{{"content", result.content.substr(streamed_.size())}}, nullptr));
+  }
+  json last = Chunk(json::object(), FinishReason(result));
+  last["usage"] = UsageJson(result);
+  last["timings"] = TimingsJson(result.timings);
+  return out + SseData(last) + std::string(kSseDone);
+}
+
+}  // namespace kvault

@@ -1,0 +1,114 @@
+// The OpenAI-compatible endpoints: POST /v1/completions and
+// POST /v1/chat/completions (request parsing, responses, stream chunks
+// ending with "data: [DONE]") and GET /v1/models. Requests accept
+// llama-server's extra sampling fields (top_k, min_p, ...) as well.
+#ifndef KVAULT_SERVER_OPENAI_CODEC_H_
+#define KVAULT_SERVER_OPENAI_CODEC_H_
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/status_or.h"
+#include "model/tokenizer.h"
+#include "server/chat_template.h"
+#include "server/completion_codec.h"
+#include "server/sse_sink.h"
+
+namespace kvault {
+
+// What every OpenAI response object repeats.
+struct OaiContext {
+  std::string id;       // "cmpl-<n>" or "chatcmpl-<n>"
+  int64_t created = 0;  // Unix seconds
+  std::string model;    // the model's id as /v1/models lists it
+};
+
+// Parses a /v1/completions body: prompt (as /completion), max_tokens (or
+// n_predict), n (only 1), stream, stop, temperature, top_p, seed and the
+// llama-server fields.
+StatusOr<CompletionRequest> ParseOaiCompletionRequest(
+    const nlohmann::json& body, const Tokenizer& tokenizer,
+    const CompletionLimits& limits);
+
+// Returns the messages of a chat body: `messages` must be a non-empty array
+// of {role: string, content: string | [{type:"text", text}] | null}.
+StatusOr<std::vector<ChatMessage>> ParseChatMessages(
+    const nlohmann::json& body);
+
+// Parses a /v1/chat/completions body: the messages rendered with `family`
+// (generation prompt added) and tokenized (BOS per the vocabulary, special
+// tokens parsed), max_tokens / max_completion_tokens, the family's stop
+// strings added to `stop`.
+StatusOr<CompletionRequest> ParseOaiChatRequest(const nlohmann::json& body,
+                                                const Tokenizer& tokenizer,
+                                                const CompletionLimits& limits,
+                                                ChatTemplateFamily family);
+
+// Returns "length" when the result ended at a token limit, else "stop".
+std::string FinishReason(const CompletionResult& result);
+
+// Returns {prompt_tokens, completion_tokens, total_tokens}.
+nlohmann::json UsageJson(const CompletionResult& result);
+
+// Returns the non-streamed text_completion object.
+nlohmann::json OaiCompletionJson(const CompletionResult& result,
+                                 const OaiContext& ctx);
+// Returns the non-streamed chat.completion object.
+nlohmann::json OaiChatJson(const CompletionResult& result,
+                           const OaiContext& ctx);
+
+// The GET /v1/models answer: one model.
+struct OaiModelInfo {
+  std::string id;
+  int64_t created = 0;
+  uint64_t n_vocab = 0;
+  uint64_t n_ctx_train = 0;
+  uint64_t n_params = 0;
+  uint64_t size_bytes = 0;
+};
+// Returns {"object":"list","data":[{"id","object":"model",...,"meta"}]}.
+nlohmann::json OaiModelsJson(const OaiModelInfo& info);
+
+// Streams /v1/completions: text_completion chunks, the last one with
+// finish_reason and usage, then "data: [DONE]".
+class OaiCompletionStreamFormatter : public StreamFormatter {
+ public:
+  explicit OaiCompletionStreamFormatter(OaiContext ctx);
+  // Returns a chunk with the token's text ("" when it releases none).
+  std::string Token(const TokenEvent& event, int slot) override;
+  // Returns the last chunk and [DONE].
+  std::string Done(const CompletionResult& result) override;
+
+ private:
+  nlohmann::json Chunk(const std::string& text,
+                       const nlohmann::json& finish_reason) const;
+  OaiContext ctx_;
+  std::string streamed_;
+};
+
+// Streams /v1/chat/completions: a first chunk with delta {role:"assistant"},
+// content deltas, a last chunk with an empty delta, finish_reason and usage,
+// then "data: [DONE]".
+class OaiChatStreamFormatter : public StreamFormatter {
+ public:
+  explicit OaiChatStreamFormatter(OaiContext ctx);
+  // Returns the role chunk (first call) and a content delta chunk.
+  std::string Token(const TokenEvent& event, int slot) override;
+  // Returns the held-back text, the finish chunk and [DONE].
+  std::string Done(const CompletionResult& result) override;
+
+ private:
+  nlohmann::json Chunk(nlohmann::json delta,
+                       const nlohmann::json& finish_reason) const;
+  // Returns the role chunk the first time, "" afterwards.
+  std::string RoleChunkOnce();
+  OaiContext ctx_;
+  bool sent_role_ = false;
+  std::string streamed_;
+};
+
+}  // namespace kvault
+
+#endif  // KVAULT_SERVER_OPENAI_CODEC_H_

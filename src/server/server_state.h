@@ -1,0 +1,74 @@
+// What the HTTP route handlers share (internal to src/server): the options,
+// the engine once it is ready, the stop flag, and the reply helpers. Each
+// route group registers itself on the httplib::Server with a Register*
+// function defined in its own file.
+#ifndef KVAULT_SERVER_SERVER_STATE_H_
+#define KVAULT_SERVER_SERVER_STATE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/engine.h"
+#include "server/chat_template.h"
+#include "server/completion_codec.h"
+#include "server/http_error.h"
+#include "server/http_server.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace kvault {
+
+struct ServerState {
+  ServerOptions options;
+  // Null until SetEngine; the fields below it are written before the
+  // pointer is published and never after.
+  std::atomic<Engine*> engine{nullptr};
+  ChatTemplateFamily chat_family = ChatTemplateFamily::kChatml;
+  std::string model_id;  // /v1/models id and OpenAI "model"
+  int64_t created = 0;   // Unix seconds the engine was set
+  std::atomic<double> load_progress{0.0};
+  std::atomic<bool> stopping{false};
+  std::atomic<uint64_t> next_response_id{1};
+};
+
+// Sets `res` to `j` as application/json with HTTP status `status`.
+void ReplyJson(httplib::Response& res, const nlohmann::json& j,
+               int status = 200);
+// Sets `res` to the error body of `error`.
+void ReplyError(httplib::Response& res, const HttpError& error);
+// Sets `res` to the error body of a non-OK `status`.
+void ReplyStatus(httplib::Response& res, const Status& status);
+
+// A route handler (httplib's Server::Handler).
+using RouteHandler =
+    std::function<void(const httplib::Request&, httplib::Response&)>;
+
+// Registers POST `pattern`. The body is read here with max_body_bytes
+// enforced for chunked bodies too (httplib itself only checks a
+// Content-Length): a larger body is a 413 and the connection is closed.
+void RegisterPost(httplib::Server& server, const std::string& pattern,
+                  const ServerState& state, RouteHandler handler);
+
+// Returns the limits requests are checked against on `engine`.
+CompletionLimits LimitsFor(const ServerState& state, const Engine& engine);
+
+// GET /health, /props, /v1/models, /slots, /metrics.
+void RegisterInfoRoutes(httplib::Server& server, ServerState& state);
+// POST /completion, /completions, /v1/completions, /v1/chat/completions,
+// /chat/completions, /tokenize, /detokenize.
+void RegisterCompletionRoutes(httplib::Server& server, ServerState& state);
+// POST /slots/{id}?action=save|restore|erase.
+void RegisterSlotRoutes(httplib::Server& server, ServerState& state);
+// GET /kv, POST /kv/defrag.
+void RegisterKvRoutes(httplib::Server& server, ServerState& state);
+
+}  // namespace kvault
+
+#endif  // KVAULT_SERVER_SERVER_STATE_H_

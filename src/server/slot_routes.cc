@@ -1,0 +1,116 @@
+// POST /slots/{id}?action=save|restore|erase, answered exactly as
+// llama-server does; the error mapping is HttpErrorFromStatus's.
+#include <httplib.h>
+
+#include <charconv>
+#include <filesystem>
+
+#include "server/json_fields.h"
+#include "server/server_state.h"
+#include "server/slot_filename.h"
+
+namespace kvault {
+namespace {
+
+using httplib::Request;
+using httplib::Response;
+using nlohmann::json;
+
+// Returns the slot id in the URL after checking it names an existing slot.
+StatusOr<uint32_t> ParseSlotId(const std::string& text, uint32_t n_slots) {
+  uint64_t id = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, id);
+  if (text.empty() || ec == std::errc::invalid_argument || ptr != end) {
+    return InvalidArgumentError("slot id '" + text +
+                                "' is not a non-negative integer")
+        .WithReason("invalid_slot_id");
+  }
+  if (ec == std::errc::result_out_of_range || id >= n_slots) {
+    return InvalidArgumentError("slot " + text +
+                                " does not exist; valid "
+                                "ids are [0, " +
+                                std::to_string(n_slots) + ")")
+        .WithReason("slot_out_of_range");
+  }
+  return static_cast<uint32_t>(id);
+}
+
+// Returns the validated `filename` of the body.
+StatusOr<std::string> ReadFilename(const Request& req) {
+  KV_ASSIGN_OR_RETURN(json body, ParseJsonObject(req.body));
+  std::string filename;
+  KV_RETURN_IF_ERROR(ReadString(body, "filename", &filename));
+  if (FindField(body, "filename") == nullptr) {
+    return InvalidArgumentError("field 'filename' is required")
+        .WithReason("missing_field");
+  }
+  KV_RETURN_IF_ERROR(ValidateSlotFilename(filename));
+  return filename;
+}
+
+std::string PathIn(const ServerState& state, const std::string& filename) {
+  return (std::filesystem::path(state.options.slot_save_path) / filename)
+      .string();
+}
+
+StatusOr<json> Save(const ServerState& state, uint32_t slot,
+                    const Request& req) {
+  KV_ASSIGN_OR_RETURN(std::string filename, ReadFilename(req));
+  KV_ASSIGN_OR_RETURN(SlotSaveResult r, state.engine.load()->SaveSlot(
+                                            slot, PathIn(state, filename)));
+  return json{{"id_slot", slot},
+              {"filename", filename},
+              {"n_saved", r.n_saved},
+              {"n_written", r.n_written},
+              {"timings", {{"save_ms", r.save_ms}}}};
+}
+
+StatusOr<json> Restore(const ServerState& state, uint32_t slot,
+                       const Request& req) {
+  KV_ASSIGN_OR_RETURN(std::string filename, ReadFilename(req));
+  KV_ASSIGN_OR_RETURN(SlotRestoreResult r, state.engine.load()->RestoreSlot(
+                                               slot, PathIn(state, filename)));
+  return json{{"id_slot", slot},
+              {"filename", filename},
+              {"n_restored", r.n_restored},
+              {"n_read", r.n_read},
+              {"timings", {{"restore_ms", r.restore_ms}}}};
+}
+
+StatusOr<json> Erase(const ServerState& state, uint32_t slot) {
+  KV_ASSIGN_OR_RETURN(uint64_t n_erased, state.engine.load()->EraseSlot(slot));
+  return json{{"id_slot", slot}, {"n_erased", n_erased}};
+}
+
+StatusOr<json> RunSlotAction(const ServerState& state, const Request& req) {
+  if (state.options.slot_save_path.empty()) {
+    return UnimplementedError(
+               "This server does not support slots action. "
+               "Start it with --slot-save-path")
+        .WithReason("slot_save_path_unset");
+  }
+  const Engine& engine = *state.engine.load();
+  KV_ASSIGN_OR_RETURN(uint32_t slot,
+                      ParseSlotId(req.matches[1], engine.options().n_slots));
+  const std::string action = req.get_param_value("action");
+  if (action == "save") return Save(state, slot, req);
+  if (action == "restore") return Restore(state, slot, req);
+  if (action == "erase") return Erase(state, slot);
+  return InvalidArgumentError("Invalid action '" + action +
+                              "'; expected save, restore or erase")
+      .WithReason("invalid_action");
+}
+
+}  // namespace
+
+void RegisterSlotRoutes(httplib::Server& server, ServerState& state) {
+  RegisterPost(server, R"(/slots/([^/]*))", state,
+               [&state](const Request& req, Response& res) {
+                 StatusOr<json> out = RunSlotAction(state, req);
+                 if (!out.ok()) return ReplyStatus(res, out.status());
+                 ReplyJson(res, *out);
+               });
+}
+
+}  // namespace kvault

@@ -1,0 +1,79 @@
+// The engine -> HTTP hand-over of one completion's output.
+//
+// QueueSink is the CompletionSink the engine writes to (on its scheduler
+// thread, never blocking): it only queues the events. The HTTP worker thread
+// that owns the request drains the queue (stream_response.h) and formats the
+// events with a StreamFormatter as Server-Sent Events ("data: <json>\n\n").
+// Once the client is gone, OnToken returns false so the engine frees the
+// slot.
+#ifndef KVAULT_SERVER_SSE_SINK_H_
+#define KVAULT_SERVER_SSE_SINK_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace kvault {
+
+// The OpenAI stream terminator.
+inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
+
+// Returns one SSE event carrying `j`: "data: <json>\n\n".
+std::string SseData(const nlohmann::json& j);
+
+class QueueSink : public CompletionSink {
+ public:
+  // One queued event: a token, or the final result (then `token` is unset).
+  struct Item {
+    std::optional<TokenEvent> token;
+    std::optional<StatusOr<CompletionResult>> done;
+  };
+
+  // Queues the token; returns false once the client is gone.
+  bool OnToken(const TokenEvent& event) override;
+  // Queues the result and wakes the waiter.
+  void OnDone(const StatusOr<CompletionResult>& result) override;
+
+  // Waits up to `timeout` for items and returns those queued (possibly
+  // none), oldest first.
+  std::vector<Item> Wait(std::chrono::milliseconds timeout);
+  // Makes every later OnToken return false (the client went away).
+  void MarkClientGone() { client_gone_.store(true); }
+  // Returns true once MarkClientGone was called.
+  bool client_gone() const { return client_gone_.load(); }
+  // Returns true once OnDone was called (its item may still be queued).
+  bool finished() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> items_;
+  bool finished_ = false;
+  std::atomic<bool> client_gone_{false};
+};
+
+// Turns one request's events into SSE text; runs on the HTTP worker thread.
+class StreamFormatter {
+ public:
+  virtual ~StreamFormatter() = default;
+  // Returns the SSE text for one token (may be empty: nothing to send);
+  // `slot` is the slot running the task, -1 when not known.
+  virtual std::string Token(const TokenEvent& event, int slot) = 0;
+  // Returns the SSE text that ends a successful stream (final object, and
+  // "data: [DONE]" for the OpenAI formats).
+  virtual std::string Done(const CompletionResult& result) = 0;
+};
+
+}  // namespace kvault
+
+#endif  // KVAULT_SERVER_SSE_SINK_H_

@@ -1,0 +1,143 @@
+#include "server/stream_response.h"
+
+#include <httplib.h>
+
+#include <chrono>
+
+#include "server/http_error.h"
+
+namespace kvault {
+namespace {
+
+using std::chrono::milliseconds;
+
+// How long a waiting HTTP thread sleeps between checks of the stop flag and
+// the client connection.
+constexpr milliseconds kPollInterval{100};
+// How long a stopping server waits for the engine to end a cancelled task.
+constexpr milliseconds kCancelGrace{10000};
+
+// Returns the slot running `task_id`, or -1.
+int LookupSlot(const Engine& engine, uint64_t task_id) {
+  for (const SlotInfo& info : engine.Slots()) {
+    if (info.id_task.has_value() && *info.id_task == task_id) {
+      return static_cast<int>(info.id);
+    }
+  }
+  return -1;
+}
+
+// Ends the job early: the engine frees the slot at its next token at the
+// latest.
+void Abandon(StreamJob& job) {
+  job.sink->MarkClientGone();
+  job.engine->Cancel(job.task_id);
+}
+
+// Resolves job.slot for the tokens in `items`: the result carries it, else
+// the engine's slot table does while the task runs. Returns false when it
+// is still unknown (the task just ended; its result is on the way).
+bool ResolveSlot(StreamJob& job, const std::vector<QueueSink::Item>& items) {
+  if (job.slot >= 0) return true;
+  for (const QueueSink::Item& item : items) {
+    if (item.done.has_value() && item.done->ok()) {
+      job.slot = static_cast<int>((*item.done)->slot);
+      return true;
+    }
+  }
+  job.slot = LookupSlot(*job.engine, job.task_id);
+  return job.slot >= 0 || items.empty();
+}
+
+// Returns the SSE text of `items`; sets *done when the result was among
+// them.
+std::string FormatItems(StreamJob& job, std::vector<QueueSink::Item>& items,
+                        bool* done) {
+  std::string text;
+  for (QueueSink::Item& item : items) {
+    if (item.token.has_value()) {
+      text += job.formatter->Token(*item.token, job.slot);
+    } else if (item.done.has_value()) {
+      *done = true;
+      const StatusOr<CompletionResult>& r = *item.done;
+      text += r.ok() ? job.formatter->Done(*r)
+                     : SseData(ErrorJson(HttpErrorFromStatus(r.status())));
+    }
+  }
+  items.clear();
+  return text;
+}
+
+// One call of httplib's chunked content provider: writes what is queued.
+// Returns false to abort the response.
+bool PumpStream(StreamJob& job, httplib::DataSink& out) {
+  if (job.stopping != nullptr && job.stopping->load()) {
+    Abandon(job);
+    return false;
+  }
+  for (QueueSink::Item& item : job.sink->Wait(kPollInterval)) {
+    job.pending.push_back(std::move(item));
+  }
+  bool has_error = false;
+  for (const QueueSink::Item& item : job.pending) {
+    has_error |= item.done.has_value() && !item.done->ok();
+  }
+  if (!ResolveSlot(job, job.pending) && !has_error) return true;  // hold
+  bool done = false;
+  std::string text = FormatItems(job, job.pending, &done);
+  // httplib ends the stream on an empty write, so only write text.
+  if (!text.empty() && !out.write(text.data(), text.size())) {
+    Abandon(job);
+    return false;
+  }
+  if (done) out.done();
+  return true;
+}
+
+}  // namespace
+
+void ServeStream(std::shared_ptr<StreamJob> job, httplib::Response* res) {
+  res->set_header("Cache-Control", "no-cache");
+  res->set_chunked_content_provider(
+      "text/event-stream",
+      [job](size_t /*offset*/, httplib::DataSink& out) {
+        return PumpStream(*job, out);
+      },
+      // Runs when httplib drops the response, however it ended: a task that
+      // has not finished lost its client.
+      [job](bool /*success*/) {
+        if (!job->sink->finished()) Abandon(*job);
+      });
+}
+
+StatusOr<CompletionResult> WaitForResult(Engine* engine, uint64_t task_id,
+                                         QueueSink* sink,
+                                         const std::atomic<bool>& stopping,
+                                         std::vector<TokenEvent>* events) {
+  bool cancelled = false;
+  milliseconds waited_after_cancel{0};
+  while (true) {
+    for (QueueSink::Item& item : sink->Wait(kPollInterval)) {
+      if (item.token.has_value()) {
+        events->push_back(std::move(*item.token));
+      } else if (item.done.has_value()) {
+        return std::move(*item.done);
+      }
+    }
+    if (stopping.load() && !cancelled) {
+      sink->MarkClientGone();
+      engine->Cancel(task_id);
+      cancelled = true;
+    }
+    if (cancelled) {
+      waited_after_cancel += kPollInterval;
+      if (waited_after_cancel > kCancelGrace) {
+        return UnavailableError("server is stopping; task " +
+                                std::to_string(task_id) + " abandoned")
+            .WithReason("server_stopping");
+      }
+    }
+  }
+}
+
+}  // namespace kvault

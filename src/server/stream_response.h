@@ -1,0 +1,50 @@
+// Writing a completion to its HTTP client: streamed as Server-Sent Events
+// through httplib's chunked content provider, or waited for whole. When the
+// client has gone (a write fails, or httplib ends the response early) the
+// sink is marked so the engine's next OnToken returns false, and the task is
+// cancelled: the slot is freed either way.
+#ifndef KVAULT_SERVER_STREAM_RESPONSE_H_
+#define KVAULT_SERVER_STREAM_RESPONSE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/engine.h"
+#include "server/sse_sink.h"
+
+namespace httplib {
+struct Response;
+}
+
+namespace kvault {
+
+// What a streamed response needs after the handler returned.
+struct StreamJob {
+  Engine* engine = nullptr;
+  uint64_t task_id = 0;
+  int slot = -1;  // requested slot, -1: the engine picks (looked up lazily)
+  std::shared_ptr<QueueSink> sink;
+  std::unique_ptr<StreamFormatter> formatter;
+  const std::atomic<bool>* stopping = nullptr;  // the server is stopping
+  // Events taken from the sink but not written yet (held while the slot is
+  // unknown).
+  std::vector<QueueSink::Item> pending;
+};
+
+// Sets `res` to stream `job` as text/event-stream. An engine error ends the
+// stream with `data: {"error": ...}`.
+void ServeStream(std::shared_ptr<StreamJob> job, httplib::Response* res);
+
+// Waits for a non-streamed task's result, collecting its token events
+// (returned through `events`); cancels the task when `*stopping` becomes
+// true.
+StatusOr<CompletionResult> WaitForResult(Engine* engine, uint64_t task_id,
+                                         QueueSink* sink,
+                                         const std::atomic<bool>& stopping,
+                                         std::vector<TokenEvent>* events);
+
+}  // namespace kvault
+
+#endif  // KVAULT_SERVER_STREAM_RESPONSE_H_

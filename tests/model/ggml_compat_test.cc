@@ -1,0 +1,245 @@
+// Tests ggml_compat: the vectorised implementations give the portable
+// reference's bits, the documented summation orders hold on inputs where
+// order is visible, and results stay close to a double-precision answer.
+#include "model/ggml_compat.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/float16.h"
+#include "core/thread_pool.h"
+
+namespace kvault {
+namespace {
+
+using ggml_compat::DotOrder;
+
+// A weight matrix [rows, cols] of type F32 or F16 with random values.
+struct Weights {
+  std::vector<std::byte> bytes;
+  kernels::MatrixView view;
+  std::vector<float> values;  // [rows, cols] as the kernel reads them
+};
+
+Weights MakeWeights(GgmlType type, int64_t rows, int64_t cols,
+                    std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  Weights w;
+  const size_t elem = type == GgmlType::kF16 ? 2 : 4;
+  w.bytes.resize(rows * cols * elem);
+  w.values.resize(rows * cols);
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    float v = dist(rng);
+    if (type == GgmlType::kF16) {
+      const uint16_t h = FloatToHalf(v);
+      std::memcpy(&w.bytes[2 * i], &h, 2);
+      v = HalfToFloat(h);
+    } else {
+      std::memcpy(&w.bytes[4 * i], &v, 4);
+    }
+    w.values[i] = v;
+  }
+  w.view = {type, rows, cols, w.bytes.data(), cols * elem};
+  return w;
+}
+
+std::vector<float> RandomVector(size_t n, std::mt19937& rng, float scale) {
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+class GgmlCompatTest : public ::testing::Test {
+ protected:
+  void TearDown() override { ggml_compat::UsePortableOnly(false); }
+
+  // Runs MatMul portable and (where the CPU has it) vectorised, with and
+  // without a pool; all must agree bit for bit.
+  std::vector<float> MatMulBothWays(const Weights& w,
+                                    const std::vector<float>& x,
+                                    const std::vector<DotOrder>& order) {
+    std::vector<float> ref(order.size() * w.view.rows);
+    ggml_compat::UsePortableOnly(true);
+    ggml_compat::MatMul(w.view, x.data(), order, ref.data(), nullptr);
+    ggml_compat::UsePortableOnly(false);
+    ThreadPool pool(2);
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      std::vector<float> got(ref.size(), -1.0f);
+      ggml_compat::MatMul(w.view, x.data(), order, got.data(), p);
+      EXPECT_EQ(0, std::memcmp(got.data(), ref.data(),
+                               ref.size() * sizeof(float)))
+          << "vectorised MatMul differs from the portable one";
+    }
+    return ref;
+  }
+};
+
+TEST_F(GgmlCompatTest, MatMulVectorisedMatchesPortableAndIsAccurate) {
+  uint32_t seed = 7;
+  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16}) {
+    // 1040: several of the blocked code's 512-value chunks, and a tail.
+    for (int64_t cols : {8, 40, 64, 172, 256, 1040}) {
+      ++seed;
+      SCOPED_TRACE(testing::Message() << "seed " << seed << " type "
+                                      << static_cast<int>(type) << " cols "
+                                      << cols);
+      std::mt19937 rng(seed);
+      const int64_t rows = 70;  // not a multiple of 4 or of a task's rows
+      const Weights w = MakeWeights(type, rows, cols, rng);
+      // Four kGemm tokens: a triple and a single in the blocked code.
+      const std::vector<DotOrder> order = {DotOrder::kGemm, DotOrder::kGemv,
+                                           DotOrder::kGemm, DotOrder::kGemm,
+                                           DotOrder::kGemm};
+      const std::vector<float> x = RandomVector(order.size() * cols, rng, 1);
+      const std::vector<float> y = MatMulBothWays(w, x, order);
+      for (size_t t = 0; t < order.size(); ++t) {
+        for (int64_t r = 0; r < rows; ++r) {
+          double want = 0;
+          for (int64_t c = 0; c < cols; ++c) {
+            float xv = x[t * cols + c];
+            if (type == GgmlType::kF16) xv = HalfToFloat(FloatToHalf(xv));
+            want += double{w.values[r * cols + c]} * xv;
+          }
+          ASSERT_NEAR(y[t * rows + r], want, 1e-4 * std::sqrt(cols))
+              << "token " << t << " row " << r;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GgmlCompatTest, TokenResultDependsOnlyOnItsOrder) {
+  std::mt19937 rng(99);
+  const Weights w = MakeWeights(GgmlType::kF32, 9, 64, rng);
+  const std::vector<float> x = RandomVector(64, rng, 1);
+  std::vector<float> alone_gemv(9), alone_gemm(9);
+  ggml_compat::MatMul(w.view, x.data(), std::vector{DotOrder::kGemv},
+                      alone_gemv.data(), nullptr);
+  ggml_compat::MatMul(w.view, x.data(), std::vector{DotOrder::kGemm},
+                      alone_gemm.data(), nullptr);
+  // The same token second in a batch of three gives the same bits.
+  std::vector<float> xs = RandomVector(3 * 64, rng, 1);
+  std::copy(x.begin(), x.end(), xs.begin() + 64);
+  for (DotOrder o : {DotOrder::kGemv, DotOrder::kGemm}) {
+    std::vector<float> y(3 * 9);
+    ggml_compat::MatMul(w.view, xs.data(),
+                        std::vector{DotOrder::kGemm, o, DotOrder::kGemv},
+                        y.data(), nullptr);
+    const std::vector<float>& want =
+        o == DotOrder::kGemv ? alone_gemv : alone_gemm;
+    EXPECT_EQ(0, std::memcmp(&y[9], want.data(), 9 * sizeof(float)));
+  }
+}
+
+// Values whose float sum depends on the association order: 2^24 + 1 - 2^24
+// is 0 or 1 depending on which pair is added first.
+TEST_F(GgmlCompatTest, SummationOrdersAreGgmls) {
+  const float big = 16777216.0f;  // 2^24
+  std::vector<float> w(32, 0.0f), x(32, 1.0f);
+  // kGemm: lane i accumulates values i and i + 8; lanes are summed as
+  // (l0 + l4) + (l2 + l6) + ... ((t0 + t2) + (t1 + t3), t_i = l_i + l_i+4).
+  w[0] = big;
+  w[4] = 1.0f;
+  w[2] = -big;
+  std::vector<std::byte> bytes(32 * 4);
+  std::memcpy(bytes.data(), w.data(), bytes.size());
+  kernels::MatrixView view{GgmlType::kF32, 1, 32, bytes.data(), 32 * 4};
+  for (bool portable : {true, false}) {
+    ggml_compat::UsePortableOnly(portable);
+    float y = -1;
+    ggml_compat::MatMul(view, x.data(), std::vector{DotOrder::kGemm}, &y,
+                        nullptr);
+    // t0 = big + 1 = big (rounded), t2 = -big: sum 0; a left-to-right sum
+    // would give 1.
+    EXPECT_EQ(y, 0.0f) << "portable " << portable;
+    // kGemv (one 32-value step): lanes reduced (t0 + t1) + (t2 + t3) with
+    // t_i = l_i + l_i+4: t0 = big + 1 -> big, t2 = -big: 0 again.
+    float g = -1;
+    ggml_compat::MatMul(view, x.data(), std::vector{DotOrder::kGemv}, &g,
+                        nullptr);
+    EXPECT_EQ(g, 0.0f) << "portable " << portable;
+  }
+}
+
+TEST_F(GgmlCompatTest, F32TailIsUnfused) {
+  // cols 33: one 32-value step, then a tail of one value.
+  std::vector<float> w(33, 0.0f), x(33, 0.0f);
+  w[0] = -1.0f;
+  x[0] = 1.0f;
+  // Product 1 + 2^-11 + 2^-24 rounds to 1 + 2^-11; an FMA onto -1 would
+  // keep the 2^-24.
+  w[32] = 1.0f + 0x1p-12f;
+  x[32] = 1.0f + 0x1p-12f;
+  std::vector<std::byte> bytes(33 * 4);
+  std::memcpy(bytes.data(), w.data(), bytes.size());
+  kernels::MatrixView view{GgmlType::kF32, 1, 33, bytes.data(), 33 * 4};
+  for (bool portable : {true, false}) {
+    ggml_compat::UsePortableOnly(portable);
+    float y = -1;
+    ggml_compat::MatMul(view, x.data(), std::vector{DotOrder::kGemv}, &y,
+                        nullptr);
+    const float product = w[32] * x[32];  // rounded first: unfused
+    EXPECT_EQ(y, -1.0f + product) << "portable " << portable;
+    EXPECT_NE(y, std::fma(w[32], x[32], -1.0f));
+  }
+}
+
+TEST_F(GgmlCompatTest, SwiGluVectorisedMatchesPortableAndIsAccurate) {
+  std::mt19937 rng(5);
+  for (int64_t n : {1, 8, 13, 172}) {
+    std::vector<float> gate = RandomVector(n, rng, 4);
+    // Arguments where ggml_v_expf leaves its polynomial range.
+    gate[0] = -100.0f;
+    if (n > 1) gate[1] = 120.0f;
+    if (n > 2) gate[2] = -200.0f;
+    const std::vector<float> up = RandomVector(n, rng, 1);
+    std::vector<float> ref(n), got(n);
+    ggml_compat::UsePortableOnly(true);
+    ggml_compat::SwiGlu(gate.data(), up.data(), n, ref.data());
+    ggml_compat::UsePortableOnly(false);
+    ggml_compat::SwiGlu(gate.data(), up.data(), n, got.data());
+    EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), n * sizeof(float)))
+        << "n " << n;
+    for (int64_t i = 0; i < n; ++i) {
+      const double g = gate[i];
+      const double want = g / (1.0 + std::exp(-g)) * up[i];
+      EXPECT_NEAR(ref[i], want, 1e-5 * (1 + std::abs(want))) << "i " << i;
+    }
+  }
+}
+
+TEST_F(GgmlCompatTest, RmsNormSumsFloatSquaresInDouble) {
+  std::mt19937 rng(3);
+  const std::vector<float> x = RandomVector(64, rng, 2);
+  const std::vector<float> w = RandomVector(64, rng, 1);
+  std::vector<float> out(64);
+  ggml_compat::RmsNorm(x.data(), w.data(), 64, 1e-5f, out.data());
+  double sum = 0;
+  for (float v : x) sum += static_cast<double>(v * v);
+  const float scale =
+      1.0f / std::sqrt(static_cast<float>(sum / 64.0) + 1e-5f);
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(out[i], (x[i] * scale) * w[i]);
+}
+
+TEST_F(GgmlCompatTest, DotF16MatchesMatMulGemvOnOneRow) {
+  std::mt19937 rng(11);
+  for (int64_t n : {8, 16, 40, 64, 128}) {
+    const Weights k = MakeWeights(GgmlType::kF16, 1, n, rng);
+    std::vector<float> q = RandomVector(n, rng, 1);
+    for (float& v : q) v = HalfToFloat(FloatToHalf(v));
+    float via_matmul = 0;
+    ggml_compat::MatMul(k.view, q.data(), std::vector{DotOrder::kGemv},
+                        &via_matmul, nullptr);
+    EXPECT_EQ(ggml_compat::DotF16(k.bytes.data(), q.data(), n), via_matmul)
+        << "n " << n;
+  }
+}
+
+}  // namespace
+}  // namespace kvault

@@ -1,0 +1,386 @@
+#include "server/completion_codec.h"
+
+#include <gtest/gtest.h>
+
+#include "server_test_util.h"
+
+namespace kvault {
+namespace {
+
+using nlohmann::json;
+
+class CompletionCodecTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = MakeTinyModel();
+    ASSERT_NE(model_, nullptr);
+    limits_.max_n_predict = 100;
+    limits_.n_ctx_slot = 64;
+    limits_.n_slots = 2;
+  }
+  const Tokenizer& tok() const { return model_->tokenizer(); }
+  StatusOr<CompletionRequest> Parse(const json& body) const {
+    return ParseCompletionRequest(body, tok(), limits_);
+  }
+  // Returns the error of parsing `body`, which must fail.
+  Status Error(const json& body) const {
+    auto r = Parse(body);
+    EXPECT_FALSE(r.ok()) << body.dump();
+    return r.ok() ? Status::Ok() : r.status();
+  }
+
+  std::unique_ptr<LlamaModel> model_;
+  CompletionLimits limits_;
+};
+
+TEST_F(CompletionCodecTest, DefaultsAreLlamaServers) {
+  auto r = Parse(json{{"prompt", "hi"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const CompletionParams& p = r->params;
+  EXPECT_EQ(p.prompt, tok().Tokenize("hi", true, true));
+  EXPECT_EQ(p.n_predict, 100);  // -1 becomes the server's limit
+  EXPECT_FLOAT_EQ(p.sampling.temperature, 0.8f);
+  EXPECT_EQ(p.sampling.top_k, 40);
+  EXPECT_FLOAT_EQ(p.sampling.top_p, 0.95f);
+  EXPECT_FLOAT_EQ(p.sampling.min_p, 0.05f);
+  EXPECT_EQ(p.sampling.seed, kRandomSeed);
+  EXPECT_TRUE(p.stop.empty());
+  EXPECT_FALSE(p.slot.has_value());
+  EXPECT_TRUE(p.cache_prompt);
+  EXPECT_EQ(p.n_probs, 0u);
+  EXPECT_FALSE(p.ignore_eos);
+  EXPECT_FALSE(r->stream);
+  EXPECT_FALSE(r->return_tokens);
+}
+
+TEST_F(CompletionCodecTest, EveryFieldIsRead) {
+  json body{{"prompt", "hi"},
+            {"n_predict", 12},
+            {"temperature", 0},
+            {"top_k", 5},
+            {"top_p", 0.5},
+            {"min_p", 0.1},
+            {"seed", 42},
+            {"stop", json::array({"a", "bc"})},
+            {"stream", true},
+            {"id_slot", 1},
+            {"cache_prompt", false},
+            {"n_probs", 3},
+            {"return_tokens", true},
+            {"ignore_eos", true},
+            {"repeat_penalty", 1.1},
+            {"repeat_last_n", 16}};
+  auto r = Parse(body);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const CompletionParams& p = r->params;
+  EXPECT_EQ(p.n_predict, 12);
+  EXPECT_EQ(p.sampling.temperature, 0.0f);
+  EXPECT_EQ(p.sampling.top_k, 5);
+  EXPECT_FLOAT_EQ(p.sampling.top_p, 0.5f);
+  EXPECT_FLOAT_EQ(p.sampling.min_p, 0.1f);
+  EXPECT_EQ(p.sampling.seed, 42u);
+  EXPECT_EQ(p.stop, (std::vector<std::string>{"a", "bc"}));
+  EXPECT_TRUE(r->stream);
+  EXPECT_EQ(p.slot, std::optional<uint32_t>(1));
+  EXPECT_FALSE(p.cache_prompt);
+  EXPECT_EQ(p.n_probs, 3u);
+  EXPECT_TRUE(r->return_tokens);
+  EXPECT_TRUE(p.ignore_eos);
+  EXPECT_FLOAT_EQ(p.sampling.repeat_penalty, 1.1f);
+  EXPECT_EQ(p.sampling.repeat_last_n, 16);
+}
+
+TEST_F(CompletionCodecTest, SpecialValues) {
+  auto r = Parse(json{{"prompt", "hi"},
+                      {"stop", "x"},
+                      {"seed", -1},
+                      {"id_slot", -1},
+                      {"repeat_last_n", -1}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->params.stop, std::vector<std::string>{"x"});
+  EXPECT_EQ(r->params.sampling.seed, kRandomSeed);
+  EXPECT_FALSE(r->params.slot.has_value());
+  EXPECT_EQ(r->params.sampling.repeat_last_n, 64);  // the slot context
+  r = Parse(json{{"prompt", "hi"}, {"n_predict", nullptr}, {"stop", ""}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->params.stop.empty());
+}
+
+TEST_F(CompletionCodecTest, WrongTypesNameTheFieldAndBothTypes) {
+  struct Case {
+    json body;
+    std::string message;
+  };
+  const Case cases[] = {
+      {{{"prompt", 5}},
+       "field 'prompt': expected a string or an array of token ids and "
+       "strings, got integer 5"},
+      {{{"prompt", "x"}, {"n_predict", "10"}},
+       "field 'n_predict': expected an integer, got string \"10\""},
+      {{{"prompt", "x"}, {"temperature", "hot"}},
+       "field 'temperature': expected a number, got string \"hot\""},
+      {{{"prompt", "x"}, {"top_k", 1.5}},
+       "field 'top_k': expected an integer, got number 1.5"},
+      {{{"prompt", "x"}, {"top_p", true}},
+       "field 'top_p': expected a number, got boolean true"},
+      {{{"prompt", "x"}, {"min_p", json::array()}},
+       "field 'min_p': expected a number, got array []"},
+      {{{"prompt", "x"}, {"seed", "1"}},
+       "field 'seed': expected an integer, got string \"1\""},
+      {{{"prompt", "x"}, {"stop", 3}},
+       "field 'stop': expected a string or an array, got integer 3"},
+      {{{"prompt", "x"}, {"stop", json::array({"a", 1})}},
+       "field 'stop[1]': expected a string, got integer 1"},
+      {{{"prompt", "x"}, {"stream", "yes"}},
+       "field 'stream': expected a boolean, got string \"yes\""},
+      {{{"prompt", "x"}, {"id_slot", "0"}},
+       "field 'id_slot': expected an integer, got string \"0\""},
+      {{{"prompt", "x"}, {"cache_prompt", 1}},
+       "field 'cache_prompt': expected a boolean, got integer 1"},
+      {{{"prompt", "x"}, {"n_probs", json::object()}},
+       "field 'n_probs': expected an integer, got object {}"},
+      {{{"prompt", "x"}, {"return_tokens", "true"}},
+       "field 'return_tokens': expected a boolean, got string \"true\""},
+      {{{"prompt", "x"}, {"ignore_eos", 0}},
+       "field 'ignore_eos': expected a boolean, got integer 0"},
+      {{{"prompt", "x"}, {"repeat_penalty", "1"}},
+       "field 'repeat_penalty': expected a number, got string \"1\""},
+      {{{"prompt", "x"}, {"repeat_last_n", 2.5}},
+       "field 'repeat_last_n': expected an integer, got number 2.5"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.body.dump());
+    Status s = Error(c.body);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(s.reason(), "invalid_field");
+    EXPECT_EQ(s.message(), c.message);
+  }
+}
+
+TEST_F(CompletionCodecTest, LimitsAndRanges) {
+  Status s = Error(json{{"prompt", "x"}, {"n_predict", 101}});
+  EXPECT_EQ(s.reason(), "out_of_range");
+  EXPECT_EQ(s.message(),
+            "field 'n_predict': 101 is above the server's limit 100");
+  EXPECT_TRUE(Parse(json{{"prompt", "x"}, {"n_predict", 100}}).ok());
+  EXPECT_EQ(Error(json{{"prompt", "x"}, {"n_predict", -2}}).reason(),
+            "out_of_range");
+  s = Error(json{{"prompt", "x"}, {"id_slot", 2}});
+  EXPECT_EQ(s.reason(), "slot_out_of_range");
+  EXPECT_NE(s.message().find("[0, 2)"), std::string_view::npos);
+  EXPECT_EQ(Error(json{{"prompt", "x"}, {"id_slot", -2}}).reason(),
+            "out_of_range");
+  EXPECT_EQ(Error(json{{"prompt", "x"}, {"n_probs", 101}}).reason(),
+            "out_of_range");
+  EXPECT_EQ(Error(json{{"prompt", "x"}, {"top_p", -0.5}}).code(),
+            StatusCode::kInvalidArgument);  // SamplingParams::Validate
+  EXPECT_EQ(Error(json{{"prompt", "x"}, {"temperature", 1e39}}).reason(),
+            "out_of_range");
+}
+
+TEST_F(CompletionCodecTest, PromptTooLongOrEmptyOrMissing) {
+  Status s = Error(json{{"prompt", json(std::vector<int>(65, 10))}});
+  EXPECT_EQ(s.reason(), "prompt_too_long");
+  EXPECT_EQ(s.message(),
+            "field 'prompt': 65 tokens, more than a slot's context of 64 "
+            "tokens");
+  EXPECT_TRUE(Parse(json{{"prompt", json(std::vector<int>(64, 10))}}).ok());
+  EXPECT_EQ(Error(json{{"prompt", json::array()}}).reason(), "empty_prompt");
+  EXPECT_EQ(Error(json{{"n_predict", 1}}).reason(), "missing_field");
+}
+
+TEST_F(CompletionCodecTest, PromptAsTokenIdsIsUsedVerbatim) {
+  auto r = Parse(json{{"prompt", {5, 6, 7}}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->params.prompt, (std::vector<TokenId>{5, 6, 7}));  // no BOS
+}
+
+TEST_F(CompletionCodecTest, MixedPromptArrays) {
+  // A leading string gets BOS (when the vocab adds one), later ones do not.
+  auto r = Parse(json{{"prompt", json::array({"ab", 9, "cd"})}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<TokenId> want = tok().Tokenize("ab", true, true);
+  want.push_back(9);
+  for (TokenId t : tok().Tokenize("cd", false, true)) want.push_back(t);
+  EXPECT_EQ(r->params.prompt, want);
+  r = Parse(json{{"prompt", json::array({9, "cd"})}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  want = {9};
+  for (TokenId t : tok().Tokenize("cd", false, true)) want.push_back(t);
+  EXPECT_EQ(r->params.prompt, want);
+}
+
+TEST_F(CompletionCodecTest, BadPromptElements) {
+  const int64_t n_vocab = static_cast<int64_t>(tok().num_tokens());
+  Status s = Error(json{{"prompt", {1, n_vocab}}});
+  EXPECT_EQ(s.reason(), "out_of_range");
+  EXPECT_EQ(s.message(), "field 'prompt[1]': token id " +
+                             std::to_string(n_vocab) +
+                             " is outside the vocabulary [0, " +
+                             std::to_string(n_vocab) + ")");
+  EXPECT_EQ(Error(json{{"prompt", {-1}}}).reason(), "out_of_range");
+  s = Error(json{{"prompt", json::array({json::array({1, 2})})}});
+  EXPECT_EQ(s.message(),
+            "field 'prompt[0]': expected a token id (integer), got array "
+            "[1,2]");
+  EXPECT_EQ(Error(json{{"prompt", {1.5}}}).reason(), "invalid_field");
+  EXPECT_EQ(Error(json{{"prompt", {true}}}).reason(), "invalid_field");
+}
+
+CompletionResult SampleResult() {
+  CompletionResult r;
+  r.slot = 1;
+  r.content = "hello world";
+  r.tokens = {10, 11};
+  r.stop_type = "word";
+  r.stopping_word = "!";
+  r.tokens_predicted = 2;
+  r.tokens_evaluated = 5;
+  r.tokens_cached = 7;
+  r.truncated = false;
+  r.timings.prompt_n = 4;
+  r.timings.prompt_ms = 8;
+  r.timings.predicted_n = 2;
+  r.timings.predicted_ms = 10;
+  r.timings.cache_n = 1;
+  return r;
+}
+
+TEST_F(CompletionCodecTest, ResponseHasEveryField) {
+  CompletionRequest req;
+  req.return_tokens = true;
+  json j = CompletionResponseJson(req, SampleResult(), {}, tok());
+  EXPECT_EQ(j["content"], "hello world");
+  EXPECT_EQ(j["tokens"], json({10, 11}));
+  EXPECT_EQ(j["id_slot"], 1);
+  EXPECT_EQ(j["stop"], true);
+  EXPECT_EQ(j["stop_type"], "word");
+  EXPECT_EQ(j["stopping_word"], "!");
+  EXPECT_EQ(j["tokens_predicted"], 2);
+  EXPECT_EQ(j["tokens_evaluated"], 5);
+  EXPECT_EQ(j["tokens_cached"], 7);
+  EXPECT_EQ(j["truncated"], false);
+  EXPECT_FALSE(j.contains("completion_probabilities"));
+  const json& t = j["timings"];
+  EXPECT_EQ(t["prompt_n"], 4);
+  EXPECT_DOUBLE_EQ(t["prompt_ms"].get<double>(), 8.0);
+  EXPECT_DOUBLE_EQ(t["prompt_per_token_ms"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(t["prompt_per_second"].get<double>(), 500.0);
+  EXPECT_EQ(t["predicted_n"], 2);
+  EXPECT_DOUBLE_EQ(t["predicted_ms"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(t["predicted_per_token_ms"].get<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(t["predicted_per_second"].get<double>(), 200.0);
+  EXPECT_EQ(t["cache_n"], 1);
+  req.return_tokens = false;
+  EXPECT_EQ(CompletionResponseJson(req, SampleResult(), {}, tok())["tokens"],
+            json::array());
+}
+
+TEST_F(CompletionCodecTest, ZeroTimingsGiveZeroRates) {
+  json t = TimingsJson(CompletionTimings{});
+  EXPECT_EQ(t["prompt_per_second"], 0.0);
+  EXPECT_EQ(t["predicted_per_token_ms"], 0.0);
+}
+
+TEST_F(CompletionCodecTest, CompletionProbabilities) {
+  CompletionRequest req;
+  req.params.n_probs = 2;
+  TokenEvent e;
+  e.token = 70;
+  e.text = "C";
+  e.probs = {{70, -0.1f}, {71, -2.5f}};
+  json j = CompletionResponseJson(req, SampleResult(), {e}, tok());
+  ASSERT_EQ(j["completion_probabilities"].size(), 1u);
+  const json& p = j["completion_probabilities"][0];
+  EXPECT_EQ(p["id"], 70);
+  EXPECT_EQ(p["token"], std::string(tok().TokenToPiece(70, true)));
+  EXPECT_FLOAT_EQ(p["logprob"].get<float>(), -0.1f);
+  ASSERT_EQ(p["top_logprobs"].size(), 2u);
+  EXPECT_EQ(p["top_logprobs"][1]["id"], 71);
+  EXPECT_FLOAT_EQ(p["top_logprobs"][1]["logprob"].get<float>(), -2.5f);
+  EXPECT_TRUE(p["bytes"].is_array());
+}
+
+// Splits an SSE stream into its JSON payloads; checks the framing.
+std::vector<json> SseObjects(const std::string& text) {
+  std::vector<json> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    EXPECT_EQ(text.compare(pos, 6, "data: "), 0) << text.substr(pos);
+    size_t end = text.find("\n\n", pos);
+    EXPECT_NE(end, std::string::npos);
+    if (end == std::string::npos) break;
+    out.push_back(json::parse(text.substr(pos + 6, end - pos - 6)));
+    pos = end + 2;
+  }
+  return out;
+}
+
+TEST_F(CompletionCodecTest, StreamFormatterTokensThenFinal) {
+  CompletionRequest req;
+  req.stream = true;
+  req.return_tokens = true;
+  CompletionStreamFormatter f(req, &tok());
+  TokenEvent a;
+  a.token = 10;
+  a.text = "hello";
+  TokenEvent held;  // held back: could start a stop string
+  held.token = 11;
+  std::string text = f.Token(a, 1);
+  text += f.Token(held, 1);
+  CompletionResult r = SampleResult();
+  r.content = "hello world";
+  text += f.Done(r);
+  std::vector<json> events = SseObjects(text);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0]["content"], "hello");
+  EXPECT_EQ(events[0]["tokens"], json({10}));
+  EXPECT_EQ(events[0]["stop"], false);
+  EXPECT_EQ(events[0]["id_slot"], 1);
+  EXPECT_EQ(events[1]["content"], "");
+  EXPECT_EQ(events[1]["tokens"], json({11}));
+  const json& last = events[2];
+  EXPECT_EQ(last["stop"], true);
+  EXPECT_EQ(last["content"], " world");  // the held-back tail
+  EXPECT_EQ(last["stop_type"], "word");
+  EXPECT_EQ(last["tokens_predicted"], 2);
+  EXPECT_TRUE(last["timings"].is_object());
+  EXPECT_EQ(last["tokens"], json::array());
+}
+
+TEST_F(CompletionCodecTest, StreamFormatterSkipsEmptyTokens) {
+  CompletionRequest req;
+  CompletionStreamFormatter f(req, &tok());
+  EXPECT_EQ(f.Token(TokenEvent{}, 0), "");
+}
+
+TEST_F(CompletionCodecTest, TokenizeAndDetokenize) {
+  auto t = HandleTokenize(json{{"content", "hello"}}, tok());
+  ASSERT_TRUE(t.ok()) << t.status();
+  std::vector<TokenId> ids = tok().Tokenize("hello", false, true);
+  EXPECT_EQ((*t)["tokens"], json(ids));
+  t = HandleTokenize(json{{"content", "hello"}, {"add_special", true}}, tok());
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ((*t)["tokens"], json(tok().Tokenize("hello", true, true)));
+  t = HandleTokenize(json{{"content", "hi"}, {"with_pieces", true}}, tok());
+  ASSERT_TRUE(t.ok());
+  ASSERT_FALSE((*t)["tokens"].empty());
+  EXPECT_TRUE((*t)["tokens"][0].contains("id"));
+  EXPECT_TRUE((*t)["tokens"][0].contains("piece"));
+  EXPECT_EQ(HandleTokenize(json::object(), tok()).status().reason(),
+            "missing_field");
+  EXPECT_EQ(HandleTokenize(json{{"content", 1}}, tok()).status().reason(),
+            "invalid_field");
+
+  auto d = HandleDetokenize(json{{"tokens", ids}}, tok());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ((*d)["content"], tok().Detokenize(ids, false, true));
+  EXPECT_EQ(HandleDetokenize(json{{"tokens", "x"}}, tok()).status().reason(),
+            "invalid_field");
+  EXPECT_EQ(
+      HandleDetokenize(json{{"tokens", {100000}}}, tok()).status().reason(),
+      "out_of_range");
+}
+
+}  // namespace
+}  // namespace kvault

@@ -1,0 +1,250 @@
+#include "server/openai_codec.h"
+
+#include <gtest/gtest.h>
+
+#include "server_test_util.h"
+
+namespace kvault {
+namespace {
+
+using nlohmann::json;
+
+class OpenAiCodecTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = MakeTinyModel();
+    ASSERT_NE(model_, nullptr);
+    limits_.max_n_predict = 50;
+    limits_.n_ctx_slot = 200;
+    limits_.n_slots = 1;
+    ctx_.id = "chatcmpl-7";
+    ctx_.created = 1700000000;
+    ctx_.model = "m.gguf";
+  }
+  const Tokenizer& tok() const { return model_->tokenizer(); }
+
+  std::unique_ptr<LlamaModel> model_;
+  CompletionLimits limits_;
+  OaiContext ctx_;
+};
+
+TEST_F(OpenAiCodecTest, CompletionMapsMaxTokensAndKeepsLlamaFields) {
+  auto r = ParseOaiCompletionRequest(
+      json{{"prompt", "hi"}, {"max_tokens", 7}, {"top_k", 3}, {"n", 1}}, tok(),
+      limits_);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->params.n_predict, 7);
+  EXPECT_EQ(r->params.sampling.top_k, 3);
+  EXPECT_EQ(r->params.prompt, tok().Tokenize("hi", true, true));
+  // n_predict wins over max_tokens.
+  r = ParseOaiCompletionRequest(
+      json{{"prompt", "hi"}, {"max_tokens", 7}, {"n_predict", 3}}, tok(),
+      limits_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->params.n_predict, 3);
+}
+
+TEST_F(OpenAiCodecTest, CompletionErrors) {
+  auto r = ParseOaiCompletionRequest(json{{"prompt", "hi"}, {"n", 2}}, tok(),
+                                     limits_);
+  EXPECT_EQ(r.status().reason(), "unsupported_field");
+  r = ParseOaiCompletionRequest(json{{"prompt", "hi"}, {"max_tokens", "7"}},
+                                tok(), limits_);
+  EXPECT_EQ(r.status().message(),
+            "field 'max_tokens': expected an integer, got string \"7\"");
+  r = ParseOaiCompletionRequest(json{{"prompt", "hi"}, {"max_tokens", 51}},
+                                tok(), limits_);
+  EXPECT_EQ(r.status().reason(), "out_of_range");
+}
+
+TEST_F(OpenAiCodecTest, ChatMessagesStringAndPartsContent) {
+  json body{{"messages",
+             {{{"role", "system"}, {"content", "be brief"}},
+              {{"role", "user"},
+               {"content",
+                {{{"type", "text"}, {"text", "a"}},
+                 {{"type", "text"}, {"text", "b"}}}}},
+              {{"role", "assistant"}, {"content", nullptr}}}}};
+  auto m = ParseChatMessages(body);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->size(), 3u);
+  EXPECT_EQ((*m)[0].role, "system");
+  EXPECT_EQ((*m)[0].content, "be brief");
+  EXPECT_EQ((*m)[1].content, "a\nb");
+  EXPECT_EQ((*m)[2].content, "");
+}
+
+TEST_F(OpenAiCodecTest, ChatMessageErrors) {
+  struct Case {
+    json body;
+    std::string reason;
+    std::string needle;
+  };
+  const Case cases[] = {
+      {json::object(), "missing_field", "'messages' is required"},
+      {{{"messages", json::array()}}, "invalid_field", "non-empty array"},
+      {{{"messages", "hi"}}, "invalid_field", "got string"},
+      {{{"messages", {1}}}, "invalid_field", "messages[0]"},
+      {{{"messages", {{{"content", "x"}}}}},
+       "invalid_field",
+       "messages[0].role"},
+      {{{"messages", {{{"role", "user"}, {"content", 5}}}}},
+       "invalid_field",
+       "messages[0].content"},
+      {{{"messages",
+         {{{"role", "user"},
+           {"content", {{{"type", "image_url"}, {"image_url", "x"}}}}}}}},
+       "unsupported_content",
+       "image_url"},
+      {{{"messages", {{{"role", "user"}, {"content", {{{"type", "text"}}}}}}}},
+       "invalid_field",
+       "messages[0].content[0].text"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.body.dump());
+    auto m = ParseChatMessages(c.body);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().reason(), c.reason);
+    EXPECT_NE(m.status().message().find(c.needle), std::string_view::npos)
+        << m.status().message();
+  }
+}
+
+TEST_F(OpenAiCodecTest, ChatRendersTemplateAndAddsStopStrings) {
+  json body{{"messages", {{{"role", "user"}, {"content", "hello"}}}},
+            {"max_completion_tokens", 5},
+            {"stop", "zz"}};
+  auto r =
+      ParseOaiChatRequest(body, tok(), limits_, ChatTemplateFamily::kChatml);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<ChatMessage> msgs = {{"user", "hello"}};
+  auto text =
+      RenderChat(ChatTemplateFamily::kChatml, msgs, true, "<s>", "</s>");
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(r->params.prompt, tok().Tokenize(*text, true, true));
+  EXPECT_EQ(r->params.n_predict, 5);
+  ASSERT_FALSE(r->params.stop.empty());
+  EXPECT_EQ(r->params.stop[0], "zz");
+  for (const std::string& s : ChatStopStrings(ChatTemplateFamily::kChatml)) {
+    EXPECT_NE(std::find(r->params.stop.begin(), r->params.stop.end(), s),
+              r->params.stop.end())
+        << s;
+  }
+  body["messages"][0]["role"] = "wizard";
+  r = ParseOaiChatRequest(body, tok(), limits_, ChatTemplateFamily::kChatml);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+}
+
+CompletionResult Result(const std::string& stop_type) {
+  CompletionResult r;
+  r.content = "abc";
+  r.stop_type = stop_type;
+  r.tokens_predicted = 3;
+  r.tokens_evaluated = 4;
+  return r;
+}
+
+TEST_F(OpenAiCodecTest, NonStreamedObjects) {
+  json c = OaiCompletionJson(Result("eos"), ctx_);
+  EXPECT_EQ(c["object"], "text_completion");
+  EXPECT_EQ(c["id"], "chatcmpl-7");
+  EXPECT_EQ(c["created"], 1700000000);
+  EXPECT_EQ(c["model"], "m.gguf");
+  EXPECT_EQ(c["choices"][0]["text"], "abc");
+  EXPECT_EQ(c["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(c["usage"], json({{"prompt_tokens", 4},
+                              {"completion_tokens", 3},
+                              {"total_tokens", 7}}));
+  json chat = OaiChatJson(Result("limit"), ctx_);
+  EXPECT_EQ(chat["object"], "chat.completion");
+  EXPECT_EQ(chat["choices"][0]["message"],
+            json({{"role", "assistant"}, {"content", "abc"}}));
+  EXPECT_EQ(chat["choices"][0]["finish_reason"], "length");
+  CompletionResult truncated = Result("none");
+  truncated.truncated = true;
+  EXPECT_EQ(FinishReason(truncated), "length");
+  EXPECT_EQ(FinishReason(Result("word")), "stop");
+}
+
+// Returns the payloads of an SSE stream, "[DONE]" as a string.
+std::vector<std::string> Payloads(const std::string& text) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    EXPECT_EQ(text.compare(pos, 6, "data: "), 0);
+    size_t end = text.find("\n\n", pos);
+    if (end == std::string::npos) {
+      ADD_FAILURE() << "unterminated event: " << text.substr(pos);
+      break;
+    }
+    out.push_back(text.substr(pos + 6, end - pos - 6));
+    pos = end + 2;
+  }
+  return out;
+}
+
+TEST_F(OpenAiCodecTest, ChatStreamFraming) {
+  OaiChatStreamFormatter f(ctx_);
+  TokenEvent a;
+  a.text = "ab";
+  std::string text = f.Token(a, 0);  // separate statements: call order
+  text += f.Token(TokenEvent{}, 0);
+  text += f.Done(Result("eos"));  // "c" was held back
+  std::vector<std::string> p = Payloads(text);
+  ASSERT_EQ(p.size(), 5u);
+  json role = json::parse(p[0]);
+  EXPECT_EQ(role["object"], "chat.completion.chunk");
+  EXPECT_EQ(role["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_TRUE(role["choices"][0]["finish_reason"].is_null());
+  EXPECT_EQ(json::parse(p[1])["choices"][0]["delta"]["content"], "ab");
+  EXPECT_EQ(json::parse(p[2])["choices"][0]["delta"]["content"], "c");
+  json last = json::parse(p[3]);
+  EXPECT_EQ(last["choices"][0]["delta"], json::object());
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(last["usage"]["total_tokens"], 7);
+  EXPECT_EQ(p[4], "[DONE]");
+  EXPECT_EQ(text.substr(text.size() - 14), "data: [DONE]\n\n");
+}
+
+TEST_F(OpenAiCodecTest, ChatStreamWithNoTokensStillSendsRole) {
+  OaiChatStreamFormatter f(ctx_);
+  CompletionResult r = Result("eos");
+  r.content = "";
+  std::vector<std::string> p = Payloads(f.Done(r));
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(json::parse(p[0])["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(p[2], "[DONE]");
+}
+
+TEST_F(OpenAiCodecTest, CompletionStreamFraming) {
+  OaiCompletionStreamFormatter f(ctx_);
+  TokenEvent a;
+  a.text = "ab";
+  std::string text = f.Token(a, 0);
+  text += f.Done(Result("limit"));
+  std::vector<std::string> p = Payloads(text);
+  ASSERT_EQ(p.size(), 3u);
+  json first = json::parse(p[0]);
+  EXPECT_EQ(first["object"], "text_completion");
+  EXPECT_EQ(first["choices"][0]["text"], "ab");
+  EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
+  json last = json::parse(p[1]);
+  EXPECT_EQ(last["choices"][0]["text"], "c");
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(p[2], "[DONE]");
+}
+
+TEST_F(OpenAiCodecTest, Models) {
+  OaiModelInfo info;
+  info.id = "stories260K.gguf";
+  info.n_vocab = 512;
+  json j = OaiModelsJson(info);
+  EXPECT_EQ(j["object"], "list");
+  ASSERT_EQ(j["data"].size(), 1u);
+  EXPECT_EQ(j["data"][0]["id"], "stories260K.gguf");
+  EXPECT_EQ(j["data"][0]["object"], "model");
+  EXPECT_EQ(j["data"][0]["meta"]["n_vocab"], 512);
+}
+
+}  // namespace
+}  // namespace kvault

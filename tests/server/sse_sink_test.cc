@@ -1,0 +1,68 @@
+#include "server/sse_sink.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace kvault {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(SseSinkTest, SseDataFraming) {
+  EXPECT_EQ(SseData(nlohmann::json{{"a", 1}}), "data: {\"a\":1}\n\n");
+  EXPECT_EQ(kSseDone, "data: [DONE]\n\n");
+}
+
+TEST(SseSinkTest, QueuesTokensThenResultInOrder) {
+  QueueSink sink;
+  TokenEvent a;
+  a.token = 5;
+  a.text = "he";
+  TokenEvent b;
+  b.token = 6;
+  b.text = "llo";
+  EXPECT_TRUE(sink.OnToken(a));
+  EXPECT_TRUE(sink.OnToken(b));
+  EXPECT_FALSE(sink.finished());
+  CompletionResult r;
+  r.content = "hello";
+  sink.OnDone(r);
+  EXPECT_TRUE(sink.finished());
+  std::vector<QueueSink::Item> items = sink.Wait(milliseconds(0));
+  ASSERT_EQ(items.size(), 3u);
+  EXPECT_EQ(items[0].token->text, "he");
+  EXPECT_EQ(items[1].token->token, 6);
+  ASSERT_TRUE(items[2].done.has_value());
+  EXPECT_FALSE(items[2].token.has_value());
+  EXPECT_EQ((*items[2].done)->content, "hello");
+  EXPECT_TRUE(sink.Wait(milliseconds(0)).empty());
+}
+
+TEST(SseSinkTest, ClientGoneMakesOnTokenReturnFalse) {
+  QueueSink sink;
+  EXPECT_TRUE(sink.OnToken(TokenEvent{}));
+  sink.MarkClientGone();
+  EXPECT_TRUE(sink.client_gone());
+  EXPECT_FALSE(sink.OnToken(TokenEvent{}));
+  EXPECT_EQ(sink.Wait(milliseconds(0)).size(), 1u);  // nothing queued after
+}
+
+TEST(SseSinkTest, WaitWakesWhenAnotherThreadQueues) {
+  QueueSink sink;
+  std::thread producer([&sink] {
+    sink.OnDone(StatusOr<CompletionResult>(CancelledError("stop")));
+  });
+  std::vector<QueueSink::Item> items;
+  // Bounded: the producer runs at once; a minute means it never came.
+  for (int i = 0; i < 600 && items.empty(); ++i) {
+    items = sink.Wait(milliseconds(100));
+  }
+  producer.join();
+  ASSERT_EQ(items.size(), 1u);
+  ASSERT_TRUE(items[0].done.has_value());
+  EXPECT_EQ(items[0].done->status().code(), StatusCode::kCancelled);
+}
+
+}  // namespace
+}  // namespace kvault
