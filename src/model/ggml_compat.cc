@@ -13,6 +13,8 @@
 #include <immintrin.h>
 #define KVAULT_GGML_COMPAT_AVX2 1
 #define KV_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define KV_AVX512 \
+  __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma,f16c")))
 #endif
 
 // Every fused operation below is an explicit std::fma or intrinsic. GCC
@@ -22,6 +24,7 @@ namespace kvault::ggml_compat {
 namespace {
 
 bool g_portable_only = false;
+bool g_allow_avx512 = true;
 
 bool HasAvx2() {
 #ifdef KVAULT_GGML_COMPAT_AVX2
@@ -29,6 +32,18 @@ bool HasAvx2() {
                           __builtin_cpu_supports("fma") &&
                           __builtin_cpu_supports("f16c");
   return has && !g_portable_only;
+#else
+  return false;
+#endif
+}
+
+// AVX-512 tiles (GemmTiles512) are used on top of AVX2 where available.
+bool HasAvx512() {
+#ifdef KVAULT_GGML_COMPAT_AVX2
+  static const bool has = __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512dq") &&
+                          __builtin_cpu_supports("avx512vl");
+  return has && g_allow_avx512 && HasAvx2();
 #else
   return false;
 #endif
@@ -249,6 +264,129 @@ KV_AVX2 int64_t SwiGluAvx2(const float* gate, const float* up, int64_t n,
   return i;
 }
 
+// ---- AVX-512 tiles: 8 rows x up to 6 tokens in 24 zmm accumulators ----
+// A zmm holds the 8 kGemm lanes of two rows (rows 2p and 2p+1 of a tile)
+// for one token; x's 8 values are broadcast to both halves. Every lane
+// sees the same FMA sequence as Gemm4Chunk's ymm lanes, so the bits are
+// the same; only the register blocking differs (more rows and tokens per
+// loaded value).
+constexpr int kTileRows = 8;
+constexpr int kTileTokens = 6;
+
+// Packs rows [r, r + 8) converted to f32 as [k / 8][4 pairs][2 rows][8].
+KV_AVX512 void PackTile(const kernels::MatrixView& w, int64_t r,
+                        float* packed) {
+  const bool f16 = w.type == GgmlType::kF16;
+  for (int64_t s = 0; s < w.cols / 8; ++s) {
+    for (int j = 0; j < kTileRows; ++j) {
+      const std::byte* row = w.data + (r + j) * w.row_bytes;
+      float* dst = packed + s * 64 + (j / 2) * 16 + (j % 2) * 8;
+      _mm256_storeu_ps(dst, f16 ? LoadWeights8<true>(row, 8 * s)
+                                : LoadWeights8<false>(row, 8 * s));
+    }
+  }
+}
+
+// GCC 12's _mm512 shuffles and broadcasts leave an "undefined" source
+// that -Wmaybe-uninitialized reports; they write every lane.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// Tile8Chunk's final horizontal sums: lane 0 of each row's 8 lanes gets
+// Hsum8's value, by the same additions (hi + lo halves, then lanes 0 + 2
+// and 1 + 3, then those two); rows 2p and 2p+1 land in lanes 0 and 8.
+KV_AVX512 inline void StoreTileSums(const __m512* acc, float* out) {
+  for (int p = 0; p < 4; ++p) {
+    __m512 v = acc[p];
+    v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+    v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+    v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
+    out[2 * p] = _mm512_cvtss_f32(v);
+    out[2 * p + 1] = _mm_cvtss_f32(_mm512_extractf32x4_ps(v, 2));
+  }
+}
+
+// Continues the accumulation of one 8-row tile for kTokens tokens over
+// steps [s0, s1) (values [8 s0, 8 s1) of k), starting from zero when s0 is
+// 0 and else from state ([kTokens][4 pairs][16 lanes]). Stores the lanes
+// back into state, or when out is non-null (the last chunk) the 8 rows'
+// sums at out[i][0, 8) instead.
+template <int kTokens>
+KV_AVX512 void Tile8Chunk(const float* packed, const float* const* x,
+                          int64_t s0, int64_t s1, float* state,
+                          float* const* out) {
+  __m512 acc[kTokens][4];
+  for (int i = 0; i < kTokens; ++i) {
+    for (int p = 0; p < 4; ++p) {
+      acc[i][p] = s0 == 0 ? _mm512_setzero_ps()
+                          : _mm512_loadu_ps(state + (4 * i + p) * 16);
+    }
+  }
+  for (int64_t s = s0; s < s1; ++s) {
+    __m512 wv[4];
+    for (int p = 0; p < 4; ++p) wv[p] = _mm512_loadu_ps(packed + s * 64 + 16 * p);
+    for (int i = 0; i < kTokens; ++i) {
+      const __m512 xv = _mm512_broadcast_f32x8(_mm256_loadu_ps(x[i] + 8 * s));
+      for (int p = 0; p < 4; ++p) {
+        acc[i][p] = _mm512_fmadd_ps(wv[p], xv, acc[i][p]);
+      }
+    }
+  }
+  for (int i = 0; i < kTokens; ++i) {
+    if (out != nullptr) {
+      StoreTileSums(acc[i], out[i]);
+      continue;
+    }
+    for (int p = 0; p < 4; ++p) {
+      _mm512_storeu_ps(state + (4 * i + p) * 16, acc[i][p]);
+    }
+  }
+}
+#pragma GCC diagnostic pop
+
+using TileFn = void (*)(const float*, const float* const*, int64_t, int64_t,
+                        float*, float* const*);
+constexpr TileFn kTileFns[kTileTokens + 1] = {
+    nullptr,        &Tile8Chunk<1>, &Tile8Chunk<2>, &Tile8Chunk<3>,
+    &Tile8Chunk<4>, &Tile8Chunk<5>, &Tile8Chunk<6>};
+
+// y[t, r] for the tokens in gemm and rows [r0, r0 + 8 * num_tiles). The k
+// loop is cut into chunks so a chunk of the packed rows stays in L2 and a
+// token tile's x chunk in L1 while every tile of rows uses it.
+void GemmTiles512(const kernels::MatrixView& w, const float* x,
+                  std::span<const uint32_t> gemm, int64_t r0,
+                  int64_t num_tiles, float* y) {
+  const int64_t k = w.cols;
+  const size_t n = gemm.size();
+  thread_local std::vector<float> packed;  // [num_tiles, k / 8, 64]
+  // [token tile, row tile, token in tile, 4 pairs, 16 lanes]
+  thread_local std::vector<float> state;
+  packed.resize(num_tiles * k * kTileRows);
+  for (int64_t t = 0; t < num_tiles; ++t) {
+    PackTile(w, r0 + t * kTileRows, &packed[t * k * kTileRows]);
+  }
+  state.resize(n * num_tiles * 64);
+  constexpr int64_t kChunkSteps = 64;  // 512 values of k
+  const int64_t num_steps = k / 8;
+  for (int64_t s0 = 0; s0 < num_steps; s0 += kChunkSteps) {
+    const int64_t s1 = std::min(num_steps, s0 + kChunkSteps);
+    for (size_t i = 0; i < n; i += kTileTokens) {
+      const int m = static_cast<int>(std::min<size_t>(kTileTokens, n - i));
+      const float* xs[kTileTokens];
+      for (int j = 0; j < m; ++j) xs[j] = x + gemm[i + j] * k;
+      for (int64_t t = 0; t < num_tiles; ++t) {
+        float* out[kTileTokens];
+        for (int j = 0; j < m; ++j) {
+          out[j] = y + gemm[i + j] * w.rows + r0 + t * kTileRows;
+        }
+        kTileFns[m](&packed[t * k * kTileRows], xs, s0, s1,
+                    &state[(i * num_tiles + t * m) * 64],
+                    s1 == num_steps ? out : nullptr);
+      }
+    }
+  }
+}
+
 #endif  // KVAULT_GGML_COMPAT_AVX2
 
 float Gemv(const std::byte* row, bool f16, const float* x, int64_t k) {
@@ -266,9 +404,16 @@ void GemmRows(const kernels::MatrixView& w, const float* x,
               float* y) {
   const bool f16 = w.type == GgmlType::kF16;
   const int64_t k = w.cols;
+#ifdef KVAULT_GGML_COMPAT_AVX2
+  if (HasAvx512() && r1 - r0 >= kTileRows) {
+    const int64_t num_tiles = (r1 - r0) / kTileRows;
+    GemmTiles512(w, x, gemm, r0, num_tiles, y);
+    r0 += num_tiles * kTileRows;
+  }
+#endif
   int64_t r = r0;
 #ifdef KVAULT_GGML_COMPAT_AVX2
-  if (HasAvx2()) {
+  if (HasAvx2() && r0 < r1) {
     // F16 rows are converted to f32 once (exactly) rather than per token.
     thread_local std::vector<float> converted;  // [r1 - r0, k]
     const bool convert = f16 && gemm.size() >= 2;
@@ -343,6 +488,8 @@ bool Supports(GgmlType type) {
 
 void UsePortableOnly(bool portable) { g_portable_only = portable; }
 
+void AllowAvx512(bool allow) { g_allow_avx512 = allow; }
+
 void MatMul(const kernels::MatrixView& w, const float* x,
             std::span<const DotOrder> order, float* y, ThreadPool* pool) {
   const int64_t k = w.cols;
@@ -362,7 +509,7 @@ void MatMul(const kernels::MatrixView& w, const float* x,
     const bool tiled = order[t] == DotOrder::kGemm && k % 8 == 0;
     (tiled ? gemm : gemv).push_back(static_cast<uint32_t>(t));
   }
-  constexpr int64_t kRowsPerTask = 32;  // a multiple of GemmRows' 4
+  constexpr int64_t kRowsPerTask = 64;  // a multiple of the 8-row tiles
   const size_t num_tasks = (w.rows + kRowsPerTask - 1) / kRowsPerTask;
   auto task = [&](size_t i) {
     const int64_t r0 = static_cast<int64_t>(i) * kRowsPerTask;

@@ -57,7 +57,10 @@ std::vector<float> RandomVector(size_t n, std::mt19937& rng, float scale) {
 
 class GgmlCompatTest : public ::testing::Test {
  protected:
-  void TearDown() override { ggml_compat::UsePortableOnly(false); }
+  void TearDown() override {
+    ggml_compat::UsePortableOnly(false);
+    ggml_compat::AllowAvx512(true);
+  }
 
   // Runs MatMul portable and (where the CPU has it) vectorised, with and
   // without a pool; all must agree bit for bit.
@@ -108,6 +111,46 @@ TEST_F(GgmlCompatTest, MatMulVectorisedMatchesPortableAndIsAccurate) {
           }
           ASSERT_NEAR(y[t * rows + r], want, 1e-4 * std::sqrt(cols))
               << "token " << t << " row " << r;
+        }
+      }
+    }
+  }
+}
+
+// The AVX-512 tiles (8 rows x up to 6 tokens, k in 512-value chunks) give
+// the AVX2 blocked code's bits and the portable reference's, for batch
+// sizes covering every partial token tile, row counts with partial row
+// tiles, and with and without a pool (which splits rows into tasks).
+TEST_F(GgmlCompatTest, Avx512TilesMatchAvx2AndPortableBitForBit) {
+  uint32_t seed = 1000;
+  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16}) {
+    for (int64_t cols : {8, 72, 1032}) {
+      for (int64_t rows : {5, 8, 77, 136}) {
+        for (size_t n : {1, 2, 5, 6, 7, 13}) {
+          ++seed;
+          SCOPED_TRACE(testing::Message()
+                       << "seed " << seed << " type " << static_cast<int>(type)
+                       << " cols " << cols << " rows " << rows << " n " << n);
+          std::mt19937 rng(seed);
+          const Weights w = MakeWeights(type, rows, cols, rng);
+          std::vector<DotOrder> order(n, DotOrder::kGemm);
+          if (n > 2) order[1] = DotOrder::kGemv;
+          const std::vector<float> x = RandomVector(n * cols, rng, 1);
+          ThreadPool pool(2);
+          std::vector<float> ref(n * rows);
+          ggml_compat::UsePortableOnly(true);
+          ggml_compat::MatMul(w.view, x.data(), order, ref.data(), nullptr);
+          ggml_compat::UsePortableOnly(false);
+          for (bool avx512 : {false, true}) {
+            ggml_compat::AllowAvx512(avx512);
+            for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+              std::vector<float> got(ref.size(), -1.0f);
+              ggml_compat::MatMul(w.view, x.data(), order, got.data(), p);
+              ASSERT_EQ(0, std::memcmp(got.data(), ref.data(),
+                                       ref.size() * sizeof(float)))
+                  << "avx512 " << avx512 << " pool " << (p != nullptr);
+            }
+          }
         }
       }
     }
