@@ -28,9 +28,9 @@ bool g_allow_avx512 = true;
 
 bool HasAvx2() {
 #ifdef KVAULT_GGML_COMPAT_AVX2
+  // clang 14 knows no "f16c" feature name: core's CPUID check answers it.
   static const bool has = __builtin_cpu_supports("avx2") &&
-                          __builtin_cpu_supports("fma") &&
-                          __builtin_cpu_supports("f16c");
+                          __builtin_cpu_supports("fma") && Float16UsesF16c();
   return has && !g_portable_only;
 #else
   return false;
@@ -290,7 +290,9 @@ KV_AVX512 void PackTile(const kernels::MatrixView& w, int64_t r,
 // GCC 12's _mm512 shuffles and broadcasts leave an "undefined" source
 // that -Wmaybe-uninitialized reports; they write every lane.
 #pragma GCC diagnostic push
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 // Tile8Chunk's final horizontal sums: lane 0 of each row's 8 lanes gets
 // Hsum8's value, by the same additions (hi + lo halves, then lanes 0 + 2
