@@ -13,16 +13,19 @@ namespace {
 
 constexpr const char kDecodeFragUsage[] =
     "usage: kvault bench decode-fragmentation -m MODEL.gguf [--depth D]...\n"
-    "         [--page-size P]... [-n 32] [-t 2] [-r 3] [--json]\n"
+    "         [--page-size P]... [-n 32] [-t 2] [-r 3] [--rounds 2] [--json]\n"
     "  Generation tok/s (N decode steps after D cached tokens) with the\n"
     "  sequence's KV pages contiguous vs every other page taken by another\n"
     "  sequence and the rest used in shuffled order. Repeatable --depth\n"
     "  (default 512 1024 2048 4096) and --page-size (default 1 16 256).\n"
+    "  Each layout is measured --rounds times in A B B A order (tok/s\n"
+    "  averaged), so drifting load from other processes hits both alike.\n"
     "  --json  one object per (page size, depth), one line each\n";
 
 StatusOr<bench::DecodeFragmentationOptions> ParseDecodeFrag(const Flags& f) {
   KV_RETURN_IF_ERROR(f.CheckKnown({"model", "depth", "page-size", "n-gen",
-                                   "threads", "reps", "seed", "json"}));
+                                   "threads", "reps", "rounds", "seed",
+                                   "json"}));
   bench::DecodeFragmentationOptions o;
   o.model_path = f.GetString("model", "");
   if (o.model_path.empty()) return InvalidArgumentError("-m MODEL is required");
@@ -35,7 +38,9 @@ StatusOr<bench::DecodeFragmentationOptions> ParseDecodeFrag(const Flags& f) {
   KV_ASSIGN_OR_RETURN(uint64_t n, f.GetUint("n-gen", 32, 1, 1u << 16));
   KV_ASSIGN_OR_RETURN(uint64_t t, f.GetUint("threads", 2, 1, 1024));
   KV_ASSIGN_OR_RETURN(uint64_t r, f.GetUint("reps", 3, 1, 1000));
+  KV_ASSIGN_OR_RETURN(uint64_t rounds, f.GetUint("rounds", 2, 1, 100));
   KV_ASSIGN_OR_RETURN(o.seed, f.GetUint("seed", 1));
+  o.rounds = static_cast<uint32_t>(rounds);
   o.num_gen = static_cast<uint32_t>(n);
   o.threads = static_cast<uint32_t>(t);
   o.reps = static_cast<uint32_t>(r);

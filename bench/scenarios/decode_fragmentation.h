@@ -2,7 +2,8 @@
 // context of D tokens whose KV pages are contiguous in the pool, against
 // the same with every other page held by another sequence and the free
 // ones used in shuffled order (ModelBench's `fragmented`), for several page
-// sizes. Each point is one RunModelBench (tg only, after D cached tokens).
+// sizes. Each point averages `rounds` RunModelBench runs per layout (tg
+// only, after D cached tokens), interleaved A B B A.
 #ifndef KVAULT_BENCH_SCENARIOS_DECODE_FRAGMENTATION_H_
 #define KVAULT_BENCH_SCENARIOS_DECODE_FRAGMENTATION_H_
 
@@ -22,7 +23,8 @@ struct DecodeFragmentationOptions {
   std::vector<uint32_t> page_sizes = {1, 16, 256};
   uint32_t num_gen = 32;  // tg steps per run
   uint32_t threads = 2;
-  uint32_t reps = 3;
+  uint32_t reps = 3;     // RunModelBench's reps per measurement
+  uint32_t rounds = 2;   // measurements per layout, A B B A; tok/s averaged
   uint64_t seed = 1;
 };
 
@@ -30,7 +32,7 @@ struct DecodeFragmentationRow {
   uint32_t page_size = 0;
   uint32_t depth = 0;
   double contiguous_tok_s = 0;
-  double contiguous_std = 0;
+  double contiguous_std = 0;  // RMS of the runs' sample stddevs
   double fragmented_tok_s = 0;
   double fragmented_std = 0;
   // 1 - fragmented / contiguous, in percent (negative: fragmented faster).
@@ -43,7 +45,8 @@ Status RunDecodeFragmentation(
     const DecodeFragmentationOptions& options,
     const std::function<void(const DecodeFragmentationRow&)>& on_row);
 
-// Returns one JSON object: model, n_gen, threads, reps, page_size, depth,
+// Returns one JSON object: model, n_gen, threads, reps, rounds, page_size,
+// depth,
 // contiguous_tok_s, contiguous_std, fragmented_tok_s, fragmented_std,
 // slowdown_pct.
 std::string DecodeFragmentationJson(const DecodeFragmentationOptions& options,

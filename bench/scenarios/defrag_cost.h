@@ -66,7 +66,7 @@ struct DefragCostResult {
   uint64_t cells_moved = 0;
   uint64_t bytes_moved = 0;
   double defrag_gbps = 0;  // bytes_moved / defrag time
-  double memcpy_ms = 0;    // memcpy of bytes_moved (uncached buffers)
+  double memcpy_ms = 0;    // memcpy of bytes_moved (best of 3, uncached)
   double memcpy_gbps = 0;
   bool verified = false;  // patterns checked and intact
 };
