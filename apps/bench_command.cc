@@ -44,7 +44,14 @@ constexpr const char kBenchUsage[] =
     "\n"
     "usage: kvault bench neighbour-stall [-m MODEL.gguf] [--slots S]"
     " [--restore-mb MB] [--json]\n"
-    "  (kvault bench neighbour-stall --help for details)\n";
+    "  (kvault bench neighbour-stall --help for details)\n"
+    "\n"
+    "usage: kvault bench defrag-cost [--pool-mib MB]... [--frag F]... [--json]\n"
+    "usage: kvault bench restore-vs-recompute [-m MODEL] [--length L]..."
+    " [--json]\n"
+    "usage: kvault bench decode-fragmentation -m MODEL [--depth D]..."
+    " [--page-size P]... [--json]\n"
+    "  (each with --help for details)\n";
 
 // Builds one options struct per (policy, page size) pair requested.
 StatusOr<std::vector<bench::AllocChurnOptions>> ParseChurn(const Flags& f) {
@@ -211,6 +218,13 @@ int RunBench(const std::vector<std::string>& args) {
   if (args[0] == "state-io") return RunStateIoCommand(rest);
   if (args[0] == "model") return RunBenchModel(rest);
   if (args[0] == "neighbour-stall") return RunBenchNeighbourStall(rest);
+  if (args[0] == "defrag-cost") return RunBenchDefragCost(rest);
+  if (args[0] == "restore-vs-recompute") {
+    return RunBenchRestoreVsRecompute(rest);
+  }
+  if (args[0] == "decode-fragmentation") {
+    return RunBenchDecodeFragmentation(rest);
+  }
   std::fprintf(stderr, "kvault bench: unknown scenario '%s'\n%s",
                args[0].c_str(), kBenchUsage);
   return 2;

@@ -28,6 +28,12 @@ int RunBenchNeighbourStall(const std::vector<std::string>& args);
 int RunServe(const std::vector<std::string>& args);
 // `kvault bench model -m MODEL [-p 512] [-n 128] [-t 2] [-r 3] [--json]`.
 int RunBenchModel(const std::vector<std::string>& args);
+// `kvault bench defrag-cost [flags]`: time and bytes of a full Defrag().
+int RunBenchDefragCost(const std::vector<std::string>& args);
+// `kvault bench restore-vs-recompute [flags]`: TTFT of restore vs prefill.
+int RunBenchRestoreVsRecompute(const std::vector<std::string>& args);
+// `kvault bench decode-fragmentation -m MODEL [flags]`: tg tok/s, paged.
+int RunBenchDecodeFragmentation(const std::vector<std::string>& args);
 
 // Returns `args` with each short flag in `aliases` (e.g. "-m") replaced by
 // "--" + its long name; the argument after it is kept as its value.

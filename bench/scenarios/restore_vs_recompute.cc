@@ -1,0 +1,183 @@
+#include "bench/scenarios/restore_vs_recompute.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <span>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/scenarios/bench_models.h"
+#include "core/env.h"
+#include "core/thread_pool.h"
+#include "kv/kv_cache.h"
+#include "kv/state_file.h"
+#include "model/inference.h"
+
+namespace kvault::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr SeqId kSeq{0};
+
+double MsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Decodes tokens[0, n) at positions [0, n) in chunks; logits for the last.
+Status Prefill(InferenceContext* ctx, std::span<const TokenId> tokens,
+               uint32_t chunk) {
+  for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
+    const size_t end = std::min(tokens.size(), begin + chunk);
+    std::vector<BatchToken> batch;  // [end - begin]
+    for (size_t i = begin; i < end; ++i) {
+      batch.push_back({kSeq, tokens[i], static_cast<Pos>(i),
+                       i + 1 == tokens.size()});
+    }
+    KV_RETURN_IF_ERROR(ctx->Decode(batch).status());
+  }
+  return Status::Ok();
+}
+
+struct Setup {
+  const LlamaModel* model;
+  KvCache* cache;
+  InferenceContext* ctx;
+  const RestoreVsRecomputeOptions* options;
+  std::string dir;
+};
+
+// Saves a conversation of `n` random tokens and times both ways to continue
+// it with tokens[n].
+StatusOr<RestoreVsRecomputeRow> MeasureLength(const Setup& s, uint32_t n,
+                                              std::mt19937_64* rng) {
+  std::vector<TokenId> tokens(n + 1);
+  for (TokenId& t : tokens) t = static_cast<TokenId>((*rng)() % s.model->n_vocab());
+  const std::span<const TokenId> all(tokens);
+  const uint32_t chunk = s.options->chunk;
+  const std::string path = s.dir + "/conv-" + std::to_string(n) + ".kvstate";
+  s.cache->Clear();
+  KV_RETURN_IF_ERROR(Prefill(s.ctx, all.first(n), chunk));
+  SaveOptions save;
+  save.sync = false;
+  KV_ASSIGN_OR_RETURN(SaveResult saved,
+                      SaveSequenceToFile(Env::Default(), *s.cache, kSeq,
+                                         s.model->fingerprint(), path, save));
+  RestoreVsRecomputeRow row;
+  row.num_tokens = n;
+  row.file_bytes = saved.bytes_written;
+  std::vector<double> restore_ms, io_ms, recompute_ms;
+  for (uint32_t rep = 0; rep <= s.options->reps; ++rep) {  // rep 0: warm-up
+    s.cache->Clear();
+    Clock::time_point t0 = Clock::now();
+    KV_ASSIGN_OR_RETURN(RestoreResult restored,
+                        RestoreSequenceFromFile(Env::Default(), path,
+                                                s.model->fingerprint(), kSeq,
+                                                s.cache));
+    const BatchToken next{kSeq, tokens[n], static_cast<Pos>(n), true};
+    KV_RETURN_IF_ERROR(s.ctx->Decode(std::span(&next, 1)).status());
+    const double restore = MsSince(t0);
+    s.cache->Clear();
+    t0 = Clock::now();
+    KV_RETURN_IF_ERROR(Prefill(s.ctx, all, chunk));
+    const double recompute = MsSince(t0);
+    if (rep == 0) continue;
+    restore_ms.push_back(restore);
+    io_ms.push_back(restored.elapsed_ms);
+    recompute_ms.push_back(recompute);
+  }
+  std::filesystem::remove(path);
+  row.restore_ttft_ms = Median(restore_ms);
+  row.restore_io_ms = Median(io_ms);
+  row.recompute_ttft_ms = Median(recompute_ms);
+  row.speedup = row.recompute_ttft_ms / row.restore_ttft_ms;
+  return row;
+}
+
+StatusOr<std::string> MakeDir(const std::string& dir) {
+  if (!dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return IOError("restore-vs-recompute: mkdir " + dir + ": " + ec.message());
+    return dir;
+  }
+  char templ[] = "/tmp/kvault-rvr-XXXXXX";
+  if (::mkdtemp(templ) == nullptr) {
+    return IOError(std::string("restore-vs-recompute: mkdtemp ") + templ +
+                   " failed, errno " + std::to_string(errno));
+  }
+  return std::string(templ);
+}
+
+}  // namespace
+
+StatusOr<RestoreVsRecomputeResult> RunRestoreVsRecompute(
+    const RestoreVsRecomputeOptions& o) {
+  if (o.lengths.empty() || o.threads == 0 || o.reps == 0 || o.chunk == 0 ||
+      o.page_size == 0) {
+    return InvalidArgumentError(
+        "restore-vs-recompute: need lengths, threads, reps, chunk, page size");
+  }
+  KV_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model,
+                      LoadModelOrSmall(o.model_path));
+  const uint32_t max_len = *std::max_element(o.lengths.begin(), o.lengths.end());
+  KvCacheOptions cache_options;
+  cache_options.page_size = o.page_size;
+  cache_options.num_pages = (max_len + 1) / o.page_size + 2;
+  cache_options.layout = model->KvLayoutFor(o.cache_type);
+  KV_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache,
+                      KvCache::Create(cache_options));
+  std::unique_ptr<ThreadPool> pool;
+  if (o.threads > 1) pool = std::make_unique<ThreadPool>(o.threads - 1);
+  InferenceContext ctx(model.get(), cache.get(), pool.get());
+  KV_ASSIGN_OR_RETURN(std::string dir, MakeDir(o.dir));
+  const Setup setup{model.get(), cache.get(), &ctx, &o, dir};
+  RestoreVsRecomputeResult result;
+  result.model = o.model_path.empty() ? "small (generated)" : o.model_path;
+  result.threads = o.threads;
+  result.reps = o.reps;
+  std::mt19937_64 rng(o.seed);
+  Status status = Status::Ok();
+  for (uint32_t n : o.lengths) {
+    StatusOr<RestoreVsRecomputeRow> row = MeasureLength(setup, n, &rng);
+    if (!row.ok()) {
+      status = row.status();
+      break;
+    }
+    result.rows.push_back(*row);
+  }
+  std::error_code ec;
+  if (o.dir.empty()) std::filesystem::remove_all(dir, ec);
+  KV_RETURN_IF_ERROR(status);
+  return result;
+}
+
+std::string RestoreVsRecomputeJson(const RestoreVsRecomputeResult& r) {
+  std::string out;
+  for (const RestoreVsRecomputeRow& row : r.rows) {
+    nlohmann::ordered_json j;
+    j["model"] = r.model;
+    j["threads"] = r.threads;
+    j["reps"] = r.reps;
+    j["n_tokens"] = row.num_tokens;
+    j["file_bytes"] = row.file_bytes;
+    j["restore_ttft_ms"] = row.restore_ttft_ms;
+    j["restore_io_ms"] = row.restore_io_ms;
+    j["recompute_ttft_ms"] = row.recompute_ttft_ms;
+    j["speedup"] = row.speedup;
+    out += j.dump() + "\n";
+  }
+  return out;
+}
+
+}  // namespace kvault::bench
