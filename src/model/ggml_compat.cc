@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "core/float16.h"
@@ -26,11 +28,22 @@ namespace {
 bool g_portable_only = false;
 bool g_allow_avx512 = true;
 
+// KVAULT_KERNELS=avx2|scalar caps the ISA here as it does for the kernel
+// table, so one machine can measure the paths another machine would take.
+bool EnvAllows(std::string_view isa) {
+  const char* env = std::getenv("KVAULT_KERNELS");
+  if (env == nullptr) return true;
+  const std::string_view want(env);
+  if (want == "scalar") return false;
+  return !(want == "avx2" && isa == "avx512");
+}
+
 bool HasAvx2() {
 #ifdef KVAULT_GGML_COMPAT_AVX2
   // clang 14 knows no "f16c" feature name: core's CPUID check answers it.
   static const bool has = __builtin_cpu_supports("avx2") &&
-                          __builtin_cpu_supports("fma") && Float16UsesF16c();
+                          __builtin_cpu_supports("fma") && Float16UsesF16c() &&
+                          EnvAllows("avx2");
   return has && !g_portable_only;
 #else
   return false;
@@ -40,9 +53,9 @@ bool HasAvx2() {
 // AVX-512 tiles (GemmTiles512) are used on top of AVX2 where available.
 bool HasAvx512() {
 #ifdef KVAULT_GGML_COMPAT_AVX2
-  static const bool has = __builtin_cpu_supports("avx512f") &&
-                          __builtin_cpu_supports("avx512dq") &&
-                          __builtin_cpu_supports("avx512vl");
+  static const bool has =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl") && EnvAllows("avx512");
   return has && g_allow_avx512 && HasAvx2();
 #else
   return false;
@@ -66,8 +79,8 @@ inline float WeightAt(const std::byte* row, bool f16, int64_t i) {
 // Returns head plus the products of values [begin, end) added one at a
 // time as ggml_vec_dot's tails: F32 unfused in float, F16 in double.
 __attribute__((noinline)) float AddTail(float head, const std::byte* row,
-                                        bool f16, const float* x,
-                                        int64_t begin, int64_t end) {
+                                        bool f16, const float* x, int64_t begin,
+                                        int64_t end) {
   if (!f16) {
     float sum = head;
     for (int64_t c = begin; c < end; ++c) {
@@ -82,8 +95,7 @@ __attribute__((noinline)) float AddTail(float head, const std::byte* row,
   return static_cast<float>(sum);
 }
 
-float GemvPortable(const std::byte* row, bool f16, const float* x,
-                   int64_t k) {
+float GemvPortable(const std::byte* row, bool f16, const float* x, int64_t k) {
   const int64_t np = k & ~int64_t{31};
   float acc[4][8] = {};
   for (int64_t l = 0; l < np; l += 32) {
@@ -104,8 +116,7 @@ float GemvPortable(const std::byte* row, bool f16, const float* x,
   return AddTail(head, row, f16, x, np, k);
 }
 
-float GemmPortable(const std::byte* row, bool f16, const float* x,
-                   int64_t k) {
+float GemmPortable(const std::byte* row, bool f16, const float* x, int64_t k) {
   float acc[8] = {};
   for (int64_t l = 0; l < k; l += 8) {
     for (int i = 0; i < 8; ++i) {
@@ -123,15 +134,14 @@ float VExpf(float x) {
   const float r = 0x1.8p23f;
   const float z = std::fma(x, 0x1.715476p+0f, r);
   const float n = z - r;
-  const float b =
-      std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
   const uint32_t e = std::bit_cast<uint32_t>(z) << 23;
   const float k = std::bit_cast<float>(e + std::bit_cast<uint32_t>(1.0f));
   const float u = b * b;
-  const float j = std::fma(
-      std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
-               std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
-      u, 0x1.ffffecp-1f * b);
+  const float j =
+      std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                        std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+               u, 0x1.ffffecp-1f * b);
   const float abs_n = std::fabs(n);
   if (!(abs_n > 126.0f)) return std::fma(k, j, k);
   const uint32_t g = n <= 0.0f ? 0x82000000u : 0u;
@@ -158,8 +168,8 @@ KV_AVX2 float GemvAvx2(const std::byte* row, const float* x, int64_t k) {
   const int64_t np = k & ~int64_t{31};
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   for (int64_t l = 0; l < np; l += 32) {
-    a0 = _mm256_fmadd_ps(LoadWeights8<kF16>(row, l), _mm256_loadu_ps(x + l),
-                         a0);
+    a0 =
+        _mm256_fmadd_ps(LoadWeights8<kF16>(row, l), _mm256_loadu_ps(x + l), a0);
     a1 = _mm256_fmadd_ps(LoadWeights8<kF16>(row, l + 8),
                          _mm256_loadu_ps(x + l + 8), a1);
     a2 = _mm256_fmadd_ps(LoadWeights8<kF16>(row, l + 16),
@@ -188,20 +198,23 @@ KV_AVX2 inline float Hsum8(__m256 v) {
 // unchanged. 4 x 3 accumulators and 4 weight vectors fill AVX2's 16
 // registers.
 template <bool kF16, int kTokens>
-KV_AVX2 void Gemm4Chunk(const std::byte* const* rows,
-                        const float* const* x, int64_t l0, int64_t l1,
-                        float* state) {
+KV_AVX2 void Gemm4Chunk(const std::byte* const* rows, const float* const* x,
+                        int64_t l0, int64_t l1, float* state) {
   __m256 acc[kTokens][4];
   for (int i = 0; i < kTokens; ++i) {
     for (int j = 0; j < 4; ++j) {
       acc[i][j] = _mm256_loadu_ps(state + (4 * i + j) * 8);
     }
   }
+  // Fully unrolled so the accumulators stay in registers.
   for (int64_t l = l0; l < l1; l += 8) {
     __m256 w[4];
+#pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) w[j] = LoadWeights8<kF16>(rows[j], l);
+#pragma GCC unroll 3
     for (int i = 0; i < kTokens; ++i) {
       const __m256 xv = _mm256_loadu_ps(x[i] + l);
+#pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) {
         acc[i][j] = _mm256_fmadd_ps(w[j], xv, acc[i][j]);
       }
@@ -215,9 +228,7 @@ KV_AVX2 void Gemm4Chunk(const std::byte* const* rows,
 }
 
 // The tinyBLAS horizontal sum of the 8 lanes at v.
-KV_AVX2 float HsumLanes(const float* v) {
-  return Hsum8(_mm256_loadu_ps(v));
-}
+KV_AVX2 float HsumLanes(const float* v) { return Hsum8(_mm256_loadu_ps(v)); }
 
 // ggml_v_expf on 8 lanes; lanes outside the polynomial's range (|n| > 126,
 // rare) take the portable path, which gives the same bits.
@@ -225,12 +236,11 @@ KV_AVX2 __m256 VExpf8(__m256 x) {
   const __m256 r = _mm256_set1_ps(0x1.8p23f);
   const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
   const __m256 n = _mm256_sub_ps(z, r);
-  const __m256 b = _mm256_fnmadd_ps(
-      n, _mm256_set1_ps(0x1.7f7d1cp-20f),
-      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
-  const __m256 big = _mm256_cmp_ps(
-      _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n), _mm256_set1_ps(126.0f),
-      _CMP_GT_OQ);
+  const __m256 b =
+      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                       _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+  const __m256 big = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), n),
+                                   _mm256_set1_ps(126.0f), _CMP_GT_OQ);
   if (_mm256_movemask_ps(big) != 0) {
     alignas(32) float lanes[8];
     _mm256_store_ps(lanes, x);
@@ -324,11 +334,17 @@ KV_AVX512 void Tile8Chunk(const float* packed, const float* const* x,
                           : _mm512_loadu_ps(state + (4 * i + p) * 16);
     }
   }
+  // Fully unrolled so the 24 accumulators stay in registers (GCC keeps
+  // them on the stack otherwise: a load and a store around every FMA).
   for (int64_t s = s0; s < s1; ++s) {
     __m512 wv[4];
-    for (int p = 0; p < 4; ++p) wv[p] = _mm512_loadu_ps(packed + s * 64 + 16 * p);
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p)
+      wv[p] = _mm512_loadu_ps(packed + s * 64 + 16 * p);
+#pragma GCC unroll 6
     for (int i = 0; i < kTokens; ++i) {
       const __m512 xv = _mm512_broadcast_f32x8(_mm256_loadu_ps(x[i] + 8 * s));
+#pragma GCC unroll 4
       for (int p = 0; p < 4; ++p) {
         acc[i][p] = _mm512_fmadd_ps(wv[p], xv, acc[i][p]);
       }
@@ -356,8 +372,8 @@ constexpr TileFn kTileFns[kTileTokens + 1] = {
 // loop is cut into chunks so a chunk of the packed rows stays in L2 and a
 // token tile's x chunk in L1 while every tile of rows uses it.
 void GemmTiles512(const kernels::MatrixView& w, const float* x,
-                  std::span<const uint32_t> gemm, int64_t r0,
-                  int64_t num_tiles, float* y) {
+                  std::span<const uint32_t> gemm, int64_t r0, int64_t num_tiles,
+                  float* y) {
   const int64_t k = w.cols;
   const size_t n = gemm.size();
   thread_local std::vector<float> packed;  // [num_tiles, k / 8, 64]
@@ -428,9 +444,9 @@ void GemmRows(const kernels::MatrixView& w, const float* x,
     }
     const bool row_f16 = f16 && !convert;
     auto row_at = [&](int64_t i) {
-      return convert ? reinterpret_cast<const std::byte*>(
-                           &converted[(i - r0) * k])
-                     : w.data + i * w.row_bytes;
+      return convert
+                 ? reinterpret_cast<const std::byte*>(&converted[(i - r0) * k])
+                 : w.data + i * w.row_bytes;
     };
     const int64_t num_groups = (r1 - r0) / 4;
     const size_t n = gemm.size();

@@ -38,6 +38,7 @@ inline float HSum(__m256 v) {
 template <int R>
 inline void PrefetchNextRows(const std::byte* const* w, size_t row_bytes,
                              int64_t offset) {
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     // Integer arithmetic: past the last row this points beyond the matrix
     // (harmless for a prefetch, but not a valid pointer to form).
@@ -96,29 +97,39 @@ struct FloatKernel {
   static void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     const std::byte* w[R];
     const float* x[T];
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.w_row_bytes;
+#pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       x[t] = reinterpret_cast<const float*>(a.x + (t0 + t) * a.x_row_bytes);
     }
     __m256 acc[R][T];
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     }
     const int64_t n8 = a.cols & ~int64_t{7};
     for (int64_t i = 0; i < n8; i += 8) {
       if constexpr (T == 1) {
-        if ((i & 15) == 0) PrefetchNextRows<R>(w, a.w_row_bytes, i * Load::kBytes);
+        if ((i & 15) == 0)
+          PrefetchNextRows<R>(w, a.w_row_bytes, i * Load::kBytes);
       }
       __m256 wv[R];
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) wv[r] = Load::Vec(w[r], i);
+#pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const __m256 xv = _mm256_loadu_ps(x[t] + i);
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
         }
       }
     }
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         float s = HSum(acc[r][t]);
         for (int64_t i = n8; i < a.cols; ++i) {
@@ -168,35 +179,45 @@ struct QuantKernel {
   static void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     const std::byte* w[R];
     const std::byte* x[T];
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.w_row_bytes;
+#pragma GCC unroll 8
     for (int t = 0; t < T; ++t) x[t] = a.x + (t0 + t) * a.x_row_bytes;
     __m256 acc[R][T];
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     }
     const int64_t num_blocks = a.cols / kBlock;
     for (int64_t b = 0; b < num_blocks; ++b) {
-      if constexpr (T == 1) PrefetchNextRows<R>(w, a.w_row_bytes, b * Block::kBytes);
+      if constexpr (T == 1)
+        PrefetchNextRows<R>(w, a.w_row_bytes, b * Block::kBytes);
       __m256i wq[R], wa[R];
       float dw[R];
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const std::byte* blk = w[r] + b * Block::kBytes;
         wq[r] = Block::Quants(blk);
         wa[r] = _mm256_sign_epi8(wq[r], wq[r]);
         dw[r] = HalfAt(blk);
       }
+#pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const std::byte* xb = x[t] + b * kQ8Bytes;
         const __m256i xq =
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 2));
         const float dx = HalfAt(xb);
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const __m256 p = _mm256_cvtepi32_ps(BlockDot(wa[r], wq[r], xq));
           acc[r][t] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw[r] * dx), acc[r][t]);
         }
       }
     }
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         a.y[(t0 + t) * a.y_stride + r0 + r] = HSum(acc[r][t]);
       }
@@ -204,9 +225,8 @@ struct QuantKernel {
   }
 };
 
-#include "model/kernels/matmul_tiling.inc"
-
 #include "model/kernels/elementwise_avx2.inc"
+#include "model/kernels/matmul_tiling.inc"
 
 constexpr KernelTable kAvx2Table = {
     "avx2",

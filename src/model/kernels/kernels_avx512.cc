@@ -38,8 +38,8 @@ inline float HSum256(__m256 v) {
 }
 
 inline float HSum512(__m512 v) {
-  return HSum256(_mm256_add_ps(_mm512_castps512_ps256(v),
-                               _mm512_extractf32x8_ps(v, 1)));
+  return HSum256(
+      _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
 
 // Decode streams each weight row once; rows are often exactly one 4 KiB
@@ -49,6 +49,7 @@ inline float HSum512(__m512 v) {
 template <int R>
 inline void PrefetchNextRows(const std::byte* const* w, size_t lead_bytes,
                              int64_t offset) {
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     // Integer arithmetic: past the last row this points beyond the matrix
     // (harmless for a prefetch, but not a valid pointer to form).
@@ -118,12 +119,16 @@ struct FloatKernel {
   static void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     const std::byte* w[R];
     const float* x[T];
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.w_row_bytes;
+#pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       x[t] = reinterpret_cast<const float*>(a.x + (t0 + t) * a.x_row_bytes);
     }
     __m512 acc[R][T];
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     }
     const size_t lead = PrefetchLead<R>(a.w_row_bytes);
@@ -131,15 +136,20 @@ struct FloatKernel {
     for (int64_t i = 0; i < n16; i += 16) {
       if constexpr (T == 1) PrefetchNextRows<R>(w, lead, i * Load::kBytes);
       __m512 wv[R];
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) wv[r] = Load::Vec(w[r], i);
+#pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const __m512 xv = _mm512_loadu_ps(x[t] + i);
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
         }
       }
     }
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         float s = HSum512(acc[r][t]);
         for (int64_t i = n16; i < a.cols; ++i) {
@@ -221,6 +231,7 @@ struct QuantKernel {
     const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
     __m512i wq[R], corr[R];
     __m512 dw[R];
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const std::byte* b0 = w[r] + b * Block::kBytes;
       const std::byte* b1 = kPair ? b0 + Block::kBytes : nullptr;
@@ -230,11 +241,13 @@ struct QuantKernel {
           _mm512_dpbusd_epi32(_mm512_setzero_si512(), k80, wq[r]));
       dw[r] = PairScales(b0, b1);
     }
+#pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const std::byte* b0 = x[t] + b * kQ8Bytes;
       const std::byte* b1 = kPair ? b0 + kQ8Bytes : nullptr;
       const __m512i xu = _mm512_xor_si512(Q8Block::Pair(b0, b1), k80);
       const __m512 dx = PairScales(b0, b1);
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const __m512 p =
             _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(corr[r], xu, wq[r]));
@@ -251,10 +264,11 @@ struct QuantKernel {
     const __m256i k80 = _mm256_set1_epi8(static_cast<char>(0x80));
     const std::byte* xb = x + b * kQ8Bytes;
     const __m256i xq = Q8Block::One(xb);
-    const __m256i corr = _mm256_sub_epi32(
-        _mm256_setzero_si256(),
-        _mm256_dpbusd_epi32(_mm256_setzero_si256(), k80, xq));
+    const __m256i corr =
+        _mm256_sub_epi32(_mm256_setzero_si256(),
+                         _mm256_dpbusd_epi32(_mm256_setzero_si256(), k80, xq));
     const float dx = HalfAt(xb);
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const std::byte* blk = w[r] + b * Block::kBytes;
       const __m256i wu = _mm256_xor_si256(Block::One(blk), k80);
@@ -275,9 +289,11 @@ struct QuantKernel {
   template <int R>
   static void TileOneToken(const MatMulArgs& a, int64_t r0, int64_t t0) {
     const std::byte* w[R];
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.w_row_bytes;
     const std::byte* x = a.x + t0 * a.x_row_bytes;
     __m256 acc[R][2];
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       acc[r][0] = _mm256_setzero_ps();
       acc[r][1] = _mm256_setzero_ps();
@@ -299,6 +315,7 @@ struct QuantKernel {
       PrefetchNextRows<R>(w, lead, b * Block::kBytes);
       OneTokenBlock<R, 0>(w, x, b, acc);
     }
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       a.y[t0 * a.y_stride + r0 + r] =
           HSum256(_mm256_add_ps(acc[r][0], acc[r][1]));
@@ -309,17 +326,23 @@ struct QuantKernel {
   static void TileMulti(const MatMulArgs& a, int64_t r0, int64_t t0) {
     const std::byte* w[R];
     const std::byte* x[T];
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.w_row_bytes;
+#pragma GCC unroll 8
     for (int t = 0; t < T; ++t) x[t] = a.x + (t0 + t) * a.x_row_bytes;
     __m512 acc[R][T];
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     }
     const int64_t num_blocks = a.cols / kBlock;
     int64_t b = 0;
     for (; b + 2 <= num_blocks; b += 2) Step<R, T, true>(w, x, b, acc);
     if (b < num_blocks) Step<R, T, false>(w, x, b, acc);
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         a.y[(t0 + t) * a.y_stride + r0 + r] = HSum512(acc[r][t]);
       }
