@@ -1,9 +1,11 @@
 #include "model/attention_batched.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/float16.h"
@@ -89,14 +91,14 @@ KV_AVX2 void UpdateHeads(const float* v, uint32_t dv, uint32_t n_gqa,
       const __m256 s = _mm256_set1_ps(old_scale[j]);
       for (uint32_t d = 0; d < dv; d += 8) {
         const __m256 a = RoundHalf(_mm256_mul_ps(_mm256_loadu_ps(acc + d), s));
-        _mm256_storeu_ps(acc + d, RoundHalf(_mm256_fmadd_ps(
-                                      w, _mm256_loadu_ps(v + d), a)));
+        _mm256_storeu_ps(
+            acc + d, RoundHalf(_mm256_fmadd_ps(w, _mm256_loadu_ps(v + d), a)));
       }
     } else {
       for (uint32_t d = 0; d < dv; d += 8) {
-        _mm256_storeu_ps(acc + d, RoundHalf(_mm256_fmadd_ps(
-                                      w, _mm256_loadu_ps(v + d),
-                                      _mm256_loadu_ps(acc + d))));
+        _mm256_storeu_ps(acc + d,
+                         RoundHalf(_mm256_fmadd_ps(w, _mm256_loadu_ps(v + d),
+                                                   _mm256_loadu_ps(acc + d))));
       }
     }
   }
@@ -112,10 +114,9 @@ bool CanAttendGroupF16Fast(const AttentionShape& shape) {
   return (isa == "avx2" || isa == "avx512") && Float16UsesF16c() &&
          // Small heads (the golden-test models') stay on attention.cc's
          // path, whose numerics are tuned against llama.cpp's there.
-         shape.head_dim_k >= kMinHeadDimK &&
-         shape.head_dim_k % 8 == 0 && shape.head_dim_v % 8 == 0 &&
-         shape.head_dim_k <= kMaxHeadDim && shape.head_dim_v <= kMaxHeadDim &&
-         n_gqa <= kMaxGqa;
+         shape.head_dim_k >= kMinHeadDimK && shape.head_dim_k % 8 == 0 &&
+         shape.head_dim_v % 8 == 0 && shape.head_dim_k <= kMaxHeadDim &&
+         shape.head_dim_v <= kMaxHeadDim && n_gqa <= kMaxGqa;
 #else
   (void)shape;
   return false;
@@ -124,30 +125,74 @@ bool CanAttendGroupF16Fast(const AttentionShape& shape) {
 
 namespace {
 
-// AttendGroupF16Fast's body. k_f32/v_f32, when not null, hold group g's
-// K/V slices of seq's cells already converted ([cells, head_dim]).
-void AttendGroupImpl(const F16GroupRows& rows, const AttentionShape& s,
-                     const SeqCells& seq, Pos query_pos, uint32_t g,
-                     const float* k_f32, const float* v_f32, const float* q,
-                     float* out) {
+// One query's state in AttendBlock: its fp16-rounded heads and the online
+// softmax of each head.
+struct QueryState {
+  const float* q = nullptr;  // [n_gqa, dk]
+  float* out = nullptr;      // [n_gqa, dv]
+  Pos pos = 0;
+  float max[kMaxGqa];
+  float sum[kMaxGqa];
+};
+
+// Queries of one sequence attended together: each cell's K/V is loaded
+// once for all of them, and their independent dependency chains (the fp16
+// accumulator is rounded after every cell) overlap in the core. Each
+// query still sees its cells in the same order, so no bit changes.
+constexpr uint32_t kQueryBlock = 4;
+
+#ifdef KVAULT_ATTENTION_FAST
+// Folds one cell into query qs: the softmax bookkeeping as in attention.cc
+// (its sum fused, as llama.cpp's build fuses it), then the V update.
+KV_AVX2 void FoldCell(const float* kc, const float* vc, const float* qs,
+                      const AttentionShape& s, QueryState& st) {
+  const uint32_t n_gqa = s.n_head / s.n_head_kv;
+  float scores[kMaxGqa], old_scale[kMaxGqa], weight[kMaxGqa];
+  bool rescale[kMaxGqa];
+  DotHeads(kc, qs, s.head_dim_k, n_gqa, scores);
+  for (uint32_t j = 0; j < n_gqa; ++j) {
+    const float score = scores[j] * s.scale;
+    old_scale[j] = 1.0f;
+    weight[j] = 1.0f;
+    rescale[j] = score > st.max[j];
+    if (rescale[j]) {
+      old_scale[j] = std::exp(st.max[j] - score);
+      st.max[j] = score;
+    } else {
+      weight[j] = std::exp(score - st.max[j]);
+    }
+    st.sum[j] = std::fma(st.sum[j], old_scale[j], weight[j]);
+  }
+  UpdateHeads(vc, s.head_dim_v, n_gqa, rescale, old_scale, weight, st.out);
+}
+#endif
+
+// Attends queries[0, n) (same sequence, KV head g). k_f32/v_f32, when not
+// null, hold group g's K/V slices of seq's cells already converted
+// ([cells, head_dim]).
+void AttendBlock(const F16GroupRows& rows, const AttentionShape& s,
+                 const SeqCells& seq, uint32_t g, const float* k_f32,
+                 const float* v_f32, QueryState* queries, uint32_t n) {
 #ifdef KVAULT_ATTENTION_FAST
   const uint32_t n_gqa = s.n_head / s.n_head_kv;
   const uint32_t dk = s.head_dim_k;
   const uint32_t dv = s.head_dim_v;
-  float qs[kMaxGqa * kMaxHeadDim];  // [n_gqa, dk] fp16-rounded queries
-  std::memcpy(qs, q, sizeof(float) * n_gqa * dk);
-  RoundHalfRow(qs, n_gqa * dk);
-  float max[kMaxGqa], sum[kMaxGqa], scores[kMaxGqa];
-  float old_scale[kMaxGqa], weight[kMaxGqa];
-  bool rescale[kMaxGqa];
-  for (uint32_t j = 0; j < n_gqa; ++j) {
-    max[j] = -INFINITY;
-    sum[j] = 0.0f;
+  thread_local std::vector<float> rounded;  // [n, n_gqa, dk] fp16-rounded
+  rounded.resize(size_t{n} * n_gqa * dk);
+  Pos last = queries[0].pos;
+  for (uint32_t b = 0; b < n; ++b) {
+    QueryState& st = queries[b];
+    float* qs = &rounded[size_t{b} * n_gqa * dk];
+    std::memcpy(qs, st.q, sizeof(float) * n_gqa * dk);
+    RoundHalfRow(qs, n_gqa * dk);
+    std::fill(st.max, st.max + n_gqa, -INFINITY);
+    std::fill(st.sum, st.sum + n_gqa, 0.0f);
+    std::memset(st.out, 0, sizeof(float) * n_gqa * dv);
+    last = std::max(last, st.pos);
   }
-  std::memset(out, 0, sizeof(float) * n_gqa * dv);
   float k[kMaxHeadDim], v[kMaxHeadDim];
   for (size_t i = 0; i < seq.cells.size(); ++i) {
-    if (seq.positions[i] > query_pos) continue;  // causal mask
+    if (seq.positions[i] > last) continue;  // causal mask for every query
     const float* kc = k;
     const float* vc = v;
     if (k_f32 != nullptr) {
@@ -160,31 +205,22 @@ void AttendGroupImpl(const F16GroupRows& rows, const AttentionShape& s,
       HalfToFloat8s(
           rows.v_base + cell * rows.v_row_bytes + uint64_t{g} * dv * 2, dv, v);
     }
-    DotHeads(kc, qs, dk, n_gqa, scores);
-    // The softmax bookkeeping as in attention.cc (its sum fused, as
-    // llama.cpp's build fuses it).
-    for (uint32_t j = 0; j < n_gqa; ++j) {
-      const float score = scores[j] * s.scale;
-      old_scale[j] = 1.0f;
-      weight[j] = 1.0f;
-      rescale[j] = score > max[j];
-      if (rescale[j]) {
-        old_scale[j] = std::exp(max[j] - score);
-        max[j] = score;
-      } else {
-        weight[j] = std::exp(score - max[j]);
-      }
-      sum[j] = std::fma(sum[j], old_scale[j], weight[j]);
+    for (uint32_t b = 0; b < n; ++b) {
+      if (seq.positions[i] > queries[b].pos) continue;
+      FoldCell(kc, vc, &rounded[size_t{b} * n_gqa * dk], s, queries[b]);
     }
-    UpdateHeads(vc, dv, n_gqa, rescale, old_scale, weight, out);
   }
-  for (uint32_t j = 0; j < n_gqa; ++j) {
-    const float inv = sum[j] == 0.0f ? 0.0f : 1.0f / sum[j];
-    for (uint32_t d = 0; d < dv; ++d) out[uint64_t{j} * dv + d] *= inv;
+  for (uint32_t b = 0; b < n; ++b) {
+    for (uint32_t j = 0; j < n_gqa; ++j) {
+      const float sum = queries[b].sum[j];
+      const float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+      float* o = queries[b].out + uint64_t{j} * dv;
+      for (uint32_t d = 0; d < dv; ++d) o[d] *= inv;
+    }
   }
 #else
-  (void)rows, (void)s, (void)seq, (void)query_pos, (void)g, (void)k_f32,
-      (void)v_f32, (void)q, (void)out;
+  (void)rows, (void)s, (void)seq, (void)g, (void)k_f32, (void)v_f32,
+      (void)queries, (void)n;
 #endif
 }
 
@@ -195,9 +231,9 @@ void GatherSlices(const std::byte* base, uint64_t row_bytes, uint32_t g,
                   uint32_t head_dim, const SeqCells& seq, float* dst) {
 #ifdef KVAULT_ATTENTION_FAST
   for (size_t i = 0; i < seq.cells.size(); ++i) {
-    HalfToFloat8s(base + seq.cells[i].value() * row_bytes +
-                      uint64_t{g} * head_dim * 2,
-                  head_dim, dst + i * head_dim);
+    HalfToFloat8s(
+        base + seq.cells[i].value() * row_bytes + uint64_t{g} * head_dim * 2,
+        head_dim, dst + i * head_dim);
   }
 #else
   (void)base, (void)row_bytes, (void)g, (void)head_dim, (void)seq, (void)dst;
@@ -209,15 +245,19 @@ void GatherSlices(const std::byte* base, uint64_t row_bytes, uint32_t g,
 void AttendGroupF16Fast(const F16GroupRows& rows, const AttentionShape& shape,
                         const SeqCells& seq, Pos query_pos, uint32_t g,
                         const float* q, float* out) {
-  AttendGroupImpl(rows, shape, seq, query_pos, g, nullptr, nullptr, q, out);
+  QueryState st;
+  st.q = q;
+  st.out = out;
+  st.pos = query_pos;
+  AttendBlock(rows, shape, seq, g, nullptr, nullptr, &st, 1);
 }
 
-void AttendF16Fast(const F16GroupRows& rows, const AttentionShape& shape,
-                   std::span<const SeqCells> seqs,
-                   std::span<const uint32_t> seq_of,
-                   std::span<const Pos> query_pos, const float* q, float* out,
-                   const std::function<void(size_t, const std::function<void(
-                                                         size_t)>&)>& run) {
+void AttendF16Fast(
+    const F16GroupRows& rows, const AttentionShape& shape,
+    std::span<const SeqCells> seqs, std::span<const uint32_t> seq_of,
+    std::span<const Pos> query_pos, const float* q, float* out,
+    const std::function<void(size_t, const std::function<void(size_t)>&)>&
+        run) {
   const uint32_t n_kv = shape.n_head_kv;
   const uint32_t dk = shape.head_dim_k;
   const uint32_t dv = shape.head_dim_v;
@@ -237,14 +277,24 @@ void AttendF16Fast(const F16GroupRows& rows, const AttentionShape& shape,
                    &gathered[s][size_t{n_kv} * n * dk + size_t{g} * n * dv]);
     }
   }
+  // Blocks of up to kQueryBlock consecutive batch tokens of one sequence.
+  std::vector<std::pair<uint32_t, uint32_t>> blocks;  // [first, end) tokens
+  for (uint32_t t = 0; t < seq_of.size();) {
+    uint32_t e = t + 1;
+    while (e < seq_of.size() && e - t < kQueryBlock && seq_of[e] == seq_of[t]) {
+      ++e;
+    }
+    blocks.emplace_back(t, e);
+    t = e;
+  }
   const uint32_t n_gqa = shape.n_head / n_kv;
   const uint64_t q_stride = uint64_t{shape.n_head} * dk;
   const uint64_t out_stride = uint64_t{shape.n_head} * dv;
-  run(seq_of.size() * n_kv, [&](size_t index) {
-    const size_t t = index / n_kv;
+  run(blocks.size() * n_kv, [&](size_t index) {
+    const auto [first, end] = blocks[index / n_kv];
     const uint32_t g = static_cast<uint32_t>(index % n_kv);
     const uint64_t first_head = uint64_t{g} * n_gqa;
-    const uint32_t s = seq_of[t];
+    const uint32_t s = seq_of[first];
     const float* k_f32 = nullptr;
     const float* v_f32 = nullptr;
     if (!gathered[s].empty()) {
@@ -252,9 +302,14 @@ void AttendF16Fast(const F16GroupRows& rows, const AttentionShape& shape,
       k_f32 = &gathered[s][size_t{g} * n * dk];
       v_f32 = &gathered[s][size_t{n_kv} * n * dk + size_t{g} * n * dv];
     }
-    AttendGroupImpl(rows, shape, seqs[s], query_pos[t], g, k_f32, v_f32,
-                    q + t * q_stride + first_head * dk,
-                    out + t * out_stride + first_head * dv);
+    QueryState queries[kQueryBlock];
+    for (uint32_t t = first; t < end; ++t) {
+      QueryState& st = queries[t - first];
+      st.q = q + t * q_stride + first_head * dk;
+      st.out = out + t * out_stride + first_head * dv;
+      st.pos = query_pos[t];
+    }
+    AttendBlock(rows, shape, seqs[s], g, k_f32, v_f32, queries, end - first);
   });
 }
 
