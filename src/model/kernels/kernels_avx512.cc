@@ -10,6 +10,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <vector>
 
 // GCC 12's avx512fintrin.h builds "undefined" vectors from self-initialised
 // locals (__Y = __Y), which -Wuninitialized flags in every caller.
@@ -224,6 +225,68 @@ struct QuantKernel {
   static constexpr int kRowTile = 4;
   static constexpr int kTokenTile = 4;
 
+  // One row's block pair ready for the tile loop: quants, the -128 * sum(w)
+  // correction and the scales ([d0 x 8 | d1 x 8]), computed once per row
+  // tile (PrepareRows) instead of once per token tile.
+  struct PackedPair {
+    __m512i wq;
+    __m512i corr;
+    __m512 dw;
+  };
+
+  // [num_pairs, R] for the rows the thread's current TokenLoop covers.
+  static std::vector<PackedPair>& Packed() {
+    thread_local std::vector<PackedPair> packed;
+    return packed;
+  }
+
+  // Packs rows [r0, r0 + R) for TileMulti; called by TokenLoop before the
+  // multi-token tiles of those rows.
+  template <int R>
+  static void PrepareRows(const MatMulArgs& a, int64_t r0) {
+    const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
+    const int64_t num_blocks = a.cols / kBlock;
+    const int64_t num_pairs = (num_blocks + 1) / 2;
+    std::vector<PackedPair>& packed = Packed();
+    packed.resize(num_pairs * R);
+    for (int64_t p = 0; p < num_pairs; ++p) {
+      for (int r = 0; r < R; ++r) {
+        const std::byte* b0 =
+            a.w + (r0 + r) * a.w_row_bytes + 2 * p * Block::kBytes;
+        const std::byte* b1 =
+            2 * p + 1 < num_blocks ? b0 + Block::kBytes : nullptr;
+        PackedPair& pp = packed[p * R + r];
+        pp.wq = Block::Pair(b0, b1);
+        pp.corr = _mm512_sub_epi32(
+            _mm512_setzero_si512(),
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), k80, pp.wq));
+        pp.dw = PairScales(b0, b1);
+      }
+    }
+  }
+
+  // Adds block pair p (blocks 2p and 2p + 1, or only 2p when !kPair) of
+  // the packed rows to every accumulator of the tile.
+  template <int R, int T, bool kPair>
+  static void StepPacked(const PackedPair* rows, const std::byte* const* x,
+                         int64_t p, __m512 (&acc)[R][T]) {
+    const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const std::byte* b0 = x[t] + 2 * p * kQ8Bytes;
+      const std::byte* b1 = kPair ? b0 + kQ8Bytes : nullptr;
+      const __m512i xu = _mm512_xor_si512(Q8Block::Pair(b0, b1), k80);
+      const __m512 dx = PairScales(b0, b1);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const PackedPair& pp = rows[p * R + r];
+        const __m512 prod =
+            _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(pp.corr, xu, pp.wq));
+        acc[r][t] = _mm512_fmadd_ps(prod, _mm512_mul_ps(pp.dw, dx), acc[r][t]);
+      }
+    }
+  }
+
   // Adds blocks b (and b + 1 when kPair) to every accumulator of the tile.
   template <int R, int T, bool kPair>
   static void Step(const std::byte* const* w, const std::byte* const* x,
@@ -324,10 +387,7 @@ struct QuantKernel {
 
   template <int R, int T>
   static void TileMulti(const MatMulArgs& a, int64_t r0, int64_t t0) {
-    const std::byte* w[R];
     const std::byte* x[T];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.w_row_bytes;
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) x[t] = a.x + (t0 + t) * a.x_row_bytes;
     __m512 acc[R][T];
@@ -337,9 +397,11 @@ struct QuantKernel {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     }
     const int64_t num_blocks = a.cols / kBlock;
-    int64_t b = 0;
-    for (; b + 2 <= num_blocks; b += 2) Step<R, T, true>(w, x, b, acc);
-    if (b < num_blocks) Step<R, T, false>(w, x, b, acc);
+    const PackedPair* rows = Packed().data();
+    int64_t p = 0;
+    for (; 2 * p + 2 <= num_blocks; ++p)
+      StepPacked<R, T, true>(rows, x, p, acc);
+    if (2 * p < num_blocks) StepPacked<R, T, false>(rows, x, p, acc);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
