@@ -234,6 +234,45 @@ struct QuantKernel {
     __m512 dw;
   };
 
+  // One token's block pair ready for the tile loop: quants offset to
+  // unsigned (x + 128) and the scales.
+  struct PackedX {
+    __m512i xu;
+    __m512 dx;
+  };
+
+  // [tokens, num_pairs] for the thread's current token chunk, which starts
+  // at token XBegin().
+  static std::vector<PackedX>& PackedTokens() {
+    thread_local std::vector<PackedX> packed;
+    return packed;
+  }
+  static int64_t& XBegin() {
+    thread_local int64_t begin = 0;
+    return begin;
+  }
+
+  // Packs the activations of tokens [t_begin, t_end) for TileMulti; called
+  // by MatMulRowsTiled once per token chunk.
+  static void PrepareTokens(const MatMulArgs& a, int64_t t_begin,
+                            int64_t t_end) {
+    const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
+    const int64_t num_blocks = a.cols / kBlock;
+    const int64_t num_pairs = (num_blocks + 1) / 2;
+    std::vector<PackedX>& packed = PackedTokens();
+    packed.resize((t_end - t_begin) * num_pairs);
+    XBegin() = t_begin;
+    for (int64_t t = t_begin; t < t_end; ++t) {
+      for (int64_t p = 0; p < num_pairs; ++p) {
+        const std::byte* b0 = a.x + t * a.x_row_bytes + 2 * p * kQ8Bytes;
+        const std::byte* b1 = 2 * p + 1 < num_blocks ? b0 + kQ8Bytes : nullptr;
+        PackedX& px = packed[(t - t_begin) * num_pairs + p];
+        px.xu = _mm512_xor_si512(Q8Block::Pair(b0, b1), k80);
+        px.dx = PairScales(b0, b1);
+      }
+    }
+  }
+
   // [num_pairs, R] for the rows the thread's current TokenLoop covers.
   static std::vector<PackedPair>& Packed() {
     thread_local std::vector<PackedPair> packed;
@@ -267,16 +306,13 @@ struct QuantKernel {
 
   // Adds block pair p (blocks 2p and 2p + 1, or only 2p when !kPair) of
   // the packed rows to every accumulator of the tile.
-  template <int R, int T, bool kPair>
-  static void StepPacked(const PackedPair* rows, const std::byte* const* x,
+  template <int R, int T>
+  static void StepPacked(const PackedPair* rows, const PackedX* const* x,
                          int64_t p, __m512 (&acc)[R][T]) {
-    const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-      const std::byte* b0 = x[t] + 2 * p * kQ8Bytes;
-      const std::byte* b1 = kPair ? b0 + kQ8Bytes : nullptr;
-      const __m512i xu = _mm512_xor_si512(Q8Block::Pair(b0, b1), k80);
-      const __m512 dx = PairScales(b0, b1);
+      const __m512i xu = x[t][p].xu;
+      const __m512 dx = x[t][p].dx;
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const PackedPair& pp = rows[p * R + r];
@@ -387,21 +423,21 @@ struct QuantKernel {
 
   template <int R, int T>
   static void TileMulti(const MatMulArgs& a, int64_t r0, int64_t t0) {
-    const std::byte* x[T];
+    const int64_t num_blocks = a.cols / kBlock;
+    const int64_t num_pairs = (num_blocks + 1) / 2;
+    const PackedX* x[T];
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) x[t] = a.x + (t0 + t) * a.x_row_bytes;
+    for (int t = 0; t < T; ++t) {
+      x[t] = PackedTokens().data() + (t0 + t - XBegin()) * num_pairs;
+    }
     __m512 acc[R][T];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     }
-    const int64_t num_blocks = a.cols / kBlock;
     const PackedPair* rows = Packed().data();
-    int64_t p = 0;
-    for (; 2 * p + 2 <= num_blocks; ++p)
-      StepPacked<R, T, true>(rows, x, p, acc);
-    if (2 * p < num_blocks) StepPacked<R, T, false>(rows, x, p, acc);
+    for (int64_t p = 0; p < num_pairs; ++p) StepPacked<R, T>(rows, x, p, acc);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
