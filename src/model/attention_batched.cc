@@ -78,6 +78,44 @@ KV_AVX2 void DotHeads(const float* k, const float* q, uint32_t dk,
   }
 }
 
+// scores[m * stride] = k[sel[m]] . q for m < 8, dk a multiple of 32: the
+// same sums as DotHeads, whose per-key horizontal reduction
+// ((r0+r4)+(r1+r5)) + ((r2+r6)+(r3+r7)) is done here for 8 keys at once
+// with lane shuffles and two hadds instead of a serial chain per key.
+KV_AVX2 void Dot8Keys(const float* k, const uint32_t* sel, const float* q,
+                      uint32_t dk, float* scores, size_t stride) {
+  __m256 r[8];
+#pragma GCC unroll 8
+  for (int m = 0; m < 8; ++m) {
+    const float* a = k + size_t{sel[m]} * dk;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (uint32_t i = 0; i < dk; i += 32) {
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(q + i), a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8),
+                           _mm256_loadu_ps(q + i + 8), a1);
+      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16),
+                           _mm256_loadu_ps(q + i + 16), a2);
+      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24),
+                           _mm256_loadu_ps(q + i + 24), a3);
+    }
+    r[m] = _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));
+  }
+  // t[p] = [lo + hi of key 2p | lo + hi of key 2p + 1].
+  __m256 t[4];
+#pragma GCC unroll 4
+  for (int p = 0; p < 4; ++p) {
+    t[p] = _mm256_add_ps(_mm256_permute2f128_ps(r[2 * p], r[2 * p + 1], 0x20),
+                         _mm256_permute2f128_ps(r[2 * p], r[2 * p + 1], 0x31));
+  }
+  // Lanes: keys 0, 2, 4, 6 | 1, 3, 5, 7.
+  const __m256 h =
+      _mm256_hadd_ps(_mm256_hadd_ps(t[0], t[1]), _mm256_hadd_ps(t[2], t[3]));
+  alignas(32) float out[8];
+  _mm256_store_ps(out, h);
+  constexpr int kKeyOfLane[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+  for (int l = 0; l < 8; ++l) scores[kKeyOfLane[l] * stride] = out[l];
+}
+
 // For each head j: when rescale[j] != 1 (a new max), acc = round(acc *
 // rescale[j]); then acc = round(fma(weight[j], v, acc)) — attention.cc's
 // scale loop, RoundToHalf, AxpyF16 and RoundToHalf.
@@ -125,104 +163,145 @@ bool CanAttendGroupF16Fast(const AttentionShape& shape) {
 
 namespace {
 
-// One query's state in AttendBlock: its fp16-rounded heads and the online
-// softmax of each head.
+// One query of AttendBlock.
 struct QueryState {
   const float* q = nullptr;  // [n_gqa, dk]
   float* out = nullptr;      // [n_gqa, dv]
   Pos pos = 0;
-  float max[kMaxGqa];
-  float sum[kMaxGqa];
 };
 
-// Queries of one sequence attended together: each cell's K/V is loaded
-// once for all of them, and their independent dependency chains (the fp16
-// accumulator is rounded after every cell) overlap in the core. Each
-// query still sees its cells in the same order, so no bit changes.
+// Queries of one sequence handed to AttendBlock together, so that a
+// prefill's K/V slices are converted once for all of them.
 constexpr uint32_t kQueryBlock = 4;
 
 #ifdef KVAULT_ATTENTION_FAST
-// Folds one cell into query qs: the softmax bookkeeping as in attention.cc
-// (its sum fused, as llama.cpp's build fuses it), then the V update.
-KV_AVX2 void FoldCell(const float* kc, const float* vc, const float* qs,
-                      const AttentionShape& s, QueryState& st) {
-  const uint32_t n_gqa = s.n_head / s.n_head_kv;
-  float scores[kMaxGqa], old_scale[kMaxGqa], weight[kMaxGqa];
-  bool rescale[kMaxGqa];
-  DotHeads(kc, qs, s.head_dim_k, n_gqa, scores);
-  for (uint32_t j = 0; j < n_gqa; ++j) {
-    const float score = scores[j] * s.scale;
-    old_scale[j] = 1.0f;
-    weight[j] = 1.0f;
-    rescale[j] = score > st.max[j];
-    if (rescale[j]) {
-      old_scale[j] = std::exp(st.max[j] - score);
-      st.max[j] = score;
-    } else {
-      weight[j] = std::exp(score - st.max[j]);
-    }
-    st.sum[j] = std::fma(st.sum[j], old_scale[j], weight[j]);
-  }
-  UpdateHeads(vc, s.head_dim_v, n_gqa, rescale, old_scale, weight, st.out);
-}
-#endif
+// One cell's softmax terms for one head: the accumulator is first scaled
+// by old_scale when rescale (a new running max), then gets weight * v.
+struct CellTerms {
+  float weight;
+  float old_scale;
+  bool rescale;
+};
 
-// Attends queries[0, n) (same sequence, KV head g). k_f32/v_f32, when not
-// null, hold group g's K/V slices of seq's cells already converted
-// ([cells, head_dim]).
-void AttendBlock(const F16GroupRows& rows, const AttentionShape& s,
-                 const SeqCells& seq, uint32_t g, const float* k_f32,
-                 const float* v_f32, QueryState* queries, uint32_t n) {
-#ifdef KVAULT_ATTENTION_FAST
+// The online-softmax bookkeeping of head j over n cells' scores
+// ([n, n_gqa]) in cell order, as attention.cc does it (its sum fused, as
+// llama.cpp's build fuses it). Fills terms[0, n); returns the final sum.
+KV_AVX2 float SoftmaxTerms(const float* scores, uint32_t n, uint32_t n_gqa,
+                           uint32_t j, float scale, CellTerms* terms) {
+  float max = -INFINITY;
+  float sum = 0.0f;
+  for (uint32_t m = 0; m < n; ++m) {
+    const float score = scores[size_t{m} * n_gqa + j] * scale;
+    CellTerms& c = terms[m];
+    c.weight = 1.0f;
+    c.old_scale = 1.0f;
+    c.rescale = score > max;
+    if (c.rescale) {
+      c.old_scale = std::exp(max - score);
+      max = score;
+    } else {
+      c.weight = std::exp(score - max);
+    }
+    sum = std::fma(sum, c.old_scale, c.weight);
+  }
+  return sum;
+}
+
+// out[0, 8 kNv) = the fp16-rounded V accumulation over cells sel[0, n)
+// (rows of v, [cells, dv]), the accumulator held in registers: its chain
+// (fma, round, round per cell) is the loop's critical path.
+template <int kNv>
+KV_AVX2 void AccumulateV(const float* v, uint32_t dv, const uint32_t* sel,
+                         uint32_t n, const CellTerms* terms, float* out) {
+  __m256 acc[kNv];
+#pragma GCC unroll 16
+  for (int d = 0; d < kNv; ++d) acc[d] = _mm256_setzero_ps();
+  for (uint32_t m = 0; m < n; ++m) {
+    const float* vc = v + size_t{sel[m]} * dv;
+    const __m256 w = _mm256_set1_ps(terms[m].weight);
+    if (terms[m].rescale) {
+      const __m256 sc = _mm256_set1_ps(terms[m].old_scale);
+#pragma GCC unroll 16
+      for (int d = 0; d < kNv; ++d) {
+        const __m256 a = RoundHalf(_mm256_mul_ps(acc[d], sc));
+        acc[d] = RoundHalf(_mm256_fmadd_ps(w, _mm256_loadu_ps(vc + 8 * d), a));
+      }
+    } else {
+#pragma GCC unroll 16
+      for (int d = 0; d < kNv; ++d) {
+        acc[d] =
+            RoundHalf(_mm256_fmadd_ps(w, _mm256_loadu_ps(vc + 8 * d), acc[d]));
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int d = 0; d < kNv; ++d) _mm256_storeu_ps(out + 8 * d, acc[d]);
+}
+
+// AccumulateV for any dv (a multiple of 8), the accumulator in out.
+KV_AVX2 void AccumulateVAny(const float* v, uint32_t dv, const uint32_t* sel,
+                            uint32_t n, const CellTerms* terms, float* out) {
+  std::memset(out, 0, sizeof(float) * dv);
+  for (uint32_t m = 0; m < n; ++m) {
+    const bool rescale = terms[m].rescale;
+    UpdateHeads(v + size_t{sel[m]} * dv, dv, 1, &rescale, &terms[m].old_scale,
+                &terms[m].weight, out);
+  }
+}
+
+// Attends one query over the cells of seq with positions <= st.pos, whose
+// K/V slices of group g are k ([cells, dk]) and v ([cells, dv]) as f32.
+// Three passes: every cell's scores (independent, so they overlap in the
+// core), each head's softmax terms, then each head's V accumulation.
+KV_AVX2 void AttendQuery(const AttentionShape& s, const SeqCells& seq,
+                         const float* k, const float* v, const QueryState& st) {
   const uint32_t n_gqa = s.n_head / s.n_head_kv;
   const uint32_t dk = s.head_dim_k;
   const uint32_t dv = s.head_dim_v;
-  thread_local std::vector<float> rounded;  // [n, n_gqa, dk] fp16-rounded
-  rounded.resize(size_t{n} * n_gqa * dk);
-  Pos last = queries[0].pos;
-  for (uint32_t b = 0; b < n; ++b) {
-    QueryState& st = queries[b];
-    float* qs = &rounded[size_t{b} * n_gqa * dk];
-    std::memcpy(qs, st.q, sizeof(float) * n_gqa * dk);
-    RoundHalfRow(qs, n_gqa * dk);
-    std::fill(st.max, st.max + n_gqa, -INFINITY);
-    std::fill(st.sum, st.sum + n_gqa, 0.0f);
-    std::memset(st.out, 0, sizeof(float) * n_gqa * dv);
-    last = std::max(last, st.pos);
+  thread_local std::vector<float> qs;         // [n_gqa, dk] fp16-rounded
+  thread_local std::vector<uint32_t> sel;     // attended cells, in order
+  thread_local std::vector<float> scores;     // [cells, n_gqa]
+  thread_local std::vector<CellTerms> terms;  // [cells]
+  qs.assign(st.q, st.q + size_t{n_gqa} * dk);
+  RoundHalfRow(qs.data(), n_gqa * dk);
+  const size_t num_cells = seq.cells.size();
+  sel.resize(num_cells);
+  scores.resize(num_cells * n_gqa);
+  terms.resize(num_cells);
+  uint32_t n = 0;
+  for (size_t i = 0; i < num_cells; ++i) {
+    if (seq.positions[i] > st.pos) continue;  // causal mask
+    sel[n++] = static_cast<uint32_t>(i);
   }
-  float k[kMaxHeadDim], v[kMaxHeadDim];
-  for (size_t i = 0; i < seq.cells.size(); ++i) {
-    if (seq.positions[i] > last) continue;  // causal mask for every query
-    const float* kc = k;
-    const float* vc = v;
-    if (k_f32 != nullptr) {
-      kc = k_f32 + i * dk;
-      vc = v_f32 + i * dv;
+  uint32_t m = 0;
+  if (dk % 32 == 0) {
+    for (; m + 8 <= n; m += 8) {
+      for (uint32_t j = 0; j < n_gqa; ++j) {
+        Dot8Keys(k, &sel[m], &qs[size_t{j} * dk], dk,
+                 &scores[size_t{m} * n_gqa + j], n_gqa);
+      }
+    }
+  }
+  for (; m < n; ++m) {
+    DotHeads(k + size_t{sel[m]} * dk, qs.data(), dk, n_gqa,
+             &scores[size_t{m} * n_gqa]);
+  }
+  for (uint32_t j = 0; j < n_gqa; ++j) {
+    const float sum =
+        SoftmaxTerms(scores.data(), n, n_gqa, j, s.scale, terms.data());
+    float* out = st.out + size_t{j} * dv;
+    if (dv == 64) {
+      AccumulateV<8>(v, dv, sel.data(), n, terms.data(), out);
+    } else if (dv == 128) {
+      AccumulateV<16>(v, dv, sel.data(), n, terms.data(), out);
     } else {
-      const uint64_t cell = seq.cells[i].value();
-      HalfToFloat8s(
-          rows.k_base + cell * rows.k_row_bytes + uint64_t{g} * dk * 2, dk, k);
-      HalfToFloat8s(
-          rows.v_base + cell * rows.v_row_bytes + uint64_t{g} * dv * 2, dv, v);
+      AccumulateVAny(v, dv, sel.data(), n, terms.data(), out);
     }
-    for (uint32_t b = 0; b < n; ++b) {
-      if (seq.positions[i] > queries[b].pos) continue;
-      FoldCell(kc, vc, &rounded[size_t{b} * n_gqa * dk], s, queries[b]);
-    }
+    const float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+    for (uint32_t d = 0; d < dv; ++d) out[d] *= inv;
   }
-  for (uint32_t b = 0; b < n; ++b) {
-    for (uint32_t j = 0; j < n_gqa; ++j) {
-      const float sum = queries[b].sum[j];
-      const float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
-      float* o = queries[b].out + uint64_t{j} * dv;
-      for (uint32_t d = 0; d < dv; ++d) o[d] *= inv;
-    }
-  }
-#else
-  (void)rows, (void)s, (void)seq, (void)g, (void)k_f32, (void)v_f32,
-      (void)queries, (void)n;
-#endif
 }
+#endif
 
 // Converts group g's K (or V) slices of seq's cells, in logical order, into
 // dst [cells, head_dim]: done once per prefill sequence instead of once per
@@ -237,6 +316,33 @@ void GatherSlices(const std::byte* base, uint64_t row_bytes, uint32_t g,
   }
 #else
   (void)base, (void)row_bytes, (void)g, (void)head_dim, (void)seq, (void)dst;
+#endif
+}
+
+// Attends queries[0, n) (same sequence, KV head g). k_f32/v_f32, when not
+// null, hold group g's K/V slices of seq's cells already converted
+// ([cells, head_dim]); else they are converted here.
+void AttendBlock(const F16GroupRows& rows, const AttentionShape& s,
+                 const SeqCells& seq, uint32_t g, const float* k_f32,
+                 const float* v_f32, QueryState* queries, uint32_t n) {
+#ifdef KVAULT_ATTENTION_FAST
+  thread_local std::vector<float> k_buf, v_buf;  // [cells, dk], [cells, dv]
+  if (k_f32 == nullptr) {
+    const size_t num_cells = seq.cells.size();
+    k_buf.resize(num_cells * s.head_dim_k);
+    v_buf.resize(num_cells * s.head_dim_v);
+    GatherSlices(rows.k_base, rows.k_row_bytes, g, s.head_dim_k, seq,
+                 k_buf.data());
+    GatherSlices(rows.v_base, rows.v_row_bytes, g, s.head_dim_v, seq,
+                 v_buf.data());
+    k_f32 = k_buf.data();
+    v_f32 = v_buf.data();
+  }
+  for (uint32_t b = 0; b < n; ++b)
+    AttendQuery(s, seq, k_f32, v_f32, queries[b]);
+#else
+  (void)rows, (void)s, (void)seq, (void)g, (void)k_f32, (void)v_f32,
+      (void)queries, (void)n;
 #endif
 }
 
