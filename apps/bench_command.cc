@@ -51,6 +51,7 @@ constexpr const char kBenchUsage[] =
     " [--json]\n"
     "usage: kvault bench decode-fragmentation -m MODEL [--depth D]..."
     " [--page-size P]... [--json]\n"
+    "usage: kvault bench churn [-m MODEL] [--config C]... [--turns T] [--json]\n"
     "  (each with --help for details)\n";
 
 // Builds one options struct per (policy, page size) pair requested.
@@ -222,6 +223,7 @@ int RunBench(const std::vector<std::string>& args) {
   if (args[0] == "restore-vs-recompute") {
     return RunBenchRestoreVsRecompute(rest);
   }
+  if (args[0] == "churn") return RunBenchChurn(rest);
   if (args[0] == "decode-fragmentation") {
     return RunBenchDecodeFragmentation(rest);
   }

@@ -34,6 +34,8 @@ int RunBenchDefragCost(const std::vector<std::string>& args);
 int RunBenchRestoreVsRecompute(const std::vector<std::string>& args);
 // `kvault bench decode-fragmentation -m MODEL [flags]`: tg tok/s, paged.
 int RunBenchDecodeFragmentation(const std::vector<std::string>& args);
+// `kvault bench churn [flags]`: slot save/restore churn per KV policy.
+int RunBenchChurn(const std::vector<std::string>& args);
 
 // Returns `args` with each short flag in `aliases` (e.g. "-m") replaced by
 // "--" + its long name; the argument after it is kept as its value.

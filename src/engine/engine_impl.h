@@ -144,6 +144,10 @@ class Engine::Impl {
                                      const std::set<uint32_t>& blocked) const;
   // Makes the slot run `item`'s completion.
   void StartRequest(Slot& slot, WorkItem item);
+  // True when the slot's spilled KV, which the prompt would reuse, cannot
+  // come back now but another slot's running request will leave room when
+  // it ends: the request then waits in the queue instead of recomputing.
+  bool MustWaitForRoom(const Slot& slot, const CompletionParams& params);
   // Keeps the slot's cached prefix the prompt can reuse; returns its length.
   size_t ReusePrefix(Slot& slot, const CompletionParams& params);
   // Builds, makes room for, decodes and samples one batch.

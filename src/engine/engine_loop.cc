@@ -29,12 +29,21 @@ void Engine::Impl::SchedulerLoop() {
     FinishCompletedIo(std::move(io_done));
     ProcessCancels(cancels);
     bool ran_action = false;
+    std::vector<WorkItem> waiting;  // back to the queue's front, in order
     for (WorkItem& item : TakeRunnable()) {
       if (item.is_action) {
         item.run(item.slot ? &slots_[*item.slot] : nullptr);
         ran_action = true;
+      } else if (MustWaitForRoom(slots_[*item.slot], item.params)) {
+        waiting.push_back(std::move(item));
       } else {
         StartRequest(slots_[*item.slot], std::move(item));
+      }
+    }
+    if (!waiting.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto it = waiting.rbegin(); it != waiting.rend(); ++it) {
+        queue_.push_front(std::move(*it));
       }
     }
     // The action's caller may read statistics as soon as it returns.

@@ -124,6 +124,22 @@ void Engine::Impl::StartRequest(Slot& slot, WorkItem item) {
   ++counters_.requests_total;
 }
 
+bool Engine::Impl::MustWaitForRoom(const Slot& slot,
+                                   const CompletionParams& params) {
+  if (!params.cache_prompt || !vault_->IsSpilled(slot.seq) ||
+      CommonPrefix(slot.cached, params.prompt) == 0) {
+    return false;
+  }
+  const bool others_running =
+      std::any_of(slots_.begin(), slots_.end(), [&](const Slot& other) {
+        return other.id != slot.id && other.request != nullptr;
+      });
+  if (!others_running) return false;  // nothing will free room: recompute
+  StatusOr<std::optional<VaultRestoreResult>> back =
+      vault_->EnsureResident(slot.seq);
+  return !back.ok() && back.status().code() == StatusCode::kResourceExhausted;
+}
+
 size_t Engine::Impl::ReusePrefix(Slot& slot, const CompletionParams& params) {
   size_t keep =
       params.cache_prompt ? CommonPrefix(slot.cached, params.prompt) : 0;

@@ -2,10 +2,12 @@
 // the youngest is preempted (spilled, or dropped and recomputed without a
 // tier) and resumed later; every request still ends with the tokens of an
 // undisturbed solo run.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "engine/engine.h"
 #include "engine_test_util.h"
@@ -55,7 +57,8 @@ TEST_P(EnginePressureTest, EveryRequestCompletesAsIfAlone) {
     SCOPED_TRACE(i);
     auto result = sinks[i]->Wait();
     ASSERT_TRUE(result.ok()) << result.status();
-    EXPECT_EQ(result->tokens, SoloGreedy(*reference, prompts[i], kPredict, false));
+    EXPECT_EQ(result->tokens,
+              SoloGreedy(*reference, prompts[i], kPredict, false));
   }
   const EngineMetrics m = (*engine)->Metrics();
   EXPECT_GT(m.preemptions, 0u);
@@ -68,6 +71,59 @@ TEST_P(EnginePressureTest, EveryRequestCompletesAsIfAlone) {
     EXPECT_GT(m.vault.evictions, 0u);
   }
   EXPECT_EQ(m.requests_failed, 0u);
+}
+
+// A request for an idle slot whose KV was spilled, arriving while another
+// slot's running request holds the pool, waits for that request to end and
+// then brings the KV back: it reuses the whole cached prefix instead of
+// recomputing it.
+TEST(EnginePressureWaitTest, SpilledSlotWaitsForRoomInsteadOfRecomputing) {
+  auto reference = MakeGenModel(5);
+  EngineOptions options;
+  options.n_ctx_total = 64;  // 4 pages of 16
+  options.page_size = 16;
+  options.n_slots = 2;
+  options.ctx_per_slot = 64;
+  options.num_threads = 1;
+  options.spill_ram_bytes = 16 << 20;
+  auto engine = Engine::Create(MakeGenModel(5), options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const std::vector<TokenId> first_prompt = GenPrompt(20, 7);
+  CompletionParams first = engine_test::Greedy(first_prompt, 10, 0);
+  first.ignore_eos = true;
+  auto first_result = engine_test::RunToEnd(engine->get(), first);
+  ASSERT_TRUE(first_result.ok()) << first_result.status();
+  const uint64_t cached = (*engine)->Slots()[0].n_cached;
+  ASSERT_GE(cached, 20u);
+  // Slot 1 grows to 3 and then 4 pages, which spills idle slot 0 (2 pages).
+  auto hog = std::make_shared<RecordingSink>();
+  std::mutex mu;
+  std::condition_variable cv;
+  bool hog_big = false;
+  hog->OnEachToken([&](size_t n) {
+    if (n != 25) return;  // 10 + 25 cells: slot 1 holds 3 of the 4 pages
+    std::lock_guard<std::mutex> lock(mu);
+    hog_big = true;
+    cv.notify_all();
+  });
+  CompletionParams hog_params = engine_test::Greedy(GenPrompt(10, 8), 45, 1);
+  hog_params.ignore_eos = true;
+  ASSERT_TRUE((*engine)->Submit(hog_params, hog).ok());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return hog_big; });
+  }
+  const std::vector<TokenId> prompt = engine_test::Concat(
+      engine_test::Concat(first_prompt, first_result->tokens), GenPrompt(4, 9));
+  auto again =
+      engine_test::RunToEnd(engine->get(), engine_test::Greedy(prompt, 8, 0));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->timings.cache_n, cached);  // nothing recomputed
+  EXPECT_EQ(again->tokens, SoloGreedy(*reference, prompt, 8, false));
+  ASSERT_TRUE(hog->Wait().ok());
+  const EngineMetrics m = (*engine)->Metrics();
+  EXPECT_GT(m.vault.evictions, 0u);
+  EXPECT_GT(m.vault.restores_ok, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(
