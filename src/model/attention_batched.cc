@@ -45,6 +45,22 @@ KV_AVX2 void RoundHalfRow(float* x, uint32_t n) {
   }
 }
 
+// The 8 lanes (a0+a2)+(a1+a3) of ggml_vec_dot_f16's four accumulators
+// over values [0, np) of a . b (np a multiple of 32).
+KV_AVX2 inline __m256 DotLanes(const float* a, const float* b, uint32_t np) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (uint32_t i = 0; i < np; i += 32) {
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), a0);
+    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8),
+                         a1);
+    a2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16),
+                         _mm256_loadu_ps(b + i + 16), a2);
+    a3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24),
+                         _mm256_loadu_ps(b + i + 24), a3);
+  }
+  return _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));
+}
+
 // scores[j] = k . q[j] for j < n_gqa, in ggml_vec_dot_f16's order (as
 // ggml_compat::DotF16): four accumulators over 32-value steps, reduced
 // (a0+a2)+(a1+a3), lanes lo+hi, two hadds, then the tail (dk % 32 values)
@@ -54,18 +70,7 @@ KV_AVX2 void DotHeads(const float* k, const float* q, uint32_t dk,
   const uint32_t np = dk & ~31u;
   for (uint32_t j = 0; j < n_gqa; ++j) {
     const float* b = q + uint64_t{j} * dk;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (uint32_t i = 0; i < np; i += 32) {
-      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i), _mm256_loadu_ps(b + i), a0);
-      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i + 8),
-                           _mm256_loadu_ps(b + i + 8), a1);
-      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i + 16),
-                           _mm256_loadu_ps(b + i + 16), a2);
-      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i + 24),
-                           _mm256_loadu_ps(b + i + 24), a3);
-    }
-    const __m256 r =
-        _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));
+    const __m256 r = DotLanes(k, b, np);
     __m128 t =
         _mm_add_ps(_mm256_castps256_ps128(r), _mm256_extractf128_ps(r, 1));
     t = _mm_hadd_ps(t, t);
@@ -87,18 +92,7 @@ KV_AVX2 void Dot8Keys(const float* k, const uint32_t* sel, const float* q,
   __m256 r[8];
 #pragma GCC unroll 8
   for (int m = 0; m < 8; ++m) {
-    const float* a = k + size_t{sel[m]} * dk;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (uint32_t i = 0; i < dk; i += 32) {
-      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(q + i), a0);
-      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8),
-                           _mm256_loadu_ps(q + i + 8), a1);
-      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16),
-                           _mm256_loadu_ps(q + i + 16), a2);
-      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24),
-                           _mm256_loadu_ps(q + i + 24), a3);
-    }
-    r[m] = _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));
+    r[m] = DotLanes(k + size_t{sel[m]} * dk, q, dk);
   }
   // t[p] = [lo + hi of key 2p | lo + hi of key 2p + 1].
   __m256 t[4];
