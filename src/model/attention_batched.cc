@@ -5,7 +5,6 @@
 #include <cstring>
 #include <functional>
 #include <span>
-#include <utility>
 #include <vector>
 
 #include "core/float16.h"
@@ -157,16 +156,12 @@ bool CanAttendGroupF16Fast(const AttentionShape& shape) {
 
 namespace {
 
-// One query of AttendBlock.
+// One query: its heads, where its output goes, and its position.
 struct QueryState {
   const float* q = nullptr;  // [n_gqa, dk]
   float* out = nullptr;      // [n_gqa, dv]
   Pos pos = 0;
 };
-
-// Queries of one sequence handed to AttendBlock together, so that a
-// prefill's K/V slices are converted once for all of them.
-constexpr uint32_t kQueryBlock = 4;
 
 #ifdef KVAULT_ATTENTION_FAST
 // One cell's softmax terms for one head: the accumulator is first scaled
@@ -325,12 +320,12 @@ void GatherSlices(const std::byte* base, uint64_t row_bytes, uint32_t g,
 #endif
 }
 
-// Attends queries[0, n) (same sequence, KV head g). k_f32/v_f32, when not
-// null, hold group g's K/V slices of seq's cells already converted
-// ([cells, head_dim]); else they are converted here.
-void AttendBlock(const F16GroupRows& rows, const AttentionShape& s,
-                 const SeqCells& seq, uint32_t g, const float* k_f32,
-                 const float* v_f32, QueryState* queries, uint32_t n) {
+// Attends one query (KV head g). k_f32/v_f32, when not null, hold group
+// g's K/V slices of seq's cells already converted ([cells, head_dim]);
+// else they are converted here.
+void AttendOne(const F16GroupRows& rows, const AttentionShape& s,
+               const SeqCells& seq, uint32_t g, const float* k_f32,
+               const float* v_f32, const QueryState& query) {
 #ifdef KVAULT_ATTENTION_FAST
   thread_local std::vector<float> k_buf, v_buf;  // [cells, dk], [cells, dv]
   if (k_f32 == nullptr) {
@@ -344,11 +339,10 @@ void AttendBlock(const F16GroupRows& rows, const AttentionShape& s,
     k_f32 = k_buf.data();
     v_f32 = v_buf.data();
   }
-  for (uint32_t b = 0; b < n; ++b)
-    AttendQuery(s, seq, k_f32, v_f32, queries[b]);
+  AttendQuery(s, seq, k_f32, v_f32, query);
 #else
   (void)rows, (void)s, (void)seq, (void)g, (void)k_f32, (void)v_f32,
-      (void)queries, (void)n;
+      (void)query;
 #endif
 }
 
@@ -361,7 +355,7 @@ void AttendGroupF16Fast(const F16GroupRows& rows, const AttentionShape& shape,
   st.q = q;
   st.out = out;
   st.pos = query_pos;
-  AttendBlock(rows, shape, seq, g, nullptr, nullptr, &st, 1);
+  AttendOne(rows, shape, seq, g, nullptr, nullptr, st);
 }
 
 void AttendF16Fast(
@@ -389,24 +383,14 @@ void AttendF16Fast(
                    &gathered[s][size_t{n_kv} * n * dk + size_t{g} * n * dv]);
     }
   }
-  // Blocks of up to kQueryBlock consecutive batch tokens of one sequence.
-  std::vector<std::pair<uint32_t, uint32_t>> blocks;  // [first, end) tokens
-  for (uint32_t t = 0; t < seq_of.size();) {
-    uint32_t e = t + 1;
-    while (e < seq_of.size() && e - t < kQueryBlock && seq_of[e] == seq_of[t]) {
-      ++e;
-    }
-    blocks.emplace_back(t, e);
-    t = e;
-  }
   const uint32_t n_gqa = shape.n_head / n_kv;
   const uint64_t q_stride = uint64_t{shape.n_head} * dk;
   const uint64_t out_stride = uint64_t{shape.n_head} * dv;
-  run(blocks.size() * n_kv, [&](size_t index) {
-    const auto [first, end] = blocks[index / n_kv];
+  run(seq_of.size() * n_kv, [&](size_t index) {
+    const size_t t = index / n_kv;
     const uint32_t g = static_cast<uint32_t>(index % n_kv);
     const uint64_t first_head = uint64_t{g} * n_gqa;
-    const uint32_t s = seq_of[first];
+    const uint32_t s = seq_of[t];
     const float* k_f32 = nullptr;
     const float* v_f32 = nullptr;
     if (!gathered[s].empty()) {
@@ -414,14 +398,11 @@ void AttendF16Fast(
       k_f32 = &gathered[s][size_t{g} * n * dk];
       v_f32 = &gathered[s][size_t{n_kv} * n * dk + size_t{g} * n * dv];
     }
-    QueryState queries[kQueryBlock];
-    for (uint32_t t = first; t < end; ++t) {
-      QueryState& st = queries[t - first];
-      st.q = q + t * q_stride + first_head * dk;
-      st.out = out + t * out_stride + first_head * dv;
-      st.pos = query_pos[t];
-    }
-    AttendBlock(rows, shape, seqs[s], g, k_f32, v_f32, queries, end - first);
+    QueryState query;
+    query.q = q + t * q_stride + first_head * dk;
+    query.out = out + t * out_stride + first_head * dv;
+    query.pos = query_pos[t];
+    AttendOne(rows, shape, seqs[s], g, k_f32, v_f32, query);
   });
 }
 

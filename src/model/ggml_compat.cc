@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <vector>
 
 #include "core/float16.h"
 #include "model/kernels/compute_pool.h"
+#include "model/kernels/kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -28,23 +28,14 @@ namespace {
 bool g_portable_only = false;
 bool g_allow_avx512 = true;
 
-// KVAULT_KERNELS=avx2|scalar caps the ISA here as it does for the kernel
-// table, so one machine can measure the paths another machine would take.
-bool EnvAllows(std::string_view isa) {
-  const char* env = std::getenv("KVAULT_KERNELS");
-  if (env == nullptr) return true;
-  const std::string_view want(env);
-  if (want == "scalar") return false;
-  return !(want == "avx2" && isa == "avx512");
-}
-
 bool HasAvx2() {
 #ifdef KVAULT_GGML_COMPAT_AVX2
   // clang 14 knows no "f16c" feature name: core's CPUID check answers it.
   static const bool has = __builtin_cpu_supports("avx2") &&
-                          __builtin_cpu_supports("fma") && Float16UsesF16c() &&
-                          EnvAllows("avx2");
-  return has && !g_portable_only;
+                          __builtin_cpu_supports("fma") && Float16UsesF16c();
+  // Follows the kernel table's ISA (KVAULT_KERNELS, UseKernelIsa), so one
+  // machine can measure the paths another machine would take.
+  return has && !g_portable_only && kernels::ActiveIsa() != "scalar";
 #else
   return false;
 #endif
@@ -53,10 +44,10 @@ bool HasAvx2() {
 // AVX-512 tiles (GemmTiles512) are used on top of AVX2 where available.
 bool HasAvx512() {
 #ifdef KVAULT_GGML_COMPAT_AVX2
-  static const bool has =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512vl") && EnvAllows("avx512");
-  return has && g_allow_avx512 && HasAvx2();
+  static const bool has = __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512dq") &&
+                          __builtin_cpu_supports("avx512vl");
+  return has && g_allow_avx512 && kernels::ActiveIsa() == "avx512" && HasAvx2();
 #else
   return false;
 #endif

@@ -323,38 +323,6 @@ struct QuantKernel {
     }
   }
 
-  // Adds blocks b (and b + 1 when kPair) to every accumulator of the tile.
-  template <int R, int T, bool kPair>
-  static void Step(const std::byte* const* w, const std::byte* const* x,
-                   int64_t b, __m512 (&acc)[R][T]) {
-    const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
-    __m512i wq[R], corr[R];
-    __m512 dw[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const std::byte* b0 = w[r] + b * Block::kBytes;
-      const std::byte* b1 = kPair ? b0 + Block::kBytes : nullptr;
-      wq[r] = Block::Pair(b0, b1);
-      corr[r] = _mm512_sub_epi32(
-          _mm512_setzero_si512(),
-          _mm512_dpbusd_epi32(_mm512_setzero_si512(), k80, wq[r]));
-      dw[r] = PairScales(b0, b1);
-    }
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      const std::byte* b0 = x[t] + b * kQ8Bytes;
-      const std::byte* b1 = kPair ? b0 + kQ8Bytes : nullptr;
-      const __m512i xu = _mm512_xor_si512(Q8Block::Pair(b0, b1), k80);
-      const __m512 dx = PairScales(b0, b1);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const __m512 p =
-            _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(corr[r], xu, wq[r]));
-        acc[r][t] = _mm512_fmadd_ps(p, _mm512_mul_ps(dw[r], dx), acc[r][t]);
-      }
-    }
-  }
-
   // Adds block b of one token to acc[r][kHalf] for every row r.
   template <int R, int kHalf>
   static inline __attribute__((always_inline)) void OneTokenBlock(
