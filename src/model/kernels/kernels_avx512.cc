@@ -43,32 +43,21 @@ inline float HSum512(__m512 v) {
       _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
 
-// Decode streams each weight row once; rows are often exactly one 4 KiB
-// page, where the hardware prefetchers stop, so fetch the same offset
-// `lead_bytes` ahead (a later row group, see PrefetchLead) while working on
-// this one. (Prefetches do not change results.)
+// Decode streams the weight rows once, in address order (see
+// MatMulRowsTiled); rows are often exactly one 4 KiB page, where the
+// hardware prefetchers stop, so fetch the same offset of the next row group
+// while working on this one. (Prefetches do not change results.)
 template <int R>
-inline void PrefetchNextRows(const std::byte* const* w, size_t lead_bytes,
+inline void PrefetchNextRows(const std::byte* const* w, size_t row_bytes,
                              int64_t offset) {
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     // Integer arithmetic: past the last row this points beyond the matrix
     // (harmless for a prefetch, but not a valid pointer to form).
-    const uintptr_t addr = reinterpret_cast<uintptr_t>(w[r]) + lead_bytes +
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(w[r]) + R * row_bytes +
                            static_cast<uintptr_t>(offset);
     _mm_prefetch(reinterpret_cast<const char*>(addr), _MM_HINT_T0);
   }
-}
-
-// How far ahead (in bytes) a one-token tile of R rows prefetches: the next
-// row group, or several when rows are short (a group of 512-column Q8_0
-// rows takes less time than a DRAM round trip).
-template <int R>
-inline size_t PrefetchLead(size_t row_bytes) {
-  constexpr size_t kMinLeadBytes = 8192;
-  size_t groups = 1;
-  while (groups * R * row_bytes < kMinLeadBytes) ++groups;
-  return groups * R * row_bytes;
 }
 
 struct F32Load {
@@ -132,10 +121,11 @@ struct FloatKernel {
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     }
-    const size_t lead = PrefetchLead<R>(a.w_row_bytes);
     const int64_t n16 = a.cols & ~int64_t{15};
     for (int64_t i = 0; i < n16; i += 16) {
-      if constexpr (T == 1) PrefetchNextRows<R>(w, lead, i * Load::kBytes);
+      if constexpr (T == 1) {
+        PrefetchNextRows<R>(w, a.w_row_bytes, i * Load::kBytes);
+      }
       __m512 wv[R];
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) wv[r] = Load::Vec(w[r], i);
@@ -351,8 +341,8 @@ struct QuantKernel {
   // results) without the pairing shuffles, which only pay off when several
   // tokens share them. Here the offset goes on the weights instead
   // (w + 128 against signed x, corrected by -128 * sum(x) per lane): the
-  // same exact int32 lanes, but the correction is computed once per block
-  // for all R rows instead of once per row.
+  // same exact int32 lanes, and the correction depends on x only, so a
+  // tile's rows share it.
   template <int R>
   static void TileOneToken(const MatMulArgs& a, int64_t r0, int64_t t0) {
     const std::byte* w[R];
@@ -371,15 +361,14 @@ struct QuantKernel {
     // run-time acc[r][b & 1] kept them in memory). The prefetches stay
     // here: GCC 12 dropped them from the always_inline helper, and decode
     // was ~30% slower without them.
-    const size_t lead = PrefetchLead<R>(a.w_row_bytes);
     for (; b + 2 <= num_blocks; b += 2) {
-      PrefetchNextRows<R>(w, lead, b * Block::kBytes);
-      PrefetchNextRows<R>(w, lead, (b + 1) * Block::kBytes);
+      PrefetchNextRows<R>(w, a.w_row_bytes, b * Block::kBytes);
+      PrefetchNextRows<R>(w, a.w_row_bytes, (b + 1) * Block::kBytes);
       OneTokenBlock<R, 0>(w, x, b, acc);
       OneTokenBlock<R, 1>(w, x, b + 1, acc);
     }
     if (b < num_blocks) {
-      PrefetchNextRows<R>(w, lead, b * Block::kBytes);
+      PrefetchNextRows<R>(w, a.w_row_bytes, b * Block::kBytes);
       OneTokenBlock<R, 0>(w, x, b, acc);
     }
 #pragma GCC unroll 8
