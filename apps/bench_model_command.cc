@@ -15,7 +15,7 @@ namespace {
 constexpr const char kBenchModelUsage[] =
     "usage: kvault bench model -m MODEL.gguf [-p 512] [-n 128] [-t 2] [-r 3]\n"
     "         [-d DEPTH] [--fragmented] [--cache-type f16|f32|q8_0]\n"
-    "         [--page-size 16] [--seed 1] [--json]\n"
+    "         [--page-size 16] [--seed 1] [--mmap] [--json]\n"
     "  pp: one forward call over P random prompt tokens (fresh sequence);\n"
     "  tg: N single-token decode steps (fresh sequence); tokens/s as the\n"
     "  mean +- sample stddev of R runs after one warm-up (llama-bench's\n"
@@ -25,14 +25,21 @@ constexpr const char kBenchModelUsage[] =
     "  --fragmented  every other KV page is held by other sequences and the\n"
     "                free ones are used in shuffled order (compare with a\n"
     "                run without it: paging overhead)\n"
-    "  --json  one object: model, model_bytes, num_parameters, n_prompt,\n"
-    "          n_gen, depth, fragmented, reps, threads, pp_tok_s, pp_std,\n"
-    "          tg_tok_s, tg_std\n";
+    "  --json  one object: model, model_bytes, decode_bytes (what one decode\n"
+    "          step reads), num_parameters, n_prompt, n_gen, depth,\n"
+    "          fragmented, mmap, reps, threads, pp_tok_s, pp_std, tg_tok_s,\n"
+    "          tg_std\n";
+
+// The usage text printed by --help and after a bad flag.
+std::string BenchModelUsage() {
+  return std::string(kBenchModelUsage) + kLoadModeUsage;
+}
 
 StatusOr<bench::ModelBenchOptions> ParseBenchModel(const Flags& f) {
   KV_RETURN_IF_ERROR(f.CheckKnown({"model", "n-prompt", "n-gen", "threads",
                                    "reps", "depth", "fragmented", "cache-type",
-                                   "page-size", "seed", "json"}));
+                                   "page-size", "seed", "json", "mmap",
+                                   "no-mmap"}));
   if (!f.positional().empty()) {
     return InvalidArgumentError("unexpected argument '" + f.positional()[0] +
                                 "'");
@@ -56,23 +63,25 @@ StatusOr<bench::ModelBenchOptions> ParseBenchModel(const Flags& f) {
   o.page_size = static_cast<uint32_t>(page);
   o.depth = static_cast<uint32_t>(depth);
   o.fragmented = f.Has("fragmented");
+  KV_ASSIGN_OR_RETURN(o.load_mode, ParseLoadMode(f));
   return o;
 }
 
 void PrintTable(const bench::ModelBenchResult& r) {
   std::printf("model: %s (%.2f MiB, %.2f M params), %u threads, %u reps, "
-              "depth %u%s\n",
+              "depth %u%s%s\n",
               r.model.c_str(), r.model_bytes / 1048576.0,
               r.num_parameters / 1e6, r.threads, r.reps, r.depth,
-              r.fragmented ? ", fragmented KV pages" : "");
+              r.fragmented ? ", fragmented KV pages" : "",
+              r.mmap ? ", mmap" : "");
   if (r.num_prompt > 0) {
     std::printf("  pp%-6u %10.2f ± %.2f tok/s\n", r.num_prompt, r.pp_tok_s,
                 r.pp_std);
   }
   if (r.num_gen > 0) {
-    std::printf("  tg%-6u %10.2f ± %.2f tok/s  (%.2f GB/s of weights)\n",
+    std::printf("  tg%-6u %10.2f ± %.2f tok/s  (%.2f GB/s of weights read)\n",
                 r.num_gen, r.tg_tok_s, r.tg_std,
-                r.tg_tok_s * r.model_bytes / 1e9);
+                r.tg_tok_s * r.decode_bytes / 1e9);
   }
 }
 
@@ -80,18 +89,19 @@ void PrintTable(const bench::ModelBenchResult& r) {
 
 int RunBenchModel(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::fputs(kBenchModelUsage, stdout);
+    std::fputs(BenchModelUsage().c_str(), stdout);
     return 0;
   }
   const std::vector<std::string> expanded = ExpandShortFlags(
       args, {{"-m", "model"}, {"-p", "n-prompt"}, {"-n", "n-gen"},
              {"-t", "threads"}, {"-r", "reps"}, {"-d", "depth"}});
-  auto flags = Flags::Parse(expanded, {"json", "fragmented"});
+  auto flags =
+      Flags::Parse(expanded, {"json", "fragmented", "mmap", "no-mmap"});
   StatusOr<bench::ModelBenchOptions> options =
       flags.ok() ? ParseBenchModel(*flags) : flags.status();
   if (!options.ok()) {
     std::fprintf(stderr, "kvault bench model: %s\n%s",
-                 options.status().ToString().c_str(), kBenchModelUsage);
+                 options.status().ToString().c_str(), BenchModelUsage().c_str());
     return 2;
   }
   auto result = bench::RunModelBench(*options);

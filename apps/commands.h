@@ -7,6 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "core/flags.h"
+#include "core/mapped_file.h"
+#include "core/status_or.h"
+
 namespace kvault::apps {
 
 // `kvault bench <scenario> [flags]`.
@@ -42,6 +46,17 @@ int RunBenchChurn(const std::vector<std::string>& args);
 std::vector<std::string> ExpandShortFlags(
     const std::vector<std::string>& args,
     const std::map<std::string, std::string>& aliases);
+
+// Reads --mmap / --no-mmap (the default: read the model into memory, see
+// LoadMode); InvalidArgument when both are given.
+StatusOr<LoadMode> ParseLoadMode(const Flags& f);
+
+// Usage lines for --mmap / --no-mmap, shared by the commands that load a
+// model.
+inline constexpr const char kLoadModeUsage[] =
+    "  --mmap           map the model file instead of reading it into memory\n"
+    "                   (starts faster and shares the page cache; decode is\n"
+    "                   slower without huge pages). --no-mmap: the default\n";
 
 }  // namespace kvault::apps
 

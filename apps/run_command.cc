@@ -26,6 +26,7 @@ constexpr const char kRunUsage[] =
     "         [--top-p P] [--min-p M] [--seed S] [--repeat-penalty R]\n"
     "         [--repeat-last-n L] [-t THREADS] [--ids] [--ctx C]\n"
     "         [--cache-type f16|f32|q8_0] [--batch B] [--page-size N]\n"
+    "         [--mmap | --no-mmap]\n"
     "  streams the text generated after PROMPT to stdout; a timings line\n"
     "  (prompt and generation tokens/s) goes to stderr.\n"
     "  -n N             tokens to generate (default 128); stops earlier at\n"
@@ -44,6 +45,9 @@ constexpr const char kRunUsage[] =
     "  --batch B        prompt tokens per forward call (default 512)\n"
     "  --page-size N    KV cache cells per page (default 16)\n";
 
+// The usage text printed by --help and after a bad flag.
+std::string RunUsage() { return std::string(kRunUsage) + kLoadModeUsage; }
+
 struct RunOptions {
   std::string model;
   std::string prompt;
@@ -55,13 +59,14 @@ struct RunOptions {
   KvDtype cache_type = KvDtype::kF16;
   uint32_t batch = 512;
   uint32_t page_size = 16;
+  LoadMode load_mode = LoadMode::kRead;
 };
 
 StatusOr<RunOptions> ParseRun(const Flags& f) {
   KV_RETURN_IF_ERROR(f.CheckKnown(
       {"model", "prompt", "n-predict", "temp", "top-k", "top-p", "min-p",
        "seed", "repeat-penalty", "repeat-last-n", "threads", "ids", "ctx",
-       "cache-type", "batch", "page-size"}));
+       "cache-type", "batch", "page-size", "mmap", "no-mmap"}));
   if (!f.positional().empty()) {
     return InvalidArgumentError("unexpected argument '" + f.positional()[0] +
                                 "' (quote the prompt: -p \"...\")");
@@ -96,6 +101,7 @@ StatusOr<RunOptions> ParseRun(const Flags& f) {
   KV_RETURN_IF_ERROR(o.sampling.Validate());
   o.threads = static_cast<uint32_t>(threads);
   o.ids = f.Has("ids");
+  KV_ASSIGN_OR_RETURN(o.load_mode, ParseLoadMode(f));
   o.n_ctx = static_cast<uint32_t>(ctx);
   o.batch = static_cast<uint32_t>(batch);
   o.page_size = static_cast<uint32_t>(page);
@@ -121,7 +127,7 @@ int Fail(const Status& status) {
 
 // Generates and streams; returns the process exit code.
 int Generate(const RunOptions& o) {
-  auto model = LlamaModel::Load(o.model);
+  auto model = LlamaModel::Load(o.model, o.load_mode);
   if (!model.ok()) return Fail(model.status());
   const Tokenizer& tokenizer = (*model)->tokenizer();
   const std::vector<TokenId> prompt =
@@ -179,6 +185,13 @@ int Generate(const RunOptions& o) {
 
 }  // namespace
 
+StatusOr<LoadMode> ParseLoadMode(const Flags& f) {
+  if (f.Has("mmap") && f.Has("no-mmap")) {
+    return InvalidArgumentError("--mmap and --no-mmap contradict each other");
+  }
+  return f.Has("mmap") ? LoadMode::kMmap : LoadMode::kRead;
+}
+
 std::vector<std::string> ExpandShortFlags(
     const std::vector<std::string>& args,
     const std::map<std::string, std::string>& aliases) {
@@ -194,18 +207,18 @@ std::vector<std::string> ExpandShortFlags(
 
 int RunRun(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::fputs(kRunUsage, stdout);
+    std::fputs(RunUsage().c_str(), stdout);
     return 0;
   }
   const std::vector<std::string> expanded = ExpandShortFlags(
       args, {{"-m", "model"}, {"-p", "prompt"}, {"-n", "n-predict"},
              {"-t", "threads"}});
-  auto flags = Flags::Parse(expanded, {"ids"});
+  auto flags = Flags::Parse(expanded, {"ids", "mmap", "no-mmap"});
   StatusOr<RunOptions> options =
       flags.ok() ? ParseRun(*flags) : flags.status();
   if (!options.ok()) {
     std::fprintf(stderr, "kvault run: %s\n%s",
-                 options.status().ToString().c_str(), kRunUsage);
+                 options.status().ToString().c_str(), RunUsage().c_str());
     return 2;
   }
   return Generate(*options);

@@ -28,7 +28,7 @@ constexpr const char kServeUsage[] =
     "contiguous+defrag]\n"
     "         [--slot-save-path DIR] [--spill-ram BYTES] [--spill-dir DIR\n"
     "         --spill-disk BYTES] [--host H] [--port P] [--api-key KEY]\n"
-    "         [-t THREADS] [--prefill-chunk N] [--no-fsync]\n"
+    "         [-t THREADS] [--prefill-chunk N] [--no-fsync] [--mmap]\n"
     "  Without -m an embedded DEMO model (random weights, byte vocabulary,\n"
     "  generated in memory) is served: its output is gibberish.\n"
     "  -c N             KV cells shared by all slots (default 4096)\n"
@@ -47,11 +47,17 @@ constexpr const char kServeUsage[] =
     "  --api-key KEY    require 'Authorization: Bearer KEY' (not /health)\n"
     "  -t THREADS       forward-pass threads (default: all cores)\n";
 
+// The usage text printed by --help and after a bad flag.
+std::string ServeUsage() {
+  return std::string(kServeUsage) + kLoadModeUsage;
+}
+
 struct ServeOptions {
   std::string model_path;  // empty: the demo model
   EngineOptions engine;
   ServerOptions server;
   bool spill_ram_given = false;
+  LoadMode load_mode = LoadMode::kRead;
 };
 
 // Parses "123", "64K", "512M", "4G" (powers of 1024) into bytes.
@@ -129,7 +135,7 @@ StatusOr<ServeOptions> ParseServe(const Flags& f) {
       {"model", "ctx-size", "parallel", "ctx-per-slot", "page-size",
        "cache-type-k", "cache-type-v", "kv-policy", "slot-save-path",
        "spill-ram", "spill-dir", "spill-disk", "host", "port", "api-key",
-       "threads", "prefill-chunk", "no-fsync"}));
+       "threads", "prefill-chunk", "no-fsync", "mmap", "no-mmap"}));
   if (!f.positional().empty()) {
     return InvalidArgumentError("unexpected argument '" + f.positional()[0] +
                                 "'");
@@ -156,7 +162,7 @@ StatusOr<std::unique_ptr<LlamaModel>> LoadModel(const ServeOptions& o) {
     return GenerateModelInMemory(DemoModelOptions());
   }
   KV_LOG(INFO) << "loading model " << o.model_path;
-  return LlamaModel::Load(o.model_path);
+  return LlamaModel::Load(o.model_path, o.load_mode);
 }
 
 // Sets the RAM tier's default: room to spill the whole pool once.
@@ -213,19 +219,19 @@ int Serve(ServeOptions o) {
 
 int RunServe(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::fputs(kServeUsage, stdout);
+    std::fputs(ServeUsage().c_str(), stdout);
     return 0;
   }
   const std::vector<std::string> expanded = ExpandShortFlags(
       args, {{"-m", "model"}, {"-c", "ctx-size"}, {"-np", "parallel"},
              {"-t", "threads"}, {"-ctk", "cache-type-k"},
              {"-ctv", "cache-type-v"}});
-  auto flags = Flags::Parse(expanded, {"no-fsync"});
+  auto flags = Flags::Parse(expanded, {"no-fsync", "mmap", "no-mmap"});
   if (!flags.ok()) return Fail(flags.status());
   auto options = ParseServe(*flags);
   if (!options.ok()) {
     std::fprintf(stderr, "kvault serve: %s\n%s",
-                 options.status().ToString().c_str(), kServeUsage);
+                 options.status().ToString().c_str(), ServeUsage().c_str());
     return 2;
   }
   return Serve(std::move(*options));

@@ -155,7 +155,7 @@ Status Measure(uint32_t reps, uint32_t num_tokens, const Run& run,
 StatusOr<ModelBenchResult> RunModelBench(const ModelBenchOptions& o) {
   KV_RETURN_IF_ERROR(Validate(o));
   KV_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model,
-                      LlamaModel::Load(o.model_path));
+                      LlamaModel::Load(o.model_path, o.load_mode));
   std::mt19937_64 rng(o.seed);
   KV_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache,
                       MakeCache(*model, o, &rng));
@@ -173,6 +173,7 @@ StatusOr<ModelBenchResult> RunModelBench(const ModelBenchOptions& o) {
   ModelBenchResult r;
   r.model = o.model_path;
   r.model_bytes = model->weight_bytes();
+  r.decode_bytes = model->decode_bytes();
   r.num_parameters = model->num_parameters();
   r.num_prompt = o.num_prompt;
   r.num_gen = o.num_gen;
@@ -180,6 +181,7 @@ StatusOr<ModelBenchResult> RunModelBench(const ModelBenchOptions& o) {
   r.reps = o.reps;
   r.depth = o.depth;
   r.fragmented = o.fragmented;
+  r.mmap = o.load_mode == LoadMode::kMmap;
   if (o.num_prompt > 0) {
     const std::vector<TokenId> prompt =
         RandomTokens(*model, o.num_prompt, &rng);
@@ -199,11 +201,13 @@ StatusOr<ModelBenchResult> RunModelBench(const ModelBenchOptions& o) {
 std::string ModelBenchJson(const ModelBenchResult& r) {
   nlohmann::json j = {{"model", r.model},
                       {"model_bytes", r.model_bytes},
+                      {"decode_bytes", r.decode_bytes},
                       {"num_parameters", r.num_parameters},
                       {"n_prompt", r.num_prompt},
                       {"n_gen", r.num_gen},
                       {"depth", r.depth},
                       {"fragmented", r.fragmented},
+                      {"mmap", r.mmap},
                       {"reps", r.reps},
                       {"threads", r.threads},
                       {"pp_tok_s", r.pp_tok_s},

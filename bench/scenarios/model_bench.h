@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/mapped_file.h"
 #include "core/status_or.h"
 #include "kv/kv_dtype.h"
 
@@ -33,11 +34,13 @@ struct ModelBenchOptions {
   uint32_t depth = 0;       // cached tokens before each test
   bool fragmented = false;  // scatter the sequence's pages (see above)
   uint64_t seed = 1;  // for the random tokens and the page shuffle
+  LoadMode load_mode = LoadMode::kRead;
 };
 
 struct ModelBenchResult {
   std::string model;  // the path
-  uint64_t model_bytes = 0;  // LlamaModel::weight_bytes()
+  uint64_t model_bytes = 0;   // LlamaModel::weight_bytes()
+  uint64_t decode_bytes = 0;  // LlamaModel::decode_bytes()
   uint64_t num_parameters = 0;
   uint32_t num_prompt = 0;
   uint32_t num_gen = 0;
@@ -45,6 +48,7 @@ struct ModelBenchResult {
   uint32_t reps = 0;
   uint32_t depth = 0;
   bool fragmented = false;
+  bool mmap = false;  // the model was mapped, not read into memory
   double pp_tok_s = 0;  // 0 when skipped
   double pp_std = 0;
   double tg_tok_s = 0;  // 0 when skipped
@@ -54,9 +58,9 @@ struct ModelBenchResult {
 // Loads the model, validates `options` and runs the measurements.
 StatusOr<ModelBenchResult> RunModelBench(const ModelBenchOptions& options);
 
-// Returns one JSON object with the keys model, model_bytes, num_parameters,
-// n_prompt, n_gen, depth, fragmented, reps, threads, pp_tok_s, pp_std,
-// tg_tok_s, tg_std.
+// Returns one JSON object with the keys model, model_bytes, decode_bytes,
+// num_parameters, n_prompt, n_gen, depth, fragmented, mmap, reps, threads,
+// pp_tok_s, pp_std, tg_tok_s, tg_std.
 std::string ModelBenchJson(const ModelBenchResult& result);
 
 }  // namespace kvault::bench

@@ -1,7 +1,7 @@
-// MappedFile: a read-only view of a whole file's bytes, either memory-mapped
-// from disk (unmapped when destroyed) or borrowed from a shared in-memory
-// buffer (tests, fuzzers). Either way bytes() stays valid for the object's
-// lifetime and never changes.
+// MappedFile: a read-only view of a whole file's bytes: memory-mapped from
+// disk, read into private memory, or borrowed from a shared in-memory buffer
+// (tests, fuzzers). Either way bytes() stays valid for the object's lifetime
+// and never changes.
 #ifndef KVAULT_CORE_MAPPED_FILE_H_
 #define KVAULT_CORE_MAPPED_FILE_H_
 
@@ -15,12 +15,25 @@
 
 namespace kvault {
 
+// How Open brings a file's bytes into memory.
+enum class LoadMode {
+  // Map the file: instant, and the bytes stay shared with the page cache.
+  kMmap,
+  // Read the file into private memory on transparent huge pages (where the
+  // kernel grants them): costs a copy and the memory, but each TLB entry
+  // then covers 2 MiB instead of 4 KiB, which speeds up streaming the bytes
+  // (a decode step reads every weight once; see docs/benchmarks.md).
+  kRead,
+};
+
 class MappedFile {
  public:
-  // Maps the regular file `path` read-only. NotFound when it does not exist,
-  // InvalidArgument when it is not a regular file, IOError for other
-  // failures; messages name the path. An empty file maps to empty bytes.
-  static StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path);
+  // Opens the regular file `path` as `mode` says. NotFound when it does not
+  // exist, InvalidArgument when it is not a regular file, IOError for other
+  // failures (and for a file that shrinks while kRead reads it); messages
+  // name the path. An empty file gives empty bytes.
+  static StatusOr<std::unique_ptr<MappedFile>> Open(
+      const std::string& path, LoadMode mode = LoadMode::kMmap);
   // Wraps `bytes` (must not be null), sharing ownership of the buffer.
   static std::unique_ptr<MappedFile> FromBuffer(
       std::shared_ptr<const std::string> bytes);
@@ -42,6 +55,7 @@ class MappedFile {
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
   void* mapping_ = nullptr;  // mmap base, null for buffers and empty files
+  size_t mapping_bytes_ = 0;
   std::shared_ptr<const std::string> buffer_;
   std::string path_;
 };

@@ -9,8 +9,9 @@ namespace kvault {
 
 GgufFile::GgufFile(std::unique_ptr<MappedFile> file) : file_(std::move(file)) {}
 
-StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
-  StatusOr<std::unique_ptr<MappedFile>> mapped = MappedFile::Open(path);
+StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path,
+                                                   LoadMode mode) {
+  StatusOr<std::unique_ptr<MappedFile>> mapped = MappedFile::Open(path, mode);
   if (!mapped.ok()) return mapped.status();
   StatusOr<std::unique_ptr<GgufFile>> file =
       FromMapped(std::move(mapped).value());

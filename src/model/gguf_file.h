@@ -70,8 +70,10 @@ struct GgufTensorInfo {
 
 class GgufFile {
  public:
-  // Maps and parses the file at `path`; errors are prefixed with the path.
-  static StatusOr<std::unique_ptr<GgufFile>> Open(const std::string& path);
+  // Loads (maps by default, see LoadMode) and parses the file at `path`;
+  // errors are prefixed with the path.
+  static StatusOr<std::unique_ptr<GgufFile>> Open(
+      const std::string& path, LoadMode mode = LoadMode::kMmap);
   // Parses a GGUF image held in memory (tests, the fuzzer).
   static StatusOr<std::unique_ptr<GgufFile>> FromBuffer(
       std::shared_ptr<const std::string> bytes);

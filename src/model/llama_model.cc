@@ -24,9 +24,10 @@ Status CheckRopeScaling(const LlamaHparams& h) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(
-    const std::string& path) {
-  KV_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(path));
+StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const std::string& path,
+                                                       LoadMode mode) {
+  KV_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file,
+                      GgufFile::Open(path, mode));
   StatusOr<std::unique_ptr<LlamaModel>> model = FromGguf(std::move(file));
   if (!model.ok()) return model.status().WithContext(path);
   return model;
@@ -47,9 +48,13 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::FromGguf(
         " tokens but the model's vocabulary size is " +
         std::to_string(model->hparams_.n_vocab));
   }
+  const bool tied = model->weights_.output_tied;
   for (const GgufTensorInfo& tensor : file->tensors()) {
     model->weight_bytes_ += tensor.size_bytes;
     model->num_parameters_ += tensor.num_elements;
+    if (tied || tensor.name != "token_embd.weight") {
+      model->decode_bytes_ += tensor.size_bytes;
+    }
   }
   model->fingerprint_ = ComputeModelFingerprint(*file);
   model->file_ = std::move(file);

@@ -23,10 +23,12 @@ namespace kvault {
 
 class LlamaModel {
  public:
-  // Maps the GGUF at `path` and validates it (hparams, architecture, every
-  // tensor's name, shape and type, tokenizer); errors name the path.
-  // Unimplemented names an unsupported architecture or tensor type.
-  static StatusOr<std::unique_ptr<LlamaModel>> Load(const std::string& path);
+  // Loads the GGUF at `path` (read into memory by default, see LoadMode)
+  // and validates it (hparams, architecture, every tensor's name, shape and
+  // type, tokenizer); errors name the path. Unimplemented names an
+  // unsupported architecture or tensor type.
+  static StatusOr<std::unique_ptr<LlamaModel>> Load(
+      const std::string& path, LoadMode mode = LoadMode::kRead);
   // Validates an already parsed file, as Load does.
   static StatusOr<std::unique_ptr<LlamaModel>> FromGguf(
       std::unique_ptr<GgufFile> file);
@@ -52,8 +54,11 @@ class LlamaModel {
   // Returns the KV cell layout this model needs with element type `dtype`
   // (validate it: Q8_0 needs K/V rows of whole 32-value blocks).
   KvLayout KvLayoutFor(KvDtype dtype) const;
-  // Returns the bytes of all tensors (what one forward pass streams).
+  // Returns the bytes of all tensors.
   uint64_t weight_bytes() const { return weight_bytes_; }
+  // Returns the bytes one decode step streams: every tensor but a token
+  // embedding that is not also the output matrix (a step reads one row).
+  uint64_t decode_bytes() const { return decode_bytes_; }
   // Returns the number of weight elements.
   uint64_t num_parameters() const { return num_parameters_; }
 
@@ -67,6 +72,7 @@ class LlamaModel {
   std::unique_ptr<Tokenizer> tokenizer_;
   ModelFingerprint fingerprint_;
   uint64_t weight_bytes_ = 0;
+  uint64_t decode_bytes_ = 0;
   uint64_t num_parameters_ = 0;
 };
 

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -122,6 +125,40 @@ TEST(LlamaModelTest, MissingOutputIsTiedToEmbedding) {
   EXPECT_TRUE((*model)->weights().output_tied);
   EXPECT_EQ((*model)->weights().output.data,
             (*model)->weights().token_embd.data);
+  // The embedding is the output matrix: a decode step reads all of it.
+  EXPECT_EQ((*model)->decode_bytes(), (*model)->weight_bytes());
+}
+
+TEST(LlamaModelTest, DecodeBytesLeaveOutAnUntiedEmbedding) {
+  auto model = FromImage(GenImage(GgmlType::kQ8_0));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const GgufFile& file = (*model)->file();
+  const GgufTensorInfo* embd = file.FindTensor("token_embd.weight");
+  ASSERT_NE(embd, nullptr);
+  EXPECT_GT(embd->size_bytes, 0u);
+  EXPECT_EQ((*model)->decode_bytes(),
+            (*model)->weight_bytes() - embd->size_bytes);
+}
+
+TEST(LlamaModelTest, ReadAndMappedLoadsGiveTheSameModel) {
+  const std::shared_ptr<std::string> image = GenImage(GgmlType::kQ8_0);
+  const std::string path = ::testing::TempDir() + "/kvault_load_modes.gguf";
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(image->data(), static_cast<std::streamsize>(image->size()));
+    ASSERT_TRUE(out.good());
+  }
+  auto mapped = LlamaModel::Load(path, LoadMode::kMmap);
+  auto read = LlamaModel::Load(path, LoadMode::kRead);
+  ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ((*mapped)->fingerprint(), (*read)->fingerprint());
+  const kernels::MatrixView& a = (*mapped)->weights().layers[1].w_down;
+  const kernels::MatrixView& b = (*read)->weights().layers[1].w_down;
+  ASSERT_EQ(a.rows * a.row_bytes, b.rows * b.row_bytes);
+  EXPECT_NE(a.data, b.data);
+  EXPECT_EQ(std::memcmp(a.data, b.data, a.rows * a.row_bytes), 0);
+  std::remove(path.c_str());
 }
 
 TEST(LlamaModelTest, MissingTensorIsNotFound) {
