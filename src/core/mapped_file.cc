@@ -6,76 +6,33 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
 #include <string>
 #include <utility>
 
 #include "core/check.h"
 #include "core/env.h"
+#include "core/status.h"
 
 namespace kvault {
 
 namespace {
 
-constexpr size_t kHugePageBytes = size_t{2} << 20;
-
-struct Mapping {
-  void* base = nullptr;
-  size_t bytes = 0;
-};
-
-// Maps `fd`'s first `size` bytes read-only.
-StatusOr<Mapping> MapFile(int fd, size_t size, const std::string& path) {
-  void* base = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (base == MAP_FAILED) return ErrnoError("mmap", path, errno);
-  return Mapping{base, size};
-}
-
-// Reads `fd`'s first `size` bytes into anonymous memory aligned to a huge
-// page (so the kernel can back it with huge pages from the first byte),
-// then makes it read-only like a mapping.
-StatusOr<Mapping> ReadFile(int fd, size_t size, const std::string& path) {
-  const size_t bytes = (size + kHugePageBytes - 1) / kHugePageBytes *
-                       kHugePageBytes;
-  // One huge page of slack to align the start; trimmed below.
-  void* raw = ::mmap(nullptr, bytes + kHugePageBytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return ErrnoError("mmap (anonymous)", path, errno);
-  const uintptr_t raw_addr = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t addr =
-      (raw_addr + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-  if (addr > raw_addr) ::munmap(raw, addr - raw_addr);
-  const uintptr_t end = raw_addr + bytes + kHugePageBytes;
-  if (end > addr + bytes) {
-    ::munmap(reinterpret_cast<void*>(addr + bytes), end - (addr + bytes));
-  }
-  Mapping m{reinterpret_cast<void*>(addr), bytes};
-  // Advice only: without huge pages the bytes are still correct.
-  (void)::madvise(m.base, m.bytes, MADV_HUGEPAGE);
-  char* dst = static_cast<char*>(m.base);
+// Reads `fd`'s first `size` bytes into `dst`.
+Status ReadAll(int fd, size_t size, const std::string& path, std::byte* dst) {
   size_t done = 0;
   while (done < size) {
-    const ssize_t n = ::pread(fd, dst + done, size - done,
-                              static_cast<off_t>(done));
+    const ssize_t n =
+        ::pread(fd, dst + done, size - done, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::munmap(m.base, m.bytes);
-      if (n == 0) {
-        return IOError(path + ": file shrank while being read: expected " +
-                       std::to_string(size) + " bytes, got " +
-                       std::to_string(done));
-      }
-      return ErrnoError("read", path, err);
+    if (n < 0) return ErrnoError("read", path, errno);
+    if (n == 0) {
+      return IOError(path + ": file shrank while being read: expected " +
+                     std::to_string(size) + " bytes, got " +
+                     std::to_string(done));
     }
     done += static_cast<size_t>(n);
   }
-  if (::mprotect(m.base, m.bytes, PROT_READ) != 0) {
-    const int err = errno;
-    ::munmap(m.base, m.bytes);
-    return ErrnoError("mprotect", path, err);
-  }
-  return m;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -97,21 +54,35 @@ StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path,
   std::unique_ptr<MappedFile> file(new MappedFile());
   file->path_ = path;
   file->size_ = static_cast<size_t>(st.st_size);
-  if (file->size_ > 0) {
-    StatusOr<Mapping> m = mode == LoadMode::kMmap
-                              ? MapFile(fd, file->size_, path)
-                              : ReadFile(fd, file->size_, path);
-    if (!m.ok()) {
-      ::close(fd);
-      return m.status();
+  Status loaded = Status::Ok();
+  if (file->size_ > 0 && mode == LoadMode::kMmap) {
+    void* base = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (base == MAP_FAILED) {
+      loaded = ErrnoError("mmap", path, errno);
+    } else {
+      file->mapping_ = base;
+      file->data_ = static_cast<const std::byte*>(base);
     }
-    file->mapping_ = m->base;
-    file->mapping_bytes_ = m->bytes;
-    file->data_ = static_cast<const std::byte*>(m->base);
+  } else if (file->size_ > 0) {
+    loaded = file->ReadInto(fd);
+  }
+  if (!loaded.ok()) {
+    ::close(fd);
+    return loaded;
   }
   // A mapping keeps the file's pages reachable after the descriptor closes.
   ::close(fd);
   return file;
+}
+
+Status MappedFile::ReadInto(int fd) {
+  StatusOr<HugePageBuffer> buffer = HugePageBuffer::Allocate(size_);
+  if (!buffer.ok()) return buffer.status().WithContext(path_);
+  KV_RETURN_IF_ERROR(ReadAll(fd, size_, path_, buffer->data()));
+  KV_RETURN_IF_ERROR(buffer->MakeReadOnly());
+  data_ = buffer->data();
+  read_ = std::move(*buffer);
+  return Status::Ok();
 }
 
 std::unique_ptr<MappedFile> MappedFile::FromBuffer(
@@ -126,7 +97,7 @@ std::unique_ptr<MappedFile> MappedFile::FromBuffer(
 }
 
 MappedFile::~MappedFile() {
-  if (mapping_ != nullptr) ::munmap(mapping_, mapping_bytes_);
+  if (mapping_ != nullptr) ::munmap(mapping_, size_);
 }
 
 }  // namespace kvault

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 
+#include "core/huge_page_buffer.h"
 #include "core/status_or.h"
 
 namespace kvault {
@@ -54,8 +55,11 @@ class MappedFile {
 
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
-  void* mapping_ = nullptr;  // mmap base, null for buffers and empty files
-  size_t mapping_bytes_ = 0;
+  // Reads the whole file from `fd` into read_ (LoadMode::kRead).
+  Status ReadInto(int fd);
+
+  void* mapping_ = nullptr;  // mmap base (kMmap), else null
+  HugePageBuffer read_;      // the bytes (kRead), else empty
   std::shared_ptr<const std::string> buffer_;
   std::string path_;
 };

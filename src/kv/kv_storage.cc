@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "core/check.h"
 
@@ -29,21 +30,27 @@ KvStorage::KvStorage(const KvLayout& layout, uint64_t num_cells)
     : layout_(layout), num_cells_(num_cells) {}
 
 Status KvStorage::Allocate() {
-  for (Side side : {Side::kK, Side::kV}) {
-    std::vector<Buffer>& buffers = side == Side::kK ? k_ : v_;
-    const uint64_t num_bytes = num_cells_ * row_bytes(side);
-    for (uint32_t layer = 0; layer < layout_.num_layers; ++layer) {
-      // calloc: large zeroed blocks come straight from the OS, untouched.
-      auto* p = static_cast<std::byte*>(std::calloc(num_bytes, 1));
-      if (p == nullptr) {
-        return ResourceExhaustedError(
-            "KvStorage::Create: cannot allocate " + std::to_string(num_bytes) +
-            " bytes for layer " + std::to_string(layer) +
-            (side == Side::kK ? " K" : " V") + " (" + layout_.ToString() +
-            ", " + std::to_string(num_cells_) + " cells)");
-      }
-      buffers.emplace_back(p);
-    }
+  const uint64_t k_bytes = num_cells_ * row_bytes(Side::kK);
+  const uint64_t v_bytes = num_cells_ * row_bytes(Side::kV);
+  const uint64_t total = (k_bytes + v_bytes) * layout_.num_layers;
+  // One block for every layer: zeroed pages committed on first touch, on
+  // huge pages where the kernel grants them. Attention reads a fragmented
+  // sequence's cells from anywhere in the pool, and with 4 KiB pages each
+  // page of cells costs its own TLB entries (~10% of a decode at 2048
+  // cells, docs/benchmarks.md).
+  StatusOr<HugePageBuffer> block = HugePageBuffer::Allocate(total);
+  if (!block.ok()) {
+    return ResourceExhaustedError(
+        "KvStorage::Create: cannot allocate " + std::to_string(total) +
+        " bytes (" + layout_.ToString() + ", " + std::to_string(num_cells_) +
+        " cells): " + std::string(block.status().message()));
+  }
+  block_ = std::move(*block);
+  std::byte* next = block_.data();
+  for (uint32_t layer = 0; layer < layout_.num_layers; ++layer) {
+    k_.push_back(next);
+    v_.push_back(next + k_bytes);
+    next += k_bytes + v_bytes;
   }
   return Status::Ok();
 }
@@ -63,7 +70,7 @@ std::span<std::byte> KvStorage::Rows(Side side, uint32_t layer, CellId first,
   KV_CHECK_LE(first.value(), num_cells_ - count)
       << "cells [" << first.value() << ", +" << count << ") of " << num_cells_;
   const uint64_t bytes = row_bytes(side);
-  std::byte* base = (side == Side::kK ? k_ : v_)[layer].get();
+  std::byte* base = (side == Side::kK ? k_ : v_)[layer];
   return {base + first.value() * bytes, count * bytes};
 }
 

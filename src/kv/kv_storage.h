@@ -6,11 +6,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <span>
 #include <vector>
 
+#include "core/huge_page_buffer.h"
 #include "core/status_or.h"
 #include "kv/kv_layout.h"
 #include "kv/kv_types.h"
@@ -80,10 +80,6 @@ class KvStorage {
 
  private:
   enum class Side { kK, kV };
-  struct FreeDeleter {
-    void operator()(std::byte* p) const { std::free(p); }
-  };
-  using Buffer = std::unique_ptr<std::byte[], FreeDeleter>;
 
   KvStorage(const KvLayout& layout, uint64_t num_cells);
   Status Allocate();
@@ -102,8 +98,9 @@ class KvStorage {
 
   KvLayout layout_;
   uint64_t num_cells_ = 0;
-  std::vector<Buffer> k_;  // per layer: [num_cells, k_row_bytes]
-  std::vector<Buffer> v_;  // per layer: [num_cells, v_row_bytes]
+  HugePageBuffer block_;       // every layer's K and V rows
+  std::vector<std::byte*> k_;  // per layer: [num_cells, k_row_bytes]
+  std::vector<std::byte*> v_;  // per layer: [num_cells, v_row_bytes]
 };
 
 }  // namespace kvault

@@ -44,18 +44,26 @@ KV_AVX2 void RoundHalfRow(float* x, uint32_t n) {
   }
 }
 
+// 8 values of a K or V row as f32: rows gathered to f32 for a prefill, or
+// fp16 rows read in place from the pool for a decode (exact conversion, so
+// both give the same sums).
+KV_AVX2 inline __m256 Load8(const float* p) { return _mm256_loadu_ps(p); }
+KV_AVX2 inline __m256 Load8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+inline float LoadOne(const float* p) { return *p; }
+inline float LoadOne(const uint16_t* p) { return HalfToFloat(*p); }
+
 // The 8 lanes (a0+a2)+(a1+a3) of ggml_vec_dot_f16's four accumulators
 // over values [0, np) of a . b (np a multiple of 32).
-KV_AVX2 inline __m256 DotLanes(const float* a, const float* b, uint32_t np) {
+template <class T>
+KV_AVX2 inline __m256 DotLanes(const T* a, const float* b, uint32_t np) {
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   for (uint32_t i = 0; i < np; i += 32) {
-    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), a0);
-    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8),
-                         a1);
-    a2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16),
-                         _mm256_loadu_ps(b + i + 16), a2);
-    a3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24),
-                         _mm256_loadu_ps(b + i + 24), a3);
+    a0 = _mm256_fmadd_ps(Load8(a + i), _mm256_loadu_ps(b + i), a0);
+    a1 = _mm256_fmadd_ps(Load8(a + i + 8), _mm256_loadu_ps(b + i + 8), a1);
+    a2 = _mm256_fmadd_ps(Load8(a + i + 16), _mm256_loadu_ps(b + i + 16), a2);
+    a3 = _mm256_fmadd_ps(Load8(a + i + 24), _mm256_loadu_ps(b + i + 24), a3);
   }
   return _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));
 }
@@ -64,7 +72,8 @@ KV_AVX2 inline __m256 DotLanes(const float* a, const float* b, uint32_t np) {
 // ggml_compat::DotF16): four accumulators over 32-value steps, reduced
 // (a0+a2)+(a1+a3), lanes lo+hi, two hadds, then the tail (dk % 32 values)
 // in double.
-KV_AVX2 void DotHeads(const float* k, const float* q, uint32_t dk,
+template <class T>
+KV_AVX2 void DotHeads(const T* k, const float* q, uint32_t dk,
                       uint32_t n_gqa, float* scores) {
   const uint32_t np = dk & ~31u;
   for (uint32_t j = 0; j < n_gqa; ++j) {
@@ -76,23 +85,22 @@ KV_AVX2 void DotHeads(const float* k, const float* q, uint32_t dk,
     t = _mm_hadd_ps(t, t);
     double sum = _mm_cvtss_f32(t);
     for (uint32_t i = np; i < dk; ++i) {
-      sum += static_cast<double>(k[i] * b[i]);
+      sum += static_cast<double>(LoadOne(k + i) * b[i]);
     }
     scores[j] = static_cast<float>(sum);
   }
 }
 
-// scores[m * stride] = k[sel[m]] . q for m < 8, dk a multiple of 32: the
+// scores[m * stride] = keys[m] . q for m < 8, dk a multiple of 32: the
 // same sums as DotHeads, whose per-key horizontal reduction
 // ((r0+r4)+(r1+r5)) + ((r2+r6)+(r3+r7)) is done here for 8 keys at once
 // with lane shuffles and two hadds instead of a serial chain per key.
-KV_AVX2 void Dot8Keys(const float* k, const uint32_t* sel, const float* q,
-                      uint32_t dk, float* scores, size_t stride) {
+template <class T>
+KV_AVX2 void Dot8Keys(const T* const* keys, const float* q, uint32_t dk,
+                      float* scores, size_t stride) {
   __m256 r[8];
 #pragma GCC unroll 8
-  for (int m = 0; m < 8; ++m) {
-    r[m] = DotLanes(k + size_t{sel[m]} * dk, q, dk);
-  }
+  for (int m = 0; m < 8; ++m) r[m] = DotLanes(keys[m], q, dk);
   // t[p] = [lo + hi of key 2p | lo + hi of key 2p + 1].
   __m256 t[4];
 #pragma GCC unroll 4
@@ -112,7 +120,8 @@ KV_AVX2 void Dot8Keys(const float* k, const uint32_t* sel, const float* q,
 // For each head j: when rescale[j] != 1 (a new max), acc = round(acc *
 // rescale[j]); then acc = round(fma(weight[j], v, acc)) — attention.cc's
 // scale loop, RoundToHalf, AxpyF16 and RoundToHalf.
-KV_AVX2 void UpdateHeads(const float* v, uint32_t dv, uint32_t n_gqa,
+template <class T>
+KV_AVX2 void UpdateHeads(const T* v, uint32_t dv, uint32_t n_gqa,
                          const bool* rescale, const float* old_scale,
                          const float* weight, float* out) {
   for (uint32_t j = 0; j < n_gqa; ++j) {
@@ -122,17 +131,26 @@ KV_AVX2 void UpdateHeads(const float* v, uint32_t dv, uint32_t n_gqa,
       const __m256 s = _mm256_set1_ps(old_scale[j]);
       for (uint32_t d = 0; d < dv; d += 8) {
         const __m256 a = RoundHalf(_mm256_mul_ps(_mm256_loadu_ps(acc + d), s));
-        _mm256_storeu_ps(
-            acc + d, RoundHalf(_mm256_fmadd_ps(w, _mm256_loadu_ps(v + d), a)));
+        _mm256_storeu_ps(acc + d,
+                         RoundHalf(_mm256_fmadd_ps(w, Load8(v + d), a)));
       }
     } else {
       for (uint32_t d = 0; d < dv; d += 8) {
-        _mm256_storeu_ps(acc + d,
-                         RoundHalf(_mm256_fmadd_ps(w, _mm256_loadu_ps(v + d),
-                                                   _mm256_loadu_ps(acc + d))));
+        _mm256_storeu_ps(
+            acc + d, RoundHalf(_mm256_fmadd_ps(w, Load8(v + d),
+                                               _mm256_loadu_ps(acc + d))));
       }
     }
   }
+}
+
+// Fetches rows[m] (`bytes` long) into the cache ahead of its use: the
+// cells of a fragmented sequence sit anywhere in the pool, where the
+// hardware prefetchers cannot follow.
+template <class T>
+KV_AVX2 inline void PrefetchRow(const T* row, size_t bytes) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (size_t b = 0; b < bytes; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
 }
 #endif  // KVAULT_ATTENTION_FAST
 
@@ -196,30 +214,35 @@ KV_AVX2 float SoftmaxTerms(const float* scores, uint32_t n, uint32_t n_gqa,
   return sum;
 }
 
-// out[0, 8 kNv) = the fp16-rounded V accumulation over cells sel[0, n)
-// (rows of v, [cells, dv]), the accumulator held in registers: its chain
-// (fma, round, round per cell) is the loop's critical path.
-template <int kNv>
-KV_AVX2 void AccumulateV(const float* v, uint32_t dv, const uint32_t* sel,
-                         uint32_t n, const CellTerms* terms, float* out) {
+// Cells whose rows are fetched ahead of the loops that read them.
+constexpr uint32_t kPrefetchCells = 8;
+
+// out[0, 8 kNv) = the fp16-rounded V accumulation over rows[0, n) ([dv]
+// each), the accumulator held in registers: its chain (fma, round, round
+// per cell) is the loop's critical path.
+template <int kNv, class T>
+KV_AVX2 void AccumulateV(const T* const* rows, uint32_t n,
+                         const CellTerms* terms, float* out) {
   __m256 acc[kNv];
 #pragma GCC unroll 16
   for (int d = 0; d < kNv; ++d) acc[d] = _mm256_setzero_ps();
   for (uint32_t m = 0; m < n; ++m) {
-    const float* vc = v + size_t{sel[m]} * dv;
+    if (m + kPrefetchCells < n) {
+      PrefetchRow(rows[m + kPrefetchCells], sizeof(T) * 8 * kNv);
+    }
+    const T* vc = rows[m];
     const __m256 w = _mm256_set1_ps(terms[m].weight);
     if (terms[m].rescale) {
       const __m256 sc = _mm256_set1_ps(terms[m].old_scale);
 #pragma GCC unroll 16
       for (int d = 0; d < kNv; ++d) {
         const __m256 a = RoundHalf(_mm256_mul_ps(acc[d], sc));
-        acc[d] = RoundHalf(_mm256_fmadd_ps(w, _mm256_loadu_ps(vc + 8 * d), a));
+        acc[d] = RoundHalf(_mm256_fmadd_ps(w, Load8(vc + 8 * d), a));
       }
     } else {
 #pragma GCC unroll 16
       for (int d = 0; d < kNv; ++d) {
-        acc[d] =
-            RoundHalf(_mm256_fmadd_ps(w, _mm256_loadu_ps(vc + 8 * d), acc[d]));
+        acc[d] = RoundHalf(_mm256_fmadd_ps(w, Load8(vc + 8 * d), acc[d]));
       }
     }
   }
@@ -228,63 +251,87 @@ KV_AVX2 void AccumulateV(const float* v, uint32_t dv, const uint32_t* sel,
 }
 
 // AccumulateV for any dv (a multiple of 8), the accumulator in out.
-KV_AVX2 void AccumulateVAny(const float* v, uint32_t dv, const uint32_t* sel,
-                            uint32_t n, const CellTerms* terms, float* out) {
+template <class T>
+KV_AVX2 void AccumulateVAny(const T* const* rows, uint32_t dv, uint32_t n,
+                            const CellTerms* terms, float* out) {
   std::memset(out, 0, sizeof(float) * dv);
   for (uint32_t m = 0; m < n; ++m) {
     const bool rescale = terms[m].rescale;
-    UpdateHeads(v + size_t{sel[m]} * dv, dv, 1, &rescale, &terms[m].old_scale,
+    UpdateHeads(rows[m], dv, 1, &rescale, &terms[m].old_scale,
                 &terms[m].weight, out);
   }
 }
 
+// Where one KV head's K (or V) slices are: the slice of the sequence's
+// i-th cell at base + index * stride, index = cells[i] for slices read in
+// place from the pool (fp16, a decode), i for ones gathered to f32 (a
+// prefill; cells null).
+template <class T>
+struct SliceRows {
+  const std::byte* base = nullptr;
+  uint64_t stride = 0;
+  const CellId* cells = nullptr;
+
+  const T* Row(size_t i) const {
+    const uint64_t index = cells == nullptr ? i : cells[i].value();
+    return reinterpret_cast<const T*>(base + index * stride);
+  }
+};
+
 // Attends one query over the cells of seq with positions <= st.pos, whose
-// K/V slices of group g are k ([cells, dk]) and v ([cells, dv]) as f32.
+// K/V slices of one group are k ([dk] each) and v ([dv] each).
 // Three passes: every cell's scores (independent, so they overlap in the
 // core), each head's softmax terms, then each head's V accumulation.
+template <class T>
 KV_AVX2 void AttendQuery(const AttentionShape& s, const SeqCells& seq,
-                         const float* k, const float* v, const QueryState& st) {
+                         const SliceRows<T>& k, const SliceRows<T>& v,
+                         const QueryState& st) {
   const uint32_t n_gqa = s.n_head / s.n_head_kv;
   const uint32_t dk = s.head_dim_k;
   const uint32_t dv = s.head_dim_v;
-  thread_local std::vector<float> qs;         // [n_gqa, dk] fp16-rounded
-  thread_local std::vector<uint32_t> sel;     // attended cells, in order
-  thread_local std::vector<float> scores;     // [cells, n_gqa]
-  thread_local std::vector<CellTerms> terms;  // [cells]
+  thread_local std::vector<float> qs;          // [n_gqa, dk] fp16-rounded
+  thread_local std::vector<const T*> krows;    // attended cells, in order
+  thread_local std::vector<const T*> vrows;
+  thread_local std::vector<float> scores;      // [cells, n_gqa]
+  thread_local std::vector<CellTerms> terms;   // [cells]
   qs.assign(st.q, st.q + size_t{n_gqa} * dk);
   RoundHalfRow(qs.data(), n_gqa * dk);
   const size_t num_cells = seq.cells.size();
-  sel.resize(num_cells);
+  krows.resize(num_cells);
+  vrows.resize(num_cells);
   scores.resize(num_cells * n_gqa);
   terms.resize(num_cells);
   uint32_t n = 0;
   for (size_t i = 0; i < num_cells; ++i) {
     if (seq.positions[i] > st.pos) continue;  // causal mask
-    sel[n++] = static_cast<uint32_t>(i);
+    krows[n] = k.Row(i);
+    vrows[n++] = v.Row(i);
   }
   uint32_t m = 0;
   if (dk % 32 == 0) {
     for (; m + 8 <= n; m += 8) {
+      for (uint32_t a = m + kPrefetchCells; a < std::min(n, m + 16); ++a) {
+        PrefetchRow(krows[a], sizeof(T) * dk);
+      }
       for (uint32_t j = 0; j < n_gqa; ++j) {
-        Dot8Keys(k, &sel[m], &qs[size_t{j} * dk], dk,
+        Dot8Keys(&krows[m], &qs[size_t{j} * dk], dk,
                  &scores[size_t{m} * n_gqa + j], n_gqa);
       }
     }
   }
   for (; m < n; ++m) {
-    DotHeads(k + size_t{sel[m]} * dk, qs.data(), dk, n_gqa,
-             &scores[size_t{m} * n_gqa]);
+    DotHeads(krows[m], qs.data(), dk, n_gqa, &scores[size_t{m} * n_gqa]);
   }
   for (uint32_t j = 0; j < n_gqa; ++j) {
     const float sum =
         SoftmaxTerms(scores.data(), n, n_gqa, j, s.scale, terms.data());
     float* out = st.out + size_t{j} * dv;
     if (dv == 64) {
-      AccumulateV<8>(v, dv, sel.data(), n, terms.data(), out);
+      AccumulateV<8>(vrows.data(), n, terms.data(), out);
     } else if (dv == 128) {
-      AccumulateV<16>(v, dv, sel.data(), n, terms.data(), out);
+      AccumulateV<16>(vrows.data(), n, terms.data(), out);
     } else {
-      AccumulateVAny(v, dv, sel.data(), n, terms.data(), out);
+      AccumulateVAny(vrows.data(), dv, n, terms.data(), out);
     }
     const float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
     for (uint32_t d = 0; d < dv; ++d) out[d] *= inv;
@@ -298,22 +345,16 @@ KV_AVX2 void AttendQuery(const AttentionShape& s, const SeqCells& seq,
 void GatherSlices(const std::byte* base, uint64_t row_bytes, uint32_t g,
                   uint32_t head_dim, const SeqCells& seq, float* dst) {
 #ifdef KVAULT_ATTENTION_FAST
-  // Cells of a fragmented sequence sit anywhere in the pool, where the
-  // hardware prefetcher cannot follow: fetch a few cells ahead.
-  constexpr size_t kAhead = 8;
   const size_t slice_bytes = size_t{head_dim} * 2;
   const uint64_t offset = uint64_t{g} * slice_bytes;
+  const SliceRows<std::byte> slices{base + offset, row_bytes,
+                                    seq.cells.data()};
   const size_t n = seq.cells.size();
   for (size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) {
-      const char* next = reinterpret_cast<const char*>(
-          base + seq.cells[i + kAhead].value() * row_bytes + offset);
-      for (size_t b = 0; b < slice_bytes; b += 64) {
-        _mm_prefetch(next + b, _MM_HINT_T0);
-      }
+    if (i + kPrefetchCells < n) {
+      PrefetchRow(slices.Row(i + kPrefetchCells), slice_bytes);
     }
-    HalfToFloat8s(base + seq.cells[i].value() * row_bytes + offset, head_dim,
-                  dst + i * head_dim);
+    HalfToFloat8s(slices.Row(i), head_dim, dst + i * head_dim);
   }
 #else
   (void)base, (void)row_bytes, (void)g, (void)head_dim, (void)seq, (void)dst;
@@ -321,25 +362,28 @@ void GatherSlices(const std::byte* base, uint64_t row_bytes, uint32_t g,
 }
 
 // Attends one query (KV head g). k_f32/v_f32, when not null, hold group
-// g's K/V slices of seq's cells already converted ([cells, head_dim]);
-// else they are converted here.
+// g's K/V slices of seq's cells converted to f32 ([cells, head_dim]); else
+// the fp16 slices are read in place (a decode reads each slice once, so
+// converting them first would only add a pass over them).
 void AttendOne(const F16GroupRows& rows, const AttentionShape& s,
                const SeqCells& seq, uint32_t g, const float* k_f32,
                const float* v_f32, const QueryState& query) {
 #ifdef KVAULT_ATTENTION_FAST
-  thread_local std::vector<float> k_buf, v_buf;  // [cells, dk], [cells, dv]
   if (k_f32 == nullptr) {
-    const size_t num_cells = seq.cells.size();
-    k_buf.resize(num_cells * s.head_dim_k);
-    v_buf.resize(num_cells * s.head_dim_v);
-    GatherSlices(rows.k_base, rows.k_row_bytes, g, s.head_dim_k, seq,
-                 k_buf.data());
-    GatherSlices(rows.v_base, rows.v_row_bytes, g, s.head_dim_v, seq,
-                 v_buf.data());
-    k_f32 = k_buf.data();
-    v_f32 = v_buf.data();
+    const uint64_t k_offset = uint64_t{g} * s.head_dim_k * 2;
+    const uint64_t v_offset = uint64_t{g} * s.head_dim_v * 2;
+    const SliceRows<uint16_t> k{rows.k_base + k_offset, rows.k_row_bytes,
+                                seq.cells.data()};
+    const SliceRows<uint16_t> v{rows.v_base + v_offset, rows.v_row_bytes,
+                                seq.cells.data()};
+    AttendQuery(s, seq, k, v, query);
+    return;
   }
-  AttendQuery(s, seq, k_f32, v_f32, query);
+  const SliceRows<float> k{reinterpret_cast<const std::byte*>(k_f32),
+                           uint64_t{s.head_dim_k} * sizeof(float), nullptr};
+  const SliceRows<float> v{reinterpret_cast<const std::byte*>(v_f32),
+                           uint64_t{s.head_dim_v} * sizeof(float), nullptr};
+  AttendQuery(s, seq, k, v, query);
 #else
   (void)rows, (void)s, (void)seq, (void)g, (void)k_f32, (void)v_f32,
       (void)query;
