@@ -24,6 +24,9 @@ constexpr uint32_t kMinHeadDimK = 32;
 
 #ifdef KVAULT_ATTENTION_FAST
 #define KV_AVX2 __attribute__((target("avx2,fma,f16c")))
+// AVX2 code with 32 ymm registers, for machines whose kernel table is
+// AVX-512's.
+#define KV_AVX512VL __attribute__((target("avx512f,avx512vl,avx2,fma,f16c")))
 
 // dst[i] = half(src[i]) for n fp16 values (core's row conversion, F16C).
 inline void HalfToFloat8s(const std::byte* src, uint32_t n, float* dst) {
@@ -250,6 +253,54 @@ KV_AVX2 void AccumulateV(const T* const* rows, uint32_t n,
   for (int d = 0; d < kNv; ++d) _mm256_storeu_ps(out + 8 * d, acc[d]);
 }
 
+// AccumulateV for two heads of one group at once (same V rows, own terms
+// and outputs): two independent chains per cell instead of one, so the
+// core overlaps them. Each lane sees AccumulateV's operations (a rescale's
+// RoundHalf(acc * old_scale) is only moved ahead of the fma), so the bits
+// are the same. 2 x kNv accumulators need AVX-512VL's 32 registers.
+template <int kNv, class T>
+KV_AVX512VL void AccumulateV2(const T* const* rows, uint32_t n,
+                              const CellTerms* terms0,
+                              const CellTerms* terms1, float* out0,
+                              float* out1) {
+  __m256 acc0[kNv], acc1[kNv];
+#pragma GCC unroll 16
+  for (int d = 0; d < kNv; ++d) acc0[d] = acc1[d] = _mm256_setzero_ps();
+  for (uint32_t m = 0; m < n; ++m) {
+    if (m + kPrefetchCells < n) {
+      PrefetchRow(rows[m + kPrefetchCells], sizeof(T) * 8 * kNv);
+    }
+    if (terms0[m].rescale) {
+      const __m256 sc = _mm256_set1_ps(terms0[m].old_scale);
+#pragma GCC unroll 16
+      for (int d = 0; d < kNv; ++d) {
+        acc0[d] = RoundHalf(_mm256_mul_ps(acc0[d], sc));
+      }
+    }
+    if (terms1[m].rescale) {
+      const __m256 sc = _mm256_set1_ps(terms1[m].old_scale);
+#pragma GCC unroll 16
+      for (int d = 0; d < kNv; ++d) {
+        acc1[d] = RoundHalf(_mm256_mul_ps(acc1[d], sc));
+      }
+    }
+    const T* vc = rows[m];
+    const __m256 w0 = _mm256_set1_ps(terms0[m].weight);
+    const __m256 w1 = _mm256_set1_ps(terms1[m].weight);
+#pragma GCC unroll 16
+    for (int d = 0; d < kNv; ++d) {
+      const __m256 v = Load8(vc + 8 * d);
+      acc0[d] = RoundHalf(_mm256_fmadd_ps(w0, v, acc0[d]));
+      acc1[d] = RoundHalf(_mm256_fmadd_ps(w1, v, acc1[d]));
+    }
+  }
+#pragma GCC unroll 16
+  for (int d = 0; d < kNv; ++d) {
+    _mm256_storeu_ps(out0 + 8 * d, acc0[d]);
+    _mm256_storeu_ps(out1 + 8 * d, acc1[d]);
+  }
+}
+
 // AccumulateV for any dv (a multiple of 8), the accumulator in out.
 template <class T>
 KV_AVX2 void AccumulateVAny(const T* const* rows, uint32_t dv, uint32_t n,
@@ -259,6 +310,38 @@ KV_AVX2 void AccumulateVAny(const T* const* rows, uint32_t dv, uint32_t n,
     const bool rescale = terms[m].rescale;
     UpdateHeads(rows[m], dv, 1, &rescale, &terms[m].old_scale,
                 &terms[m].weight, out);
+  }
+}
+
+// out[j] ([n_gqa, dv]) = head j's V accumulation over rows[0, n) with its
+// terms (terms[j * n, (j + 1) * n)), divided by its softmax sum sums[j].
+template <class T>
+KV_AVX2 void AccumulateHeads(const T* const* rows, uint32_t n, uint32_t n_gqa,
+                             uint32_t dv, const CellTerms* terms,
+                             const float* sums, float* out) {
+  uint32_t j = 0;
+  if (dv == 64 && kernels::ActiveIsa() == "avx512") {
+    for (; j + 2 <= n_gqa; j += 2) {
+      AccumulateV2<8>(rows, n, &terms[size_t{j} * n],
+                      &terms[size_t{j + 1} * n], out + size_t{j} * dv,
+                      out + size_t{j + 1} * dv);
+    }
+  }
+  for (; j < n_gqa; ++j) {
+    const CellTerms* head_terms = &terms[size_t{j} * n];
+    float* head_out = out + size_t{j} * dv;
+    if (dv == 64) {
+      AccumulateV<8>(rows, n, head_terms, head_out);
+    } else if (dv == 128) {
+      AccumulateV<16>(rows, n, head_terms, head_out);
+    } else {
+      AccumulateVAny(rows, dv, n, head_terms, head_out);
+    }
+  }
+  for (j = 0; j < n_gqa; ++j) {
+    const float inv = sums[j] == 0.0f ? 0.0f : 1.0f / sums[j];
+    float* head_out = out + size_t{j} * dv;
+    for (uint32_t d = 0; d < dv; ++d) head_out[d] *= inv;
   }
 }
 
@@ -293,14 +376,14 @@ KV_AVX2 void AttendQuery(const AttentionShape& s, const SeqCells& seq,
   thread_local std::vector<const T*> krows;    // attended cells, in order
   thread_local std::vector<const T*> vrows;
   thread_local std::vector<float> scores;      // [cells, n_gqa]
-  thread_local std::vector<CellTerms> terms;   // [cells]
+  thread_local std::vector<CellTerms> terms;   // [n_gqa, cells]
   qs.assign(st.q, st.q + size_t{n_gqa} * dk);
   RoundHalfRow(qs.data(), n_gqa * dk);
   const size_t num_cells = seq.cells.size();
   krows.resize(num_cells);
   vrows.resize(num_cells);
   scores.resize(num_cells * n_gqa);
-  terms.resize(num_cells);
+  terms.resize(num_cells * n_gqa);
   uint32_t n = 0;
   for (size_t i = 0; i < num_cells; ++i) {
     if (seq.positions[i] > st.pos) continue;  // causal mask
@@ -322,20 +405,14 @@ KV_AVX2 void AttendQuery(const AttentionShape& s, const SeqCells& seq,
   for (; m < n; ++m) {
     DotHeads(krows[m], qs.data(), dk, n_gqa, &scores[size_t{m} * n_gqa]);
   }
+  thread_local std::vector<float> sums;  // [n_gqa]
+  sums.resize(n_gqa);
   for (uint32_t j = 0; j < n_gqa; ++j) {
-    const float sum =
-        SoftmaxTerms(scores.data(), n, n_gqa, j, s.scale, terms.data());
-    float* out = st.out + size_t{j} * dv;
-    if (dv == 64) {
-      AccumulateV<8>(vrows.data(), n, terms.data(), out);
-    } else if (dv == 128) {
-      AccumulateV<16>(vrows.data(), n, terms.data(), out);
-    } else {
-      AccumulateVAny(vrows.data(), dv, n, terms.data(), out);
-    }
-    const float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
-    for (uint32_t d = 0; d < dv; ++d) out[d] *= inv;
+    sums[j] = SoftmaxTerms(scores.data(), n, n_gqa, j, s.scale,
+                           &terms[size_t{j} * n]);
   }
+  AccumulateHeads(vrows.data(), n, n_gqa, dv, terms.data(), sums.data(),
+                  st.out);
 }
 #endif
 
