@@ -52,12 +52,11 @@ class MappedFile {
 
  private:
   MappedFile() = default;
-
-  const std::byte* data_ = nullptr;
-  size_t size_ = 0;
   // Reads the whole file from `fd` into read_ (LoadMode::kRead).
   Status ReadInto(int fd);
 
+  const std::byte* data_ = nullptr;
+  size_t size_ = 0;
   void* mapping_ = nullptr;  // mmap base (kMmap), else null
   HugePageBuffer read_;      // the bytes (kRead), else empty
   std::shared_ptr<const std::string> buffer_;

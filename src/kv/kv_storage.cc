@@ -36,8 +36,7 @@ Status KvStorage::Allocate() {
   // One block for every layer: zeroed pages committed on first touch, on
   // huge pages where the kernel grants them. Attention reads a fragmented
   // sequence's cells from anywhere in the pool, and with 4 KiB pages each
-  // page of cells costs its own TLB entries (~10% of a decode at 2048
-  // cells, docs/benchmarks.md).
+  // page of cells costs its own TLB entries.
   StatusOr<HugePageBuffer> block = HugePageBuffer::Allocate(total);
   if (!block.ok()) {
     return ResourceExhaustedError(

@@ -120,33 +120,6 @@ KV_AVX2 void Dot8Keys(const T* const* keys, const float* q, uint32_t dk,
   for (int l = 0; l < 8; ++l) scores[kKeyOfLane[l] * stride] = out[l];
 }
 
-// For each head j: when rescale[j] != 1 (a new max), acc = round(acc *
-// rescale[j]); then acc = round(fma(weight[j], v, acc)) — attention.cc's
-// scale loop, RoundToHalf, AxpyF16 and RoundToHalf.
-template <class T>
-KV_AVX2 void UpdateHeads(const T* v, uint32_t dv, uint32_t n_gqa,
-                         const bool* rescale, const float* old_scale,
-                         const float* weight, float* out) {
-  for (uint32_t j = 0; j < n_gqa; ++j) {
-    float* acc = out + uint64_t{j} * dv;
-    const __m256 w = _mm256_set1_ps(weight[j]);
-    if (rescale[j]) {
-      const __m256 s = _mm256_set1_ps(old_scale[j]);
-      for (uint32_t d = 0; d < dv; d += 8) {
-        const __m256 a = RoundHalf(_mm256_mul_ps(_mm256_loadu_ps(acc + d), s));
-        _mm256_storeu_ps(acc + d,
-                         RoundHalf(_mm256_fmadd_ps(w, Load8(v + d), a)));
-      }
-    } else {
-      for (uint32_t d = 0; d < dv; d += 8) {
-        _mm256_storeu_ps(
-            acc + d, RoundHalf(_mm256_fmadd_ps(w, Load8(v + d),
-                                               _mm256_loadu_ps(acc + d))));
-      }
-    }
-  }
-}
-
 // Fetches rows[m] (`bytes` long) into the cache ahead of its use: the
 // cells of a fragmented sequence sit anywhere in the pool, where the
 // hardware prefetchers cannot follow.
@@ -304,15 +277,23 @@ KV_AVX512VL void AccumulateV2(const T* const* rows, uint32_t n,
   }
 }
 
-// AccumulateV for any dv (a multiple of 8), the accumulator in out.
+// AccumulateV for any dv (a multiple of 8), the accumulator in out: per
+// cell, on a rescale acc = round(acc * old_scale), then acc = round(fma(
+// weight, v, acc)) — attention.cc's scale loop, RoundToHalf, AxpyF16 and
+// RoundToHalf.
 template <class T>
 KV_AVX2 void AccumulateVAny(const T* const* rows, uint32_t dv, uint32_t n,
                             const CellTerms* terms, float* out) {
   std::memset(out, 0, sizeof(float) * dv);
   for (uint32_t m = 0; m < n; ++m) {
-    const bool rescale = terms[m].rescale;
-    UpdateHeads(rows[m], dv, 1, &rescale, &terms[m].old_scale,
-                &terms[m].weight, out);
+    const __m256 w = _mm256_set1_ps(terms[m].weight);
+    const __m256 s = _mm256_set1_ps(terms[m].old_scale);
+    for (uint32_t d = 0; d < dv; d += 8) {
+      __m256 acc = _mm256_loadu_ps(out + d);
+      if (terms[m].rescale) acc = RoundHalf(_mm256_mul_ps(acc, s));
+      _mm256_storeu_ps(out + d,
+                       RoundHalf(_mm256_fmadd_ps(w, Load8(rows[m] + d), acc)));
+    }
   }
 }
 
