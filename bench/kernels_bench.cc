@@ -1,8 +1,9 @@
 // Micro-benchmarks of the forward-pass kernels: MatMul throughput per
 // weight type, for decode (1 token: GB/s of weights) and prompt processing
 // (64 tokens: GFLOP/s), at 1 and 2 threads, for each usable instruction
-// set; activation quantization and exp per set; plus the machine's
-// memory-read bandwidth as the decode ceiling.
+// set; activation quantization and exp per set; decode attention over a
+// contiguous and a fragmented cache; plus the machine's memory-read
+// bandwidth as the decode ceiling.
 //
 //   build-kern/bench/kernels_bench --benchmark_filter=MatMul
 #include <benchmark/benchmark.h>
@@ -18,7 +19,10 @@
 #include <thread>
 #include <vector>
 
+#include "core/float16.h"
+#include "core/huge_page_buffer.h"
 #include "core/thread_pool.h"
+#include "model/attention_batched.h"
 #include "model/ggml_types.h"
 #include "model/kernels/kernels.h"
 #include "model/quantize.h"
@@ -185,6 +189,71 @@ void BM_ExpF32(benchmark::State& state) {
       benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_ExpF32)->DenseRange(0, 2);
+
+// Positions [0, num_cells) on pages of `page` cells: pages 0, 1, 2, ... or,
+// when fragmented, the even pages in shuffled order.
+SeqCells BenchSequence(uint32_t num_cells, uint32_t page, bool fragmented,
+                       std::mt19937* rng) {
+  std::vector<uint32_t> pages(num_cells / page);
+  for (uint32_t i = 0; i < pages.size(); ++i) pages[i] = fragmented ? 2 * i : i;
+  if (fragmented) std::shuffle(pages.begin(), pages.end(), *rng);
+  SeqCells seq;
+  for (uint32_t p = 0; p < num_cells; ++p) {
+    seq.cells.push_back(CellId(pages[p / page] * page + p % page));
+    seq.positions.push_back(static_cast<Pos>(p));
+  }
+  return seq;
+}
+
+// One decode query's attention (fp16 cache, head size 64, two query heads
+// per KV head) over 32 layers whose K/V (64 MiB) do not fit the last-level
+// cache, as a decode step's do not once the weights have streamed through
+// it; one thread. Args: 1 when the sequence's 16-cell pages are every other
+// page of a twice-as-large pool in shuffled order (kvault bench model
+// --fragmented), 0 when contiguous; KV heads, 4 (the small bench shape,
+// 2048 cells: each head reads a quarter of every row) or 1 (8192 cells:
+// whole rows).
+void BM_AttentionDecode(benchmark::State& state) {
+  const uint32_t num_kv_heads = static_cast<uint32_t>(state.range(1));
+  const uint32_t num_layers = 32, depth = 8192 / num_kv_heads;
+  const AttentionShape shape{2 * num_kv_heads, num_kv_heads, 64, 64, 0.125f};
+  const uint64_t row_bytes = uint64_t{shape.n_head_kv} * 64 * 2;
+  const bool fragmented = state.range(0) == 1;
+  const uint64_t pool_cells = fragmented ? 2 * depth : depth;
+  std::mt19937 rng(5);
+  const SeqCells seq = BenchSequence(depth, 16, fragmented, &rng);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  // On huge pages, as KvStorage's pool.
+  HugePageBuffer kv =
+      HugePageBuffer::Allocate(2 * num_layers * pool_cells * row_bytes).value();
+  auto* halves = reinterpret_cast<uint16_t*>(kv.data());
+  for (size_t i = 0; i < kv.size() / 2; ++i) halves[i] = FloatToHalf(dist(rng));
+  std::vector<float> q(shape.n_head * 64), out(shape.n_head * 64);
+  for (float& v : q) v = dist(rng);
+  const uint32_t seq_of[] = {0};
+  const Pos query_pos[] = {static_cast<Pos>(depth - 1)};
+  auto serial = [](size_t n, const std::function<void(size_t)>& fn) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+  };
+  const std::byte* base = kv.data();
+  for (auto _ : state) {
+    for (uint32_t l = 0; l < num_layers; ++l) {
+      const std::byte* k = base + 2 * l * pool_cells * row_bytes;
+      const F16GroupRows rows{k, k + pool_cells * row_bytes, row_bytes,
+                              row_bytes};
+      AttendF16Fast(rows, shape, std::span(&seq, 1), seq_of, query_pos,
+                    q.data(), out.data(), serial);
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["cells/s"] = benchmark::Counter(
+      static_cast<double>(depth) * num_layers * state.iterations(),
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AttentionDecode)
+    ->ArgsProduct({{0, 1}, {1, 4}})
+    ->UseRealTime()
+    ->MinTime(2.0);
 
 // The fixed cost of one ThreadPool::ParallelFor fan-out (decode issues
 // ~100 of them per token).
