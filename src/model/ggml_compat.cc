@@ -154,6 +154,16 @@ KV_AVX2 inline __m256 LoadWeights8(const std::byte* row, int64_t i) {
   return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i);
 }
 
+// The kGemv reduction of the four accumulators: (a0+a2)+(a1+a3), lanes
+// lo+hi, then two hadds.
+KV_AVX2 inline float ReduceGemv(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+  const __m256 r = _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));
+  __m128 t = _mm_add_ps(_mm256_castps256_ps128(r), _mm256_extractf128_ps(r, 1));
+  t = _mm_hadd_ps(t, t);
+  t = _mm_hadd_ps(t, t);
+  return _mm_cvtss_f32(t);
+}
+
 template <bool kF16>
 KV_AVX2 float GemvAvx2(const std::byte* row, const float* x, int64_t k) {
   const int64_t np = k & ~int64_t{31};
@@ -168,11 +178,35 @@ KV_AVX2 float GemvAvx2(const std::byte* row, const float* x, int64_t k) {
     a3 = _mm256_fmadd_ps(LoadWeights8<kF16>(row, l + 24),
                          _mm256_loadu_ps(x + l + 24), a3);
   }
-  const __m256 r = _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));
-  __m128 t = _mm_add_ps(_mm256_castps256_ps128(r), _mm256_extractf128_ps(r, 1));
-  t = _mm_hadd_ps(t, t);
-  t = _mm_hadd_ps(t, t);
-  return AddTail(_mm_cvtss_f32(t), row, kF16, x, np, k);
+  return AddTail(ReduceGemv(a0, a1, a2, a3), row, kF16, x, np, k);
+}
+
+// GemvAvx2 of rows[0] and rows[1] at once into y[0] and y[1]: one row's
+// four FMA chains leave half the FMA units idle for their latency; two
+// rows' eight chains fill them. Each row's operations are GemvAvx2's, so
+// the bits are the same.
+template <bool kF16>
+KV_AVX2 void Gemv2Avx2(const std::byte* const* rows, const float* x,
+                       int64_t k, float* y) {
+  const int64_t np = k & ~int64_t{31};
+  __m256 a[2][4];
+  for (auto& row_acc : a) {
+    for (__m256& v : row_acc) v = _mm256_setzero_ps();
+  }
+  for (int64_t l = 0; l < np; l += 32) {
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const __m256 xv = _mm256_loadu_ps(x + l + 8 * j);
+      a[0][j] = _mm256_fmadd_ps(LoadWeights8<kF16>(rows[0], l + 8 * j), xv,
+                                a[0][j]);
+      a[1][j] = _mm256_fmadd_ps(LoadWeights8<kF16>(rows[1], l + 8 * j), xv,
+                                a[1][j]);
+    }
+  }
+  for (int i = 0; i < 2; ++i) {
+    y[i] = AddTail(ReduceGemv(a[i][0], a[i][1], a[i][2], a[i][3]), rows[i],
+                   kF16, x, np, k);
+  }
 }
 
 KV_AVX2 inline float Hsum8(__m256 v) {
@@ -407,6 +441,18 @@ float Gemv(const std::byte* row, bool f16, const float* x, int64_t k) {
   return GemvPortable(row, f16, x, k);
 }
 
+// y[i] = Gemv(rows[i], f16, x, k) for i < 2.
+void Gemv2(const std::byte* const* rows, bool f16, const float* x, int64_t k,
+           float* y) {
+#ifdef KVAULT_GGML_COMPAT_AVX2
+  if (HasAvx2()) {
+    f16 ? Gemv2Avx2<true>(rows, x, k, y) : Gemv2Avx2<false>(rows, x, k, y);
+    return;
+  }
+#endif
+  for (int i = 0; i < 2; ++i) y[i] = GemvPortable(rows[i], f16, x, k);
+}
+
 // y[t, r] for rows [r0, r1) and the tokens listed in gemm (kGemm order).
 void GemmRows(const kernels::MatrixView& w, const float* x,
               std::span<const uint32_t> gemm, int64_t r0, int64_t r1,
@@ -523,7 +569,20 @@ void MatMul(const kernels::MatrixView& w, const float* x,
   auto task = [&](size_t i) {
     const int64_t r0 = static_cast<int64_t>(i) * kRowsPerTask;
     const int64_t r1 = std::min(w.rows, r0 + kRowsPerTask);
-    for (int64_t r = r0; r < r1; ++r) {
+    const int64_t half = (r1 - r0) / 2;
+    int64_t r = r0;
+    for (; !gemv.empty() && r < r0 + half; ++r) {
+      const std::byte* rows[2] = {w.data + r * w.row_bytes,
+                                  w.data + (r + half) * w.row_bytes};
+      for (uint32_t t : gemv) {
+        float pair[2];
+        Gemv2(rows, f16, x + t * k, k, pair);
+        y[t * w.rows + r] = pair[0];
+        y[t * w.rows + r + half] = pair[1];
+      }
+    }
+    if (!gemv.empty()) r = r0 + 2 * half;
+    for (; r < r1; ++r) {
       const std::byte* row = w.data + r * w.row_bytes;
       for (uint32_t t : gemv) y[t * w.rows + r] = Gemv(row, f16, x + t * k, k);
     }
