@@ -453,6 +453,31 @@ void Gemv2(const std::byte* const* rows, bool f16, const float* x, int64_t k,
   for (int i = 0; i < 2; ++i) y[i] = GemvPortable(rows[i], f16, x, k);
 }
 
+// y[t, r] for rows [r0, r1) and the tokens listed in gemv (kGemv order).
+// Row r is paired with r + half: rows next to each other (often 4 KiB
+// apart) read as two streams measured ~35 % slower than rows far apart.
+void GemvRows(const kernels::MatrixView& w, const float* x,
+              std::span<const uint32_t> gemv, int64_t r0, int64_t r1,
+              float* y) {
+  const bool f16 = w.type == GgmlType::kF16;
+  const int64_t k = w.cols;
+  const int64_t half = (r1 - r0) / 2;
+  for (int64_t r = r0; r < r0 + half; ++r) {
+    const std::byte* rows[2] = {w.data + r * w.row_bytes,
+                                w.data + (r + half) * w.row_bytes};
+    for (uint32_t t : gemv) {
+      float pair[2];
+      Gemv2(rows, f16, x + t * k, k, pair);
+      y[t * w.rows + r] = pair[0];
+      y[t * w.rows + r + half] = pair[1];
+    }
+  }
+  for (int64_t r = r0 + 2 * half; r < r1; ++r) {
+    const std::byte* row = w.data + r * w.row_bytes;
+    for (uint32_t t : gemv) y[t * w.rows + r] = Gemv(row, f16, x + t * k, k);
+  }
+}
+
 // y[t, r] for rows [r0, r1) and the tokens listed in gemm (kGemm order).
 void GemmRows(const kernels::MatrixView& w, const float* x,
               std::span<const uint32_t> gemm, int64_t r0, int64_t r1,
@@ -569,23 +594,7 @@ void MatMul(const kernels::MatrixView& w, const float* x,
   auto task = [&](size_t i) {
     const int64_t r0 = static_cast<int64_t>(i) * kRowsPerTask;
     const int64_t r1 = std::min(w.rows, r0 + kRowsPerTask);
-    const int64_t half = (r1 - r0) / 2;
-    int64_t r = r0;
-    for (; !gemv.empty() && r < r0 + half; ++r) {
-      const std::byte* rows[2] = {w.data + r * w.row_bytes,
-                                  w.data + (r + half) * w.row_bytes};
-      for (uint32_t t : gemv) {
-        float pair[2];
-        Gemv2(rows, f16, x + t * k, k, pair);
-        y[t * w.rows + r] = pair[0];
-        y[t * w.rows + r + half] = pair[1];
-      }
-    }
-    if (!gemv.empty()) r = r0 + 2 * half;
-    for (; r < r1; ++r) {
-      const std::byte* row = w.data + r * w.row_bytes;
-      for (uint32_t t : gemv) y[t * w.rows + r] = Gemv(row, f16, x + t * k, k);
-    }
+    if (!gemv.empty()) GemvRows(w, x, gemv, r0, r1, y);
     if (!gemm.empty()) GemmRows(w, x, gemm, r0, r1, y);
   };
   // Below this many multiply-adds one thread is faster than handing out
