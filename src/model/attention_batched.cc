@@ -125,9 +125,12 @@ KV_AVX2 void Dot8Keys(const T* const* keys, const float* q, uint32_t dk,
 // hardware prefetchers cannot follow. Into L2, not L1: the loops fetch
 // dozens of cells ahead, more than L1's miss buffers hold (Zen 4,
 // BM_AttentionDecode/0/4: 15.9 ms with T0 hints at these distances, 8.6
-// ms with T1).
+// ms with T1). No AVX2 target and always inlined: GCC takes an out-of-line
+// function of prefetches alone for one without effects and deletes the
+// calls, as it did GatherSlices's, which could not inline an AVX2 one.
 template <class T>
-KV_AVX2 inline void PrefetchRow(const T* row, size_t bytes) {
+__attribute__((always_inline)) inline void PrefetchRow(const T* row,
+                                                       size_t bytes) {
   const char* p = reinterpret_cast<const char*>(row);
   for (size_t b = 0; b < bytes; b += 64) _mm_prefetch(p + b, _MM_HINT_T1);
 }
