@@ -191,12 +191,12 @@ void BM_ExpF32(benchmark::State& state) {
 BENCHMARK(BM_ExpF32)->DenseRange(0, 2);
 
 // Positions [0, num_cells) on pages of `page` cells: pages 0, 1, 2, ... or,
-// when fragmented, the even pages in shuffled order.
+// when fragmented, the even pages; in shuffled order when `shuffled`.
 SeqCells BenchSequence(uint32_t num_cells, uint32_t page, bool fragmented,
-                       std::mt19937* rng) {
+                       bool shuffled, std::mt19937* rng) {
   std::vector<uint32_t> pages(num_cells / page);
   for (uint32_t i = 0; i < pages.size(); ++i) pages[i] = fragmented ? 2 * i : i;
-  if (fragmented) std::shuffle(pages.begin(), pages.end(), *rng);
+  if (shuffled) std::shuffle(pages.begin(), pages.end(), *rng);
   SeqCells seq;
   for (uint32_t p = 0; p < num_cells; ++p) {
     seq.cells.push_back(CellId(pages[p / page] * page + p % page));
@@ -208,20 +208,23 @@ SeqCells BenchSequence(uint32_t num_cells, uint32_t page, bool fragmented,
 // One decode query's attention (fp16 cache, head size 64, two query heads
 // per KV head) over 32 layers whose K/V (64 MiB) do not fit the last-level
 // cache, as a decode step's do not once the weights have streamed through
-// it; one thread. Args: 1 when the sequence's 16-cell pages are every other
-// page of a twice-as-large pool in shuffled order (kvault bench model
-// --fragmented), 0 when contiguous; KV heads, 4 (the small bench shape,
-// 2048 cells: each head reads a quarter of every row) or 1 (8192 cells:
-// whole rows).
+// it; one thread. Args: layout, 0 contiguous, 1 the sequence's 16-cell
+// pages every other page of a twice-as-large pool in ascending order (what
+// the pool's lowest-first allocation gives kvault bench model
+// --fragmented), 2 the same pages in shuffled order (the worst case: pages
+// taken while other sequences free and take theirs); KV heads, 4 (the
+// small bench shape, 2048 cells: each head reads a quarter of every row)
+// or 1 (8192 cells: whole rows).
 void BM_AttentionDecode(benchmark::State& state) {
   const uint32_t num_kv_heads = static_cast<uint32_t>(state.range(1));
   const uint32_t num_layers = 32, depth = 8192 / num_kv_heads;
   const AttentionShape shape{2 * num_kv_heads, num_kv_heads, 64, 64, 0.125f};
   const uint64_t row_bytes = uint64_t{shape.n_head_kv} * 64 * 2;
-  const bool fragmented = state.range(0) == 1;
+  const bool fragmented = state.range(0) >= 1;
   const uint64_t pool_cells = fragmented ? 2 * depth : depth;
   std::mt19937 rng(5);
-  const SeqCells seq = BenchSequence(depth, 16, fragmented, &rng);
+  const SeqCells seq =
+      BenchSequence(depth, 16, fragmented, state.range(0) == 2, &rng);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   // On huge pages, as KvStorage's pool.
   HugePageBuffer kv =
@@ -251,7 +254,7 @@ void BM_AttentionDecode(benchmark::State& state) {
       benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_AttentionDecode)
-    ->ArgsProduct({{0, 1}, {1, 4}})
+    ->ArgsProduct({{0, 1, 2}, {1, 4}})
     ->UseRealTime()
     ->MinTime(2.0);
 

@@ -89,8 +89,9 @@ StatusOr<double> RunGen(const RunContext& rc,
 }
 
 // Fills the pool with one-page filler sequences, then frees the even
-// pages in shuffled order: every free page sits between used ones and the
-// allocator hands them out in no memory order.
+// pages (in shuffled order, which the pool's lowest-first allocation
+// undoes): every free page sits between used ones, so the sequence holds
+// every other page, in ascending order.
 Status FragmentPool(KvCache* cache, std::mt19937_64* rng) {
   const uint32_t page_size = cache->pool().page_size();
   std::vector<TokenPos> page(page_size);

@@ -8,9 +8,9 @@
 //
 // With depth D (llama-bench's -d) the sequence first holds D cached tokens
 // (prefilled once, untimed; each run drops what it added after them). With
-// `fragmented` every other page of the pool is held by other sequences and
-// the free ones are handed out in shuffled order, so no two consecutive
-// pages of the benchmarked sequence are adjacent in memory.
+// `fragmented` every other page of the pool is held by other sequences, so
+// no two consecutive pages of the benchmarked sequence are adjacent in
+// memory (the pool hands them out lowest first: ascending addresses).
 #ifndef KVAULT_BENCH_SCENARIOS_MODEL_BENCH_H_
 #define KVAULT_BENCH_SCENARIOS_MODEL_BENCH_H_
 

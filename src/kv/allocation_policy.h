@@ -32,10 +32,11 @@ class AllocationPolicy {
   virtual std::string_view name() const = 0;
 };
 
-// Any free pages (the pool's own order): fails only when too few are free.
+// Any free pages (the pool's own order, lowest first): fails only when too
+// few are free.
 class PagedAllocationPolicy final : public AllocationPolicy {
  public:
-  // Returns the first `num_pages` pages of the pool's free list, or nullopt.
+  // Returns the `num_pages` lowest free pages, or nullopt.
   std::optional<std::vector<PageId>> Choose(const PagePool& pool,
                                             uint32_t num_pages) const override;
   // Returns "need N pages, M free".

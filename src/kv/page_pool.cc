@@ -25,7 +25,6 @@ PagePool::PagePool(uint32_t num_pages, uint32_t page_size)
     : num_pages_(num_pages),
       page_size_(page_size),
       refcounts_(num_pages, 0),
-      free_slot_(num_pages, kNotInFreeList),
       free_bits_((uint64_t{num_pages} + 63) / 64, 0) {
   RebuildFreeSets();
 }
@@ -38,20 +37,22 @@ CellId PagePool::FirstCell(PageId page) const {
 std::vector<PageId> PagePool::PeekFreePages(uint32_t num_pages) const {
   KV_CHECK(CanAllocate(num_pages)) << "PeekFreePages(" << num_pages << ") with "
                                    << num_free_pages() << " free";
-  return std::vector<PageId>(free_list_.rbegin(),
-                             free_list_.rbegin() + num_pages);
+  std::vector<PageId> pages;
+  pages.reserve(num_pages);
+  for (uint32_t p = NextPage(64 * first_free_word_, /*want_free=*/true);
+       pages.size() < num_pages; p = NextPage(p + 1, /*want_free=*/true)) {
+    pages.push_back(PageId(p));
+  }
+  return pages;
 }
 
 std::vector<PageId> PagePool::Allocate(uint32_t num_pages) {
   KV_CHECK(CanAllocate(num_pages))
       << "Allocate(" << num_pages << ") with " << num_free_pages() << " free";
-  std::vector<PageId> pages;
-  pages.reserve(num_pages);
-  for (uint32_t i = 0; i < num_pages; ++i) {
-    PageId page = free_list_.back();
-    MarkUsed(page);
-    pages.push_back(page);
-  }
+  std::vector<PageId> pages = PeekFreePages(num_pages);
+  for (PageId page : pages) MarkUsed(page);
+  // Every page below the last one taken is now used.
+  if (!pages.empty()) first_free_word_ = pages.back().value() / 64;
   return pages;
 }
 
@@ -142,29 +143,23 @@ void PagePool::CheckValid(PageId page) const {
 
 void PagePool::MarkUsed(PageId page) {
   uint32_t p = page.value();
-  uint32_t slot = free_slot_[p];
-  PageId last = free_list_.back();
-  free_list_[slot] = last;
-  free_slot_[last.value()] = slot;
-  free_list_.pop_back();
-  free_slot_[p] = kNotInFreeList;
+  --num_free_;
   free_bits_[p / 64] &= ~(uint64_t{1} << (p % 64));
   refcounts_[p] = 1;
 }
 
 void PagePool::MarkFree(PageId page) {
   uint32_t p = page.value();
-  free_slot_[p] = static_cast<uint32_t>(free_list_.size());
-  free_list_.push_back(page);
+  ++num_free_;
   free_bits_[p / 64] |= uint64_t{1} << (p % 64);
+  first_free_word_ = std::min(first_free_word_, p / 64);
 }
 
 void PagePool::RebuildFreeSets() {
-  free_list_.clear();
+  num_free_ = 0;
+  first_free_word_ = 0;
   std::fill(free_bits_.begin(), free_bits_.end(), 0);
-  std::fill(free_slot_.begin(), free_slot_.end(), kNotInFreeList);
-  // Pushed high to low so a fresh pool hands out pages 0, 1, 2, ...
-  for (uint32_t p = num_pages_; p-- > 0;) {
+  for (uint32_t p = 0; p < num_pages_; ++p) {
     if (refcounts_[p] == 0) MarkFree(PageId(p));
   }
 }

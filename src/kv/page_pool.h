@@ -2,6 +2,11 @@
 // used page has. Pure metadata (no tensor data), in the spirit of nano-vllm's
 // block manager: callers check (CanAllocate / IsFree) before they commit, and
 // a broken precondition is a KV_CHECK failure, never a half-done change.
+// Allocation takes the lowest-numbered free pages, so a sequence that grows
+// page by page through a fragmented pool still gets ascending addresses,
+// which the CPU's prefetchers follow (BM_AttentionDecode with the pages of
+// a fragmented sequence in ascending vs shuffled order: 8.8-9.1 vs
+// 9.8-10.2 ms), and used pages gather at the bottom of the pool.
 #ifndef KVAULT_KV_PAGE_POOL_H_
 #define KVAULT_KV_PAGE_POOL_H_
 
@@ -41,9 +46,7 @@ class PagePool {
   // Returns the number of cells per page (a power of two).
   uint32_t page_size() const { return page_size_; }
   // Returns the number of pages with refcount 0.
-  uint32_t num_free_pages() const {
-    return static_cast<uint32_t>(free_list_.size());
-  }
+  uint32_t num_free_pages() const { return num_free_; }
   // Returns num_pages() * page_size().
   uint64_t num_cells() const { return uint64_t{num_pages_} * page_size_; }
   // Returns the cell at offset 0 of `page`; precondition: page < num_pages().
@@ -56,8 +59,10 @@ class PagePool {
   // Returns the pages Allocate(num_pages) would take, in the same order,
   // without taking them; precondition: CanAllocate(num_pages).
   std::vector<PageId> PeekFreePages(uint32_t num_pages) const;
-  // Takes `num_pages` free pages (refcount becomes 1) and returns them;
-  // precondition: CanAllocate(num_pages). O(1) per page.
+  // Takes the `num_pages` lowest-numbered free pages (refcount becomes 1)
+  // and returns them in ascending order; precondition:
+  // CanAllocate(num_pages). Scans the free bitmap a word at a time from the
+  // lowest word that can hold a free page.
   std::vector<PageId> Allocate(uint32_t num_pages);
   // Takes exactly `pages` (refcount becomes 1); precondition: each is a valid,
   // free page and they are distinct. O(1) per page.
@@ -88,13 +93,11 @@ class PagePool {
   void ApplyRemap(std::span<const PageId> new_page_of);
 
  private:
-  static constexpr uint32_t kNotInFreeList = UINT32_MAX;
-
   PagePool(uint32_t num_pages, uint32_t page_size);
   void CheckValid(PageId page) const;
   void MarkUsed(PageId page);
   void MarkFree(PageId page);
-  // Rebuilds the free list and bitmap from refcounts_.
+  // Rebuilds the free count and bitmap from refcounts_.
   void RebuildFreeSets();
   // Returns the first page >= from that is free (want_free) or used, or
   // num_pages_ when there is none.
@@ -103,11 +106,11 @@ class PagePool {
   uint32_t num_pages_ = 0;
   uint32_t page_size_ = 0;
   std::vector<uint32_t> refcounts_;  // [num_pages]
-  // Free pages as a stack: Allocate pops from the back.
-  std::vector<PageId> free_list_;
-  std::vector<uint32_t> free_slot_;  // [num_pages] index in free_list_
+  uint32_t num_free_ = 0;
   // Bit p%64 of word p/64 is set when page p is free; padding bits are 0.
   std::vector<uint64_t> free_bits_;  // [ceil(num_pages / 64)]
+  // No free page lies below page 64 * first_free_word_.
+  uint32_t first_free_word_ = 0;
 };
 
 }  // namespace kvault

@@ -9,7 +9,7 @@ namespace {
 
 std::string Str(uint64_t v) { return std::to_string(v); }
 
-// Checks that the pool's free list, free bitmap and refcounts agree.
+// Checks that the pool's free count, free bitmap and refcounts agree.
 Status CheckPoolFreeSets(const PagePool& pool) {
   uint64_t num_zero = 0;
   for (uint32_t p = 0; p < pool.num_pages(); ++p) {
@@ -28,13 +28,13 @@ Status CheckPoolFreeSets(const PagePool& pool) {
   std::vector<bool> listed(pool.num_pages(), false);
   for (PageId page : pool.PeekFreePages(pool.num_free_pages())) {
     if (!pool.IsFree(page) || listed[page.value()]) {
-      return InternalError("free list holds used or repeated " +
+      return InternalError("free pages listed include used or repeated " +
                            Str(page.value()));
     }
     listed[page.value()] = true;
   }
   if (num_zero != pool.num_free_pages() || num_in_runs != num_zero) {
-    return InternalError(Str(num_zero) + " pages have refcount 0, free list " +
+    return InternalError(Str(num_zero) + " pages have refcount 0, free count " +
                          "holds " + Str(pool.num_free_pages()) +
                          ", free bitmap " + Str(num_in_runs));
   }

@@ -118,8 +118,24 @@ TEST(PagePoolTest, RefAndUnrefTrackOwners) {
   pool.Unref(PageId(1));
   EXPECT_TRUE(pool.IsFree(PageId(1)));
   EXPECT_EQ(pool.num_free_pages(), 4u);
-  // The freed page is handed out again.
-  EXPECT_EQ(pool.Allocate(1), Ids({1}));
+  // The freed page is handed out again, lowest pages first.
+  EXPECT_EQ(pool.Allocate(2), Ids({0, 1}));
+}
+
+TEST(PagePoolTest, AllocatesLowestFreePagesInAscendingOrderWhateverTheFreeOrder) {
+  // 130 pages: three bitmap words, the last one partial.
+  PagePool pool = MakePool(130, 16);
+  pool.Allocate(130);
+  for (uint32_t p : {129u, 3u, 70u, 64u, 5u}) pool.Unref(PageId(p));
+  EXPECT_EQ(pool.PeekFreePages(5), Ids({3, 5, 64, 70, 129}));
+  EXPECT_EQ(pool.Allocate(2), Ids({3, 5}));
+  // A page freed below the last allocation is found again first.
+  pool.Unref(PageId(1));
+  EXPECT_EQ(pool.Allocate(2), Ids({1, 64}));
+  pool.Unref(PageId(127));
+  EXPECT_EQ(pool.Allocate(3), Ids({70, 127, 129}));
+  EXPECT_EQ(pool.num_free_pages(), 0u);
+  EXPECT_FALSE(pool.CanAllocate(1));
 }
 
 TEST(PagePoolTest, RefUnrefPreconditions) {
