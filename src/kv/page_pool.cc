@@ -39,9 +39,13 @@ std::vector<PageId> PagePool::PeekFreePages(uint32_t num_pages) const {
                                    << num_free_pages() << " free";
   std::vector<PageId> pages;
   pages.reserve(num_pages);
-  for (uint32_t p = NextPage(64 * first_free_word_, /*want_free=*/true);
-       pages.size() < num_pages; p = NextPage(p + 1, /*want_free=*/true)) {
-    pages.push_back(PageId(p));
+  // Padding bits are 0, so every set bit is a valid free page.
+  for (size_t w = first_free_word_; pages.size() < num_pages; ++w) {
+    for (uint64_t word = free_bits_[w]; word != 0 && pages.size() < num_pages;
+         word &= word - 1) {
+      pages.push_back(PageId(static_cast<uint32_t>(
+          w * 64 + static_cast<uint32_t>(std::countr_zero(word)))));
+    }
   }
   return pages;
 }
