@@ -16,7 +16,7 @@ constexpr const char kDecodeFragUsage[] =
     "         [--page-size P]... [-n 32] [-t 2] [-r 3] [--rounds 2] [--json]\n"
     "  Generation tok/s (N decode steps after D cached tokens) with the\n"
     "  sequence's KV pages contiguous vs every other page taken by another\n"
-    "  sequence and the rest used in shuffled order. Repeatable --depth\n"
+    "  sequence (the rest handed out lowest first). Repeatable --depth\n"
     "  (default 512 1024 2048 4096) and --page-size (default 1 16 256).\n"
     "  Each layout is measured --rounds times in A B B A order (tok/s\n"
     "  averaged), so drifting load from other processes hits both alike.\n"

@@ -1,8 +1,8 @@
 // Scenario 3 of docs/benchmarks.md: generation throughput with a cached
 // context of D tokens whose KV pages are contiguous in the pool, against
-// the same with every other page held by another sequence and the free
-// ones used in shuffled order (ModelBench's `fragmented`), for several page
-// sizes. Each point averages `rounds` RunModelBench runs per layout (tg
+// the same with every other page held by another sequence (ModelBench's
+// `fragmented`; the pool hands the free ones out lowest first), for several
+// page sizes. Each point averages `rounds` RunModelBench runs per layout (tg
 // only, after D cached tokens), interleaved A B B A.
 #ifndef KVAULT_BENCH_SCENARIOS_DECODE_FRAGMENTATION_H_
 #define KVAULT_BENCH_SCENARIOS_DECODE_FRAGMENTATION_H_
