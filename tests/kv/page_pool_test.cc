@@ -122,7 +122,7 @@ TEST(PagePoolTest, RefAndUnrefTrackOwners) {
   EXPECT_EQ(pool.Allocate(2), Ids({0, 1}));
 }
 
-TEST(PagePoolTest, AllocatesLowestFreePagesInAscendingOrderWhateverTheFreeOrder) {
+TEST(PagePoolTest, AllocatesLowestFreePagesAscendingWhateverTheFreeOrder) {
   // 130 pages: three bitmap words, the last one partial.
   PagePool pool = MakePool(130, 16);
   pool.Allocate(130);
