@@ -82,6 +82,7 @@ struct CompletionParams {
 // One generated token as streamed.
 struct TokenEvent {
   TokenId token = 0;
+  uint32_t slot = 0;  // the slot that generated it
   // Text released with this token: empty while a UTF-8 sequence is
   // incomplete or the tail could still become a stop string.
   std::string text;

@@ -21,6 +21,7 @@ void Engine::Impl::HandleLogits(Slot& slot, std::span<const float> row) {
     req.prompt_end = EngineClock::now();
   }
   TokenEvent event;
+  event.slot = slot.id;
   event.token = req.sampler.Sample(row);
   if (!req.params.ignore_eos &&
       model_->tokenizer().vocab().IsEndOfGeneration(event.token)) {

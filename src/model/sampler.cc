@@ -44,19 +44,24 @@ SamplingParams SamplingParams::Greedy() {
 }
 
 Status SamplingParams::Validate() const {
+  // Each field against its domain; NaN fails every comparison, so each
+  // test is written to accept, not to reject.
   auto bad = [](const char* field, double value, const char* want) {
-    return InvalidArgumentError(std::string("sampling: ") + field + " = " +
-                                std::to_string(value) + ", want " + want);
+    return InvalidArgumentError(std::string("field '") + field + "': " +
+                                std::to_string(value) + " is outside " + want)
+        .WithReason("out_of_range");
   };
-  if (std::isnan(temperature)) {
-    return bad("temperature", temperature, "a number");
+  if (!std::isfinite(temperature)) {
+    return bad("temperature", temperature, "the finite numbers");
   }
-  if (!(top_p >= 0)) return bad("top_p", top_p, ">= 0");
-  if (!(min_p >= 0)) return bad("min_p", min_p, ">= 0");
-  if (!(repeat_penalty > 0)) {
-    return bad("repeat_penalty", repeat_penalty, "> 0");
+  if (!(top_p >= 0 && top_p <= 1)) return bad("top_p", top_p, "[0, 1]");
+  if (!(min_p >= 0 && min_p <= 1)) return bad("min_p", min_p, "[0, 1]");
+  if (!(repeat_penalty > 0 && std::isfinite(repeat_penalty))) {
+    return bad("repeat_penalty", repeat_penalty, "(0, inf)");
   }
-  if (repeat_last_n < 0) return bad("repeat_last_n", repeat_last_n, ">= 0");
+  if (repeat_last_n < 0) {
+    return bad("repeat_last_n", repeat_last_n, "[0, 2^31)");
+  }
   return Status::Ok();
 }
 
@@ -199,6 +204,9 @@ void Sampler::ApplyMinP() {
 }
 
 TokenId Sampler::Draw() {
+  // Every filter keeps the most likely candidate (min_p <= 1, top_p's first
+  // entry, top_k >= 1), so the set is never empty here.
+  KV_CHECK(!candidates_.empty());
   float max_logit = kNegInf;
   for (const Candidate& c : candidates_) {
     max_logit = std::max(max_logit, c.logit);

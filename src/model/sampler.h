@@ -38,16 +38,17 @@ inline constexpr uint64_t kRandomSeed = 0xFFFFFFFFu;
 struct SamplingParams {
   float temperature = 0.8f;  // <= 0: greedy
   int32_t top_k = 40;        // <= 0: off
-  float top_p = 0.95f;       // >= 1: off
-  float min_p = 0.05f;       // <= 0: off
+  float top_p = 0.95f;       // in [0, 1]; 1: off
+  float min_p = 0.05f;       // in [0, 1]; 0: off
   uint64_t seed = kRandomSeed;
   float repeat_penalty = 1.0f;  // 1: off; llama.cpp's penalty_repeat
   int32_t repeat_last_n = 64;   // how many accepted tokens it looks back
 
   // Returns greedy parameters (temperature 0).
   static SamplingParams Greedy();
-  // InvalidArgument naming the field for a NaN, a negative top_p/min_p, a
-  // repeat_penalty <= 0 or a negative repeat_last_n.
+  // InvalidArgument (reason "out_of_range") naming the field for a value
+  // outside its domain: temperature finite, top_p and min_p in [0, 1],
+  // repeat_penalty finite and > 0, repeat_last_n >= 0.
   Status Validate() const;
 };
 

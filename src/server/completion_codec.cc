@@ -111,6 +111,19 @@ Status ParseSamplingFields(const json& body, const CompletionLimits& limits,
   return s->Validate();
 }
 
+// Returns true when `prompt` holds no text and no token: "", [] or an array
+// of empty strings.
+bool PromptIsEmpty(const json& prompt) {
+  if (prompt.is_string()) return prompt.get_ref<const std::string&>().empty();
+  if (!prompt.is_array()) return false;
+  for (const json& p : prompt) {
+    if (!p.is_string() || !p.get_ref<const std::string&>().empty()) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 StatusOr<std::vector<TokenId>> TokenizePrompt(const json& prompt,
@@ -184,7 +197,9 @@ StatusOr<CompletionRequest> ParseCompletionRequest(
   }
   KV_ASSIGN_OR_RETURN(request.params.prompt,
                       TokenizePrompt(*prompt, tokenizer, true, "prompt"));
-  KV_RETURN_IF_ERROR(CheckPromptLength(request.params.prompt.size(), limits));
+  // The BOS token alone is no prompt: "" and [] are refused, not run.
+  KV_RETURN_IF_ERROR(CheckPromptLength(
+      PromptIsEmpty(*prompt) ? 0 : request.params.prompt.size(), limits));
   return request;
 }
 

@@ -88,7 +88,6 @@ void HandleCompletion(Api api, ServerState& state, const Request& req,
     auto job = std::make_shared<StreamJob>();
     job->engine = engine;
     job->task_id = *task;
-    job->slot = request->params.slot ? int(*request->params.slot) : -1;
     job->sink = sink;
     job->formatter = MakeFormatter(api, state, *request, *engine);
     job->stopping = &state.stopping;

@@ -1,6 +1,7 @@
 #include "server/json_fields.h"
 
 #include <cmath>
+#include <limits>
 
 #include "model/unicode_text.h"
 
@@ -107,8 +108,12 @@ Status ReadFloat(const json& obj, std::string_view key, float* out) {
   if (v == nullptr) return Status::Ok();
   if (!v->is_number()) return WrongType(key, "a number", *v);
   double d = v->get<double>();
-  if (!std::isfinite(d) || std::fabs(d) > 3.0e38) {
-    return OutOfRange(key, "not a finite float");
+  if (!std::isfinite(d)) return OutOfRange(key, "not a finite number");
+  constexpr double kFloatMax = std::numeric_limits<float>::max();
+  if (std::fabs(d) > kFloatMax) {
+    return OutOfRange(key, v->dump() +
+                               " is outside the float range "
+                               "[-3.4028235e+38, 3.4028235e+38]");
   }
   *out = static_cast<float>(d);
   return Status::Ok();
@@ -122,6 +127,46 @@ Status ReadString(const json& obj, std::string_view key, std::string* out) {
   return Status::Ok();
 }
 
+Status CheckJsonShape(std::string_view body, const JsonLimits& limits) {
+  // One pass over the bytes outside strings: brackets give the depth and
+  // each container or comma starts at most one more value. A body over
+  // either limit is refused before the parser allocates anything.
+  uint32_t depth = 0;
+  uint64_t num_values = 1;
+  bool in_string = false;
+  for (size_t pos = 0; pos < body.size(); ++pos) {
+    const char c = body[pos];
+    if (in_string) {
+      if (c == '\\') {
+        ++pos;  // the escaped byte cannot end the string
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limits.max_depth) {
+        return InvalidArgumentError(
+                   "JSON body nests deeper than " +
+                   std::to_string(limits.max_depth) + " levels at byte " +
+                   std::to_string(pos))
+            .WithReason("json_too_deep");
+      }
+    } else if (c == ']' || c == '}') {
+      depth -= depth > 0 ? 1 : 0;  // unbalanced: the parser reports it
+    } else if (c == ',' && ++num_values > limits.max_values) {
+      return InvalidArgumentError("JSON body holds more than " +
+                                  std::to_string(limits.max_values) +
+                                  " values (at byte " + std::to_string(pos) +
+                                  ")")
+          .WithReason("json_too_large");
+    }
+  }
+  return Status::Ok();
+}
+
 StatusOr<json> ParseJsonObject(std::string_view body) {
   for (size_t pos = 0; pos < body.size();) {
     Utf8Decoded d = DecodeUtf8At(body, pos);
@@ -132,6 +177,7 @@ StatusOr<json> ParseJsonObject(std::string_view body) {
     }
     pos += d.num_bytes;
   }
+  KV_RETURN_IF_ERROR(CheckJsonShape(body, JsonLimits()));
   json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) {
     // Parse again with exceptions only to get the parser's position.

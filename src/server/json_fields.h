@@ -40,9 +40,23 @@ Status ReadFloat(const nlohmann::json& obj, std::string_view key, float* out);
 Status ReadString(const nlohmann::json& obj, std::string_view key,
                   std::string* out);
 
+// Bounds on a request body's JSON, checked before it is parsed so that a
+// hostile body costs no more memory than its bytes.
+struct JsonLimits {
+  uint32_t max_depth = 128;        // nested arrays and objects
+  uint64_t max_values = 1u << 20;  // values in all (a token-id prompt counts
+                                   // one per token)
+};
+
+// Checks `body`'s nesting depth (reason "json_too_deep") and number of
+// values (reason "json_too_large") without parsing it; each error names the
+// limit and the byte offset. Malformed JSON passes: the parser reports it.
+Status CheckJsonShape(std::string_view body, const JsonLimits& limits);
+
 // Parses a request body: it must be valid UTF-8 (reason "invalid_utf8",
-// naming the byte offset), well-formed JSON (reason "malformed_json", with
-// the parser's position) and an object (reason "invalid_field").
+// naming the byte offset), within JsonLimits' defaults (CheckJsonShape),
+// well-formed JSON (reason "malformed_json", with the parser's position)
+// and an object (reason "invalid_field").
 StatusOr<nlohmann::json> ParseJsonObject(std::string_view body);
 
 }  // namespace kvault

@@ -17,36 +17,11 @@ constexpr milliseconds kPollInterval{100};
 // How long a stopping server waits for the engine to end a cancelled task.
 constexpr milliseconds kCancelGrace{10000};
 
-// Returns the slot running `task_id`, or -1.
-int LookupSlot(const Engine& engine, uint64_t task_id) {
-  for (const SlotInfo& info : engine.Slots()) {
-    if (info.id_task.has_value() && *info.id_task == task_id) {
-      return static_cast<int>(info.id);
-    }
-  }
-  return -1;
-}
-
 // Ends the job early: the engine frees the slot at its next token at the
 // latest.
 void Abandon(StreamJob& job) {
   job.sink->MarkClientGone();
   job.engine->Cancel(job.task_id);
-}
-
-// Resolves job.slot for the tokens in `items`: the result carries it, else
-// the engine's slot table does while the task runs. Returns false when it
-// is still unknown (the task just ended; its result is on the way).
-bool ResolveSlot(StreamJob& job, const std::vector<QueueSink::Item>& items) {
-  if (job.slot >= 0) return true;
-  for (const QueueSink::Item& item : items) {
-    if (item.done.has_value() && item.done->ok()) {
-      job.slot = static_cast<int>((*item.done)->slot);
-      return true;
-    }
-  }
-  job.slot = LookupSlot(*job.engine, job.task_id);
-  return job.slot >= 0 || items.empty();
 }
 
 // Returns the SSE text of `items`; sets *done when the result was among
@@ -56,7 +31,7 @@ std::string FormatItems(StreamJob& job, std::vector<QueueSink::Item>& items,
   std::string text;
   for (QueueSink::Item& item : items) {
     if (item.token.has_value()) {
-      text += job.formatter->Token(*item.token, job.slot);
+      text += job.formatter->Token(*item.token, int(item.token->slot));
     } else if (item.done.has_value()) {
       *done = true;
       const StatusOr<CompletionResult>& r = *item.done;
@@ -75,16 +50,9 @@ bool PumpStream(StreamJob& job, httplib::DataSink& out) {
     Abandon(job);
     return false;
   }
-  for (QueueSink::Item& item : job.sink->Wait(kPollInterval)) {
-    job.pending.push_back(std::move(item));
-  }
-  bool has_error = false;
-  for (const QueueSink::Item& item : job.pending) {
-    has_error |= item.done.has_value() && !item.done->ok();
-  }
-  if (!ResolveSlot(job, job.pending) && !has_error) return true;  // hold
+  std::vector<QueueSink::Item> items = job.sink->Wait(kPollInterval);
   bool done = false;
-  std::string text = FormatItems(job, job.pending, &done);
+  std::string text = FormatItems(job, items, &done);
   // httplib ends the stream on an empty write, so only write text.
   if (!text.empty() && !out.write(text.data(), text.size())) {
     Abandon(job);

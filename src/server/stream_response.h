@@ -24,13 +24,9 @@ namespace kvault {
 struct StreamJob {
   Engine* engine = nullptr;
   uint64_t task_id = 0;
-  int slot = -1;  // requested slot, -1: the engine picks (looked up lazily)
   std::shared_ptr<QueueSink> sink;
   std::unique_ptr<StreamFormatter> formatter;
   const std::atomic<bool>* stopping = nullptr;  // the server is stopping
-  // Events taken from the sink but not written yet (held while the slot is
-  // unknown).
-  std::vector<QueueSink::Item> pending;
 };
 
 // Sets `res` to stream `job` as text/event-stream. An engine error ends the

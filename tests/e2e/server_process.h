@@ -31,6 +31,8 @@ class ServerProcess {
 
   // Returns the port the server listens on.
   uint16_t port() const { return port_; }
+  // Returns the server's process id.
+  pid_t pid() const { return pid_; }
   // Sends SIGTERM and waits for exit; returns the exit code (128+signal
   // when killed by a signal), or an error after `timeout_s`.
   StatusOr<int> Stop(double timeout_s = 60);

@@ -71,6 +71,11 @@ TEST_F(EngineBatchingTest, ConcurrentSlotsMatchSoloRuns) {
     EXPECT_EQ(result->tokens, SoloGreedy(*reference_, Tokens(texts[i]), 24,
                                          /*stop_at_eog=*/true));
     EXPECT_EQ(sinks[i]->tokens(), result->tokens);
+    // Each event names its slot, so a stream never has to look it up (the
+    // lookup once failed for a task that had ended: "id_slot": -1).
+    for (const TokenEvent& event : sinks[i]->events()) {
+      EXPECT_EQ(event.slot, i);
+    }
     EXPECT_EQ(sinks[i]->text() + result->final_text, result->content);
     std::string pieces;  // streamed text continues the prompt: no space rule
     for (TokenId t : result->tokens) {

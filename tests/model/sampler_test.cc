@@ -100,6 +100,47 @@ TEST(SamplerTest, ValidateRejectsBadValues) {
   EXPECT_FALSE(p.Validate().ok());
 }
 
+TEST(SamplerTest, ValidateHoldsEachFieldToItsDomain) {
+  // min_p 1.5 once removed every candidate and the draw read past an empty
+  // vector (issue 17, fault 1).
+  const std::vector<std::pair<const char*, SamplingParams>> bad = [] {
+    std::vector<std::pair<const char*, SamplingParams>> v;
+    SamplingParams p;
+    p.min_p = 1.5f;
+    v.push_back({"min_p", p});
+    p = SamplingParams();
+    p.top_p = 1.01f;
+    v.push_back({"top_p", p});
+    p = SamplingParams();
+    p.temperature = std::numeric_limits<float>::infinity();
+    v.push_back({"temperature", p});
+    p = SamplingParams();
+    p.repeat_penalty = std::numeric_limits<float>::infinity();
+    v.push_back({"repeat_penalty", p});
+    return v;
+  }();
+  for (const auto& [field, params] : bad) {
+    SCOPED_TRACE(field);
+    const Status s = params.Validate();
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.reason(), "out_of_range");
+    EXPECT_THAT(s.message(), ::testing::HasSubstr(std::string("'") + field));
+  }
+  SamplingParams edges;
+  edges.min_p = 1.0f;
+  edges.top_p = 0.0f;
+  edges.temperature = -2.0f;  // <= 0 is greedy, as in llama.cpp
+  EXPECT_TRUE(edges.Validate().ok());
+}
+
+TEST(SamplerTest, MinPOfOneKeepsOnlyTheBest) {
+  const std::vector<float> logits = LogitsOf(kProbs);
+  SamplingParams p = NoFilters(1.0f, /*seed=*/5);
+  p.min_p = 1.0f;
+  Sampler sampler(p);
+  EXPECT_EQ(Support(Histogram(&sampler, logits, 500)), (std::set<TokenId>{0}));
+}
+
 TEST(SamplerTest, TopKKeepsTheKMostLikely) {
   // Tokens 1 and 3 tie for second place: the lower id stays in.
   const std::vector<float> logits = {0.0f, 1.0f, 3.0f, 1.0f, 0.5f};

@@ -1,5 +1,6 @@
 #include "server/completion_codec.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "server_test_util.h"
@@ -186,7 +187,33 @@ TEST_F(CompletionCodecTest, PromptTooLongOrEmptyOrMissing) {
             "tokens");
   EXPECT_TRUE(Parse(json{{"prompt", json(std::vector<int>(64, 10))}}).ok());
   EXPECT_EQ(Error(json{{"prompt", json::array()}}).reason(), "empty_prompt");
+  // "" tokenizes to BOS alone; it once ran as a 200 of up to 4096 tokens.
+  EXPECT_EQ(Error(json{{"prompt", ""}}).reason(), "empty_prompt");
+  EXPECT_EQ(Error(json{{"prompt", json::array({"", ""})}}).reason(),
+            "empty_prompt");
+  EXPECT_TRUE(Parse(json{{"prompt", json::array({"", 7})}}).ok());
   EXPECT_EQ(Error(json{{"n_predict", 1}}).reason(), "missing_field");
+}
+
+TEST_F(CompletionCodecTest, SamplerFieldsOutsideTheirDomainAreOutOfRange) {
+  struct Case {
+    json body;
+    std::string want_in_message;
+  };
+  const std::vector<Case> cases = {
+      {{{"prompt", "x"}, {"min_p", 1.5}}, "field 'min_p': "},
+      {{{"prompt", "x"}, {"top_p", -1}}, "field 'top_p': "},
+      {{{"prompt", "x"}, {"top_p", 1.5}}, "field 'top_p': "},
+      {{{"prompt", "x"}, {"repeat_penalty", 0}}, "field 'repeat_penalty': "},
+      {{{"prompt", "x"}, {"temperature", -1e308}},
+       "field 'temperature': -1e+308 is outside the float range"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.body.dump());
+    Status s = Error(c.body);
+    EXPECT_EQ(s.reason(), "out_of_range");
+    EXPECT_THAT(s.message(), ::testing::HasSubstr(c.want_in_message));
+  }
 }
 
 TEST_F(CompletionCodecTest, PromptAsTokenIdsIsUsedVerbatim) {

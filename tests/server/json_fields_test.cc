@@ -39,6 +39,37 @@ TEST(JsonFieldsTest, ParseJsonObjectErrors) {
   }
 }
 
+TEST(JsonFieldsTest, DeepNestingIsRefusedBeforeParsing) {
+  // [ x 10^6 ] x 10^6 was parsed in full (~60 MB) before being refused as
+  // not an object (issue 17, fault 3).
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  auto r = ParseJsonObject(deep);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), "json_too_deep");
+  EXPECT_NE(r.status().message().find("128 levels at byte 128"),
+            std::string::npos)
+      << r.status().message();
+  // Exactly at the limit is fine; brackets inside strings do not count.
+  const std::string at_limit = "{\"a\":" + std::string(127, '[') +
+                               std::string(127, ']') + "}";
+  EXPECT_TRUE(ParseJsonObject(at_limit).ok());
+  const std::string in_string = "{\"a\": \"" + std::string(500, '[') +
+                                "\\\"" + std::string(500, '{') + "\"}";
+  auto s = ParseJsonObject(in_string);
+  EXPECT_TRUE(s.ok()) << s.status();
+}
+
+TEST(JsonFieldsTest, TooManyValuesAreRefusedBeforeParsing) {
+  JsonLimits limits;
+  limits.max_values = 4;
+  EXPECT_TRUE(CheckJsonShape(R"({"p": [1, 2, 3, 4]})", limits).ok());
+  Status s = CheckJsonShape(R"({"p": [1, 2, 3, 4, 5]})", limits);
+  EXPECT_EQ(s.reason(), "json_too_large");
+  EXPECT_NE(s.message().find("more than 4 values"), std::string::npos);
+  // Commas inside strings are text.
+  EXPECT_TRUE(CheckJsonShape(R"({"p": "a,b,c,d,e,f"})", limits).ok());
+}
+
 TEST(JsonFieldsTest, AbsentAndNullKeepTheDefault) {
   json body{{"n", nullptr}};
   int64_t n = 7;
