@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "core/env.h"
+#include "core/fault_injecting_env.h"
 #include "engine/engine.h"
 #include "engine_test_util.h"
 
@@ -235,6 +236,31 @@ TEST(EngineAsyncIoTest, StuckRestoreTimesOutAndOthersKeepGenerating) {
   auto restored = (*engine)->RestoreSlot(1, path);
   ASSERT_TRUE(restored.ok()) << restored.status();
   EXPECT_EQ(restored->n_restored, cached);
+}
+
+// Regression (issue 17): a full disk was answered 503 resource_exhausted
+// while the docs said 500 io_error; it is now reason disk_full (HTTP 507,
+// see http_error_test) and counts as a failed save.
+TEST(EngineAsyncIoTest, FullDiskSaveHasReasonDiskFull) {
+  FaultInjectingEnv env;
+  ASSERT_TRUE(env.CreateDir("/d").ok());
+  EngineOptions options;
+  options.n_ctx_total = 256;
+  options.n_slots = 1;
+  options.num_threads = 1;
+  options.env = &env;
+  auto engine = Engine::Create(MakeGenModel(1), options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  ASSERT_TRUE(engine_test::RunToEnd(
+                  engine->get(), engine_test::Greedy(GenPrompt(20, 1), 4, 0))
+                  .ok());
+  env.FailNthWrite(1, {.kind = FaultKind::kNoSpace, .sticky = true});
+  auto saved = (*engine)->SaveSlot(0, "/d/full.bin");
+  ASSERT_FALSE(saved.ok());
+  EXPECT_EQ(saved.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(saved.status().reason(), kReasonDiskFull) << saved.status();
+  EXPECT_FALSE(env.FileExists("/d/full.bin"));
+  EXPECT_EQ((*engine)->Metrics().saves_failed, 1u);
 }
 
 }  // namespace
