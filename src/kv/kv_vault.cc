@@ -143,7 +143,9 @@ RestoreOptions KvVault::RoomForRestore(SeqId target, SeqId scratch,
   options.make_room = [this, target, scratch, evicted](uint64_t num_tokens) {
     const std::string what = "restore into " + Name(target);
     Status room = MakeRoomFor(scratch, num_tokens, target, what, evicted);
-    if (room.ok() || !cache_->table().Contains(target)) return room;
+    if (room.ok() || !TargetPagesWouldFit(target, scratch, num_tokens)) {
+      return room;
+    }
     // The target's old contents are about to be replaced, so its pages
     // count as room too: spill them (a failed restore leaves them spilled,
     // to come back on the slot's next use; a commit discards the copy).
@@ -156,6 +158,19 @@ RestoreOptions KvVault::RoomForRestore(SeqId target, SeqId scratch,
     return MakeRoomFor(scratch, num_tokens, target, what, evicted);
   };
   return options;
+}
+
+bool KvVault::TargetPagesWouldFit(SeqId target, SeqId scratch,
+                                  uint64_t num_cells) const {
+  // Check first, as MakeRoomFor does: nothing moves unless it is enough.
+  if (!cache_->table().Contains(target) ||
+      StateBytes(target) > MaxTierBudget()) {
+    return false;
+  }
+  std::vector<SeqId> all = Candidates(scratch, target);
+  all.push_back(target);
+  return cache_->pool().num_free_pages() + PagesFreedByEvicting(all) >=
+         PagesToGrow(scratch, num_cells);
 }
 
 StatusOr<Eviction> KvVault::EvictForRestore(SeqId target) {

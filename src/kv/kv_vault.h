@@ -212,6 +212,10 @@ class KvVault {
   // `target` reserving under `scratch`, recording evictions in `*evicted`.
   RestoreOptions RoomForRestore(SeqId target, SeqId scratch,
                                 std::vector<Eviction>* evicted);
+  // True when free pages plus evicting every candidate and `target` itself
+  // (resident, within a tier budget) would give `scratch` `num_cells`.
+  bool TargetPagesWouldFit(SeqId target, SeqId scratch,
+                           uint64_t num_cells) const;
   // Spills the restore target `target` even when it is marked active.
   StatusOr<Eviction> EvictForRestore(SeqId target);
   // Books a finished restore into `seq`: counters, last_evictions(), Touch;
