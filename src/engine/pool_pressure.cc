@@ -41,7 +41,8 @@ void Engine::Impl::ResumePreempted() {
     }
     if (!Resume(*slot)) {
       if (!others) {
-        const uint64_t own = slot->cached.size() + slot->request->to_feed.size();
+        const uint64_t own =
+            slot->cached.size() + slot->request->to_feed.size();
         Fail(*slot, PoolFullError(*slot, (own + page_size - 1) / page_size));
       }
       break;
