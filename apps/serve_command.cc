@@ -17,6 +17,7 @@
 #include "model/demo_model.h"
 #include "model/llama_model.h"
 #include "server/http_server.h"
+#include "server/slot_filename.h"
 
 namespace kvault::apps {
 namespace {
@@ -29,6 +30,7 @@ constexpr const char kServeUsage[] =
     "         [--slot-save-path DIR] [--spill-ram BYTES] [--spill-dir DIR\n"
     "         --spill-disk BYTES] [--host H] [--port P] [--api-key KEY]\n"
     "         [-t THREADS] [--prefill-chunk N] [--no-fsync] [--mmap]\n"
+    "         [--on-kv-full refuse|drop-lru] [--slot-io-timeout SECONDS]\n"
     "  Without -m an embedded DEMO model (random weights, byte vocabulary,\n"
     "  generated in memory) is served: its output is gibberish.\n"
     "  -c N             KV cells shared by all slots (default 4096)\n"
@@ -38,10 +40,20 @@ constexpr const char kServeUsage[] =
     "  --page-size P    cells per KV page (default 16)\n"
     "  --cache-type-k/-v  f16 (default), f32 or q8_0; K and V must match\n"
     "  --kv-policy      placement policy (default paged)\n"
-    "  --slot-save-path DIR  enables POST /slots/{id}?action=save|restore\n"
+    "  --slot-save-path DIR  enables POST /slots/{id}?action=save|restore;\n"
+    "                   created at start-up when missing (its parent must\n"
+    "                   exist); temporary files of interrupted saves in it\n"
+    "                   are removed at start-up\n"
+    "  --slot-io-timeout S  a slot save/restore whose file I/O takes longer\n"
+    "                   fails with 503 io_timeout (default 30; 1..3600)\n"
     "  --spill-ram B    host-RAM tier for idle slots' KV (default: the KV\n"
     "                   pool's size; 0 disables); B accepts K/M/G suffixes\n"
     "  --spill-dir DIR --spill-disk B  disk tier below the RAM tier\n"
+    "  --on-kv-full P   when the pool is full and no tier can take an idle\n"
+    "                   slot's KV: refuse (default; the request needing room\n"
+    "                   gets 503 kv_full) or drop-lru (drop the least\n"
+    "                   recently used idle slot's KV, counted in /metrics\n"
+    "                   and marked in /slots)\n"
     "  --host H --port P   listen address (default 127.0.0.1:8080; port 0\n"
     "                   picks a free one, printed in the log)\n"
     "  --api-key KEY    require 'Authorization: Bearer KEY' (not /health)\n"
@@ -116,6 +128,11 @@ Status ParseEngineFlags(const Flags& f, EngineOptions* e) {
   e->kv_policy = f.GetString("kv-policy", "paged");
   e->spill_dir = f.GetString("spill-dir", "");
   e->sync_saves = !f.Has("no-fsync");
+  KV_ASSIGN_OR_RETURN(e->on_kv_full,
+                      ParseOnKvFull(f.GetString("on-kv-full", "refuse")));
+  KV_ASSIGN_OR_RETURN(uint64_t io_timeout,
+                      f.GetUint("slot-io-timeout", 30, 1, 3600));
+  e->slot_io_timeout_ms = static_cast<uint32_t>(io_timeout * 1000);
   if (f.Has("spill-ram")) {
     KV_ASSIGN_OR_RETURN(e->spill_ram_bytes,
                         ParseBytes("spill-ram", f.GetString("spill-ram", "")));
@@ -135,7 +152,8 @@ StatusOr<ServeOptions> ParseServe(const Flags& f) {
       {"model", "ctx-size", "parallel", "ctx-per-slot", "page-size",
        "cache-type-k", "cache-type-v", "kv-policy", "slot-save-path",
        "spill-ram", "spill-dir", "spill-disk", "host", "port", "api-key",
-       "threads", "prefill-chunk", "no-fsync", "mmap", "no-mmap"}));
+       "threads", "prefill-chunk", "no-fsync", "mmap", "no-mmap",
+       "on-kv-full", "slot-io-timeout"}));
   if (!f.positional().empty()) {
     return InvalidArgumentError("unexpected argument '" + f.positional()[0] +
                                 "'");
@@ -190,6 +208,10 @@ int Fail(const Status& status) {
 
 int Serve(ServeOptions o) {
   const sigset_t stop_signals = BlockStopSignals();
+  if (!o.server.slot_save_path.empty()) {
+    Status dir = PrepareSlotSaveDir(Env::Default(), o.server.slot_save_path);
+    if (!dir.ok()) return Fail(dir);
+  }
   auto server = HttpServer::Start(o.server);
   if (!server.ok()) return Fail(server.status());
   KV_LOG(INFO) << "listening on http://" << o.server.host << ":"

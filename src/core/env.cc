@@ -22,10 +22,20 @@ Status ErrnoError(std::string_view op, std::string_view path, int err) {
       return NotFoundError(std::move(msg));
     case ENOSPC:
     case EDQUOT:
-      return ResourceExhaustedError(std::move(msg));
+      return ResourceExhaustedError(std::move(msg)).WithReason(kReasonDiskFull);
     default:
       return IOError(std::move(msg));
   }
+}
+
+Status NotRegularFileError(std::string_view path, std::string_view what) {
+  std::string msg = "open for reading ";
+  msg += path;
+  msg += ": ";
+  msg += what;
+  if (what != "not a regular file") msg += ", not a regular file";
+  return FailedPreconditionError(std::move(msg))
+      .WithReason(kReasonNotRegularFile);
 }
 
 Status WriteStringToFile(Env* env, std::string_view data,

@@ -77,7 +77,9 @@ class Env {
   // the parent directory must exist.
   virtual StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
       const std::string& path) = 0;
-  // Opens the existing file `path` for sequential reading.
+  // Opens the existing file `path` for sequential reading. Every reading
+  // open refuses (NotRegularFileError) anything but a regular file, a
+  // symbolic link included, without blocking.
   virtual StatusOr<std::unique_ptr<SequentialFile>> NewSequentialFile(
       const std::string& path) = 0;
   // Opens the existing file `path` for positional reading.
@@ -110,9 +112,17 @@ class Env {
   static Env* Default();
 };
 
+// The reason tag of a full disk or exceeded quota (ENOSPC, EDQUOT).
+inline constexpr char kReasonDiskFull[] = "disk_full";
 // Returns the Status for a failed syscall: "<op> <path>: <strerror(err)>";
-// NotFound for ENOENT, ResourceExhausted for ENOSPC/EDQUOT, else IOError.
+// NotFound for ENOENT, ResourceExhausted (reason "disk_full") for
+// ENOSPC/EDQUOT, else IOError.
 Status ErrnoError(std::string_view op, std::string_view path, int err);
+// The reason tag of NotRegularFileError.
+inline constexpr char kReasonNotRegularFile[] = "not_regular_file";
+// Returns FailedPrecondition "open for reading <path>: <what> (FIFO, device,
+// symbolic link...), not a regular file" with reason "not_regular_file".
+Status NotRegularFileError(std::string_view path, std::string_view what);
 // Writes `data` to `path` (created or truncated) via `env`; when `sync` is
 // true the file is synced before it is closed.
 Status WriteStringToFile(Env* env, std::string_view data,

@@ -166,20 +166,52 @@ StatusOr<int> OpenFd(const std::string& path, int flags, std::string_view op) {
   }
 }
 
-// Fails with EISDIR-like IOError when `fd` is a directory, so reads of a
-// directory fail at open time as they do in the in-memory Env.
+// Returns what the file type of `mode` is called in an error message.
+const char* FileTypeName(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+// Insists that `fd` is a regular file, so that a FIFO or device named by a
+// client can never block a reader; `*size` gets its size. A directory
+// keeps its EISDIR IOError (the in-memory Env reports the same).
 Status CheckRegularFile(int fd, const std::string& path, uint64_t* size) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return ErrnoError("fstat", path, errno);
   if (S_ISDIR(st.st_mode)) return ErrnoError("open", path, EISDIR);
+  if (!S_ISREG(st.st_mode)) {
+    return NotRegularFileError(path, FileTypeName(st.st_mode));
+  }
   *size = static_cast<uint64_t>(st.st_size);
   return Status::Ok();
 }
 
-// Opens `path` read-only and insists on a regular file; `*size` gets its size.
+// Opens `path` read-only and insists on a regular file; `*size` gets its
+// size. O_NONBLOCK makes opening a FIFO return at once (a blocking open
+// waits for a writer forever); O_NOFOLLOW refuses a symbolic link, which
+// could point outside the directory the caller checked.
 StatusOr<int> OpenRegularForReading(const std::string& path, uint64_t* size) {
-  KV_ASSIGN_OR_RETURN(int fd, OpenFd(path, O_RDONLY, "open for reading"));
-  if (Status s = CheckRegularFile(fd, path, size); !s.ok()) {
+  StatusOr<int> opened =
+      OpenFd(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW, "open for reading");
+  if (!opened.ok()) {
+    struct stat st;
+    if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+      return NotRegularFileError(path, "a symbolic link");
+    }
+    return opened.status();
+  }
+  const int fd = *opened;
+  Status s = CheckRegularFile(fd, path, size);
+  // Reads of a regular file never block on O_NONBLOCK's account, but the
+  // flag is cleared so the descriptor behaves like any other.
+  if (s.ok() && ::fcntl(fd, F_SETFL, 0) != 0) {
+    s = ErrnoError("fcntl", path, errno);
+  }
+  if (!s.ok()) {
     ::close(fd);
     return s;
   }
@@ -190,8 +222,11 @@ class PosixEnv final : public Env {
  public:
   StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
       const std::string& path) override {
-    KV_ASSIGN_OR_RETURN(
-        int fd, OpenFd(path, O_WRONLY | O_CREAT | O_TRUNC, "open for writing"));
+    // O_NOFOLLOW: a symbolic link planted at the name cannot redirect the
+    // write elsewhere.
+    KV_ASSIGN_OR_RETURN(int fd,
+                        OpenFd(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW,
+                               "open for writing"));
     return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd));
   }
 

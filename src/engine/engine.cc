@@ -15,6 +15,18 @@ Status CancelledStatus(const std::string& what) {
   return CancelledError(what + " cancelled").WithReason(kReasonCancelled);
 }
 
+StatusOr<OnKvFull> ParseOnKvFull(std::string_view text) {
+  if (text == "refuse") return OnKvFull::kRefuse;
+  if (text == "drop-lru") return OnKvFull::kDropLru;
+  return InvalidArgumentError(
+      "--on-kv-full: expected refuse or drop-lru, got '" + std::string(text) +
+      "'");
+}
+
+const char* OnKvFullName(OnKvFull policy) {
+  return policy == OnKvFull::kRefuse ? "refuse" : "drop-lru";
+}
+
 Status EngineOptions::Validate() const {
   auto bad = [](const std::string& what) {
     return InvalidArgumentError("engine options: " + what);
@@ -39,6 +51,7 @@ Status EngineOptions::Validate() const {
   if (!spill_dir.empty() && spill_disk_bytes == 0) {
     return bad("spill_dir " + spill_dir + " needs spill_disk_bytes > 0");
   }
+  if (slot_io_timeout_ms == 0) return bad("slot_io_timeout_ms must be >= 1");
   return Status::Ok();
 }
 
@@ -115,6 +128,7 @@ Status Engine::Impl::Init() {
   vault_options.disk_dir = o.spill_dir;
   vault_options.disk_budget_bytes = o.spill_disk_bytes;
   vault_options.save.sync = o.sync_saves;
+  vault_options.allow_drops = o.on_kv_full == OnKvFull::kDropLru;
   KV_ASSIGN_OR_RETURN(vault_, KvVault::Create(cache_.get(), vault_options));
   uint32_t threads = o.num_threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
@@ -125,7 +139,7 @@ Status Engine::Impl::Init() {
   for (uint32_t i = 0; i < o.n_slots; ++i) slots_.emplace_back(i);
   RecoverSpilledSlots();
   published_ = BuildSnapshot();
-  io_thread_ = std::thread([this] { IoLoop(); });
+  io_threads_.emplace_back([this] { IoLoop(); });
   scheduler_ = std::thread([this] { SchedulerLoop(); });
   return Status::Ok();
 }

@@ -13,6 +13,7 @@
 #ifndef KVAULT_ENGINE_ENGINE_IMPL_H_
 #define KVAULT_ENGINE_ENGINE_IMPL_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -35,8 +36,6 @@
 
 namespace kvault {
 
-// A sequence id no slot uses: asks the vault for room for a whole batch.
-inline constexpr SeqId kRoomProbeSeq{0xFFFFFF80u};
 
 class Engine::Impl {
  public:
@@ -75,11 +74,23 @@ class Engine::Impl {
     std::function<void(Slot*)> run;
     std::function<void(const Status&)> fail;
   };
-  // File I/O of a slot action: `io` runs on the I/O thread, then `finish`
-  // on the scheduler thread with io's status.
+  // File I/O of a slot action: `io` runs on an I/O thread, then `finish`
+  // on the scheduler thread with io's status. When `io` outruns the
+  // deadline, `on_timeout` runs on the scheduler thread instead (it answers
+  // the caller with io_timeout), and `late` replaces `finish` once `io`
+  // returns (it releases what the I/O was still using).
   struct IoOp {
     std::function<Status()> io;
     std::function<void(const Status&)> finish;
+    std::function<void()> on_timeout;
+    std::function<void(const Status&)> late;
+    uint64_t id = 0;  // set by StartIo
+  };
+  // An IoOp in flight, as the scheduler tracks its deadline.
+  struct IoDeadline {
+    std::chrono::steady_clock::time_point at;
+    std::function<void()> on_timeout;
+    bool timed_out = false;
   };
   // Hands an action's result to its caller (scheduler thread; delivered
   // after the next publish).
@@ -120,8 +131,16 @@ class Engine::Impl {
   void FinishCompletedIo(std::vector<std::pair<IoOp, Status>> done);
   // The I/O thread: runs queued IoOps in order.
   void IoLoop();
-  // Queues `op` for the I/O thread.
+  // Queues `op` for the I/O threads with the slot I/O deadline.
   void StartIo(IoOp op);
+  // Unavailable (io_timeout) when so many timed-out operations are still
+  // stuck in the filesystem that no new slot I/O should start.
+  Status CheckIoCapacity(const std::string& where);
+  // Returns the earliest deadline of an I/O operation not yet timed out.
+  std::optional<std::chrono::steady_clock::time_point> NextIoDeadline() const;
+  // Times out the operations past their deadline (scheduler thread); each
+  // leaves an I/O thread stuck, so a fresh one takes the queue.
+  void ExpireIo();
   // Ends every queued item and running request with Cancelled.
   void CancelEverything();
   // Rebuilds the snapshot, then runs the deferred sink calls.
@@ -172,9 +191,15 @@ class Engine::Impl {
   uint64_t PagesNeeded(const std::vector<Part>& plan) const;
   // Returns the pages `seq` must newly take to grow by `num_cells`.
   uint64_t PagesToGrow(SeqId seq, uint64_t num_cells) const;
-  // Spills or, failing that, drops the least recently used idle resident
-  // slot; false when there is none.
+  // Spills an idle resident slot (least recently used first); when no tier
+  // takes any, drops the LRU one's KV under on-kv-full drop-lru. False
+  // when nothing was freed.
   bool FreeOneIdleSlot();
+  // Drops `victim`'s idle KV (drop-lru), counted and marked on the slot.
+  void DropIdleKv(Slot& victim, const Status& why);
+  // The error of a request that cannot get `need_pages`: reason kv_full
+  // when idle slots' KV was kept by on-kv-full refuse, else no_room.
+  Status PoolFullError(const Slot& slot, uint64_t need_pages);
   // Preempts the youngest request in the batch; false when at most one.
   bool PreemptYoungest();
   // Takes the slot's request out of batches and spills (or drops) its KV.
@@ -204,6 +229,16 @@ class Engine::Impl {
                  Reply<SlotSaveResult> reply);
   void StartRestore(Slot& slot, const std::string& path,
                     Reply<SlotRestoreResult> reply);
+  // The I/O half of an async save of `snapshot` (slot pinned meanwhile).
+  IoOp SaveOp(Slot& slot, std::shared_ptr<SaveSnapshot> snapshot,
+              const std::string& path, const std::string& where,
+              Reply<SlotSaveResult> reply);
+  // Reserves cells for the opened `file` and loads it on an I/O thread.
+  void LoadRestore(Slot& slot, std::unique_ptr<RandomAccessFile> file,
+                   const std::string& path, const std::string& where,
+                   Reply<SlotRestoreResult> reply);
+  // Unavailable, reason io_timeout, naming `where` and the deadline.
+  Status IoTimeoutError(const std::string& where) const;
   // Synchronous versions (and the checks both share).
   Status CheckSavable(Slot& slot, const std::string& where);
   StatusOr<SlotSaveResult> DoSave(Slot& slot, const std::string& path);
@@ -240,6 +275,8 @@ class Engine::Impl {
   uint64_t admit_counter_ = 0;
   std::vector<std::function<void()>> deferred_;  // sink calls after publish
   int io_in_flight_ = 0;                         // IoOps not finished
+  std::map<uint64_t, IoDeadline> io_deadlines_;  // by IoOp::id, in flight
+  uint64_t next_io_id_ = 1;
   // A slot was released or I/O finished: queued items may run now.
   bool queue_may_progress_ = false;
   std::map<SeqId, uint32_t> scratch_slot_;       // restores in flight
@@ -259,7 +296,7 @@ class Engine::Impl {
   bool io_stopping_ = false;
   std::condition_variable io_cv_;  // io_queue_ or io_stopping_ changed
   std::thread scheduler_;
-  std::thread io_thread_;
+  std::vector<std::thread> io_threads_;  // one more per timed-out operation
 };
 
 // Returns the status a cancelled request or action ends with.

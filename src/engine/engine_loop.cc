@@ -16,10 +16,17 @@ void Engine::Impl::SchedulerLoop() {
     std::vector<std::pair<IoOp, Status>> io_done;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] {
+      auto ready = [this] {
         return stopping_ || wake_ || HasRunnableWork() ||
                (queue_may_progress_ && !queue_.empty());
-      });
+      };
+      // Slot I/O in flight: wake at its deadline even if nothing else
+      // happens, so a stuck file never holds its caller forever.
+      if (const auto deadline = NextIoDeadline()) {
+        cv_.wait_until(lock, *deadline, ready);
+      } else {
+        cv_.wait(lock, ready);
+      }
       if (stopping_) break;
       wake_ = false;
       queue_may_progress_ = false;
@@ -27,6 +34,7 @@ void Engine::Impl::SchedulerLoop() {
       io_done.swap(io_done_);
     }
     FinishCompletedIo(std::move(io_done));
+    ExpireIo();
     ProcessCancels(cancels);
     bool ran_action = false;
     std::vector<WorkItem> waiting;  // back to the queue's front, in order
@@ -58,14 +66,60 @@ void Engine::Impl::SchedulerLoop() {
 void Engine::Impl::FinishCompletedIo(
     std::vector<std::pair<IoOp, Status>> done) {
   for (auto& [op, status] : done) {
-    op.finish(status);
+    auto it = io_deadlines_.find(op.id);
+    const bool timed_out = it != io_deadlines_.end() && it->second.timed_out;
+    if (it != io_deadlines_.end()) io_deadlines_.erase(it);
+    if (timed_out) {
+      --counters_.io_stuck;
+      op.late(status);
+    } else {
+      op.finish(status);
+    }
     --io_in_flight_;
     queue_may_progress_ = true;
   }
 }
 
+std::optional<std::chrono::steady_clock::time_point>
+Engine::Impl::NextIoDeadline() const {
+  std::optional<std::chrono::steady_clock::time_point> next;
+  for (const auto& [id, d] : io_deadlines_) {
+    if (!d.timed_out && (!next || d.at < *next)) next = d.at;
+  }
+  return next;
+}
+
+void Engine::Impl::ExpireIo() {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [id, d] : io_deadlines_) {
+    if (d.timed_out || now < d.at) continue;
+    d.timed_out = true;
+    ++counters_.io_timeouts;
+    ++counters_.io_stuck;
+    d.on_timeout();
+    // The stuck thread may never return; the queue needs another.
+    io_threads_.emplace_back([this] { IoLoop(); });
+    queue_may_progress_ = true;
+  }
+}
+
+Status Engine::Impl::CheckIoCapacity(const std::string& where) {
+  // Each stuck operation pins a thread (and a restore's reserved cells);
+  // past one per slot the filesystem is clearly not coming back soon.
+  if (counters_.io_stuck < options_.n_slots) return Status::Ok();
+  return UnavailableError(where + ": " + std::to_string(counters_.io_stuck) +
+                          " slot file operations are stuck in the "
+                          "filesystem past their deadline")
+      .WithReason(kReasonIoTimeout);
+}
+
 void Engine::Impl::StartIo(IoOp op) {
   ++io_in_flight_;
+  op.id = next_io_id_++;
+  io_deadlines_[op.id] = IoDeadline{
+      std::chrono::steady_clock::now() +
+          std::chrono::milliseconds(options_.slot_io_timeout_ms),
+      std::move(op.on_timeout), false};
   {
     std::lock_guard<std::mutex> lock(mu_);
     io_queue_.push_back(std::move(op));
@@ -109,7 +163,11 @@ void Engine::Impl::CancelEverything() {
     io_stopping_ = true;
   }
   io_cv_.notify_all();
-  if (io_thread_.joinable()) io_thread_.join();
+  // A thread stuck in the filesystem was waited for above: shutting down
+  // cannot free memory its I/O may still touch.
+  for (std::thread& thread : io_threads_) {
+    if (thread.joinable()) thread.join();
+  }
   std::deque<WorkItem> queued;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -163,6 +221,7 @@ Engine::Impl::Snapshot Engine::Impl::BuildSnapshot() const {
     }
     info.state = SlotStateName(state);
     info.n_cached = slot.cached.size();
+    info.n_kv_dropped = slot.cached.empty() ? slot.kv_dropped : 0;
     if (slot.request != nullptr) info.id_task = slot.request->task_id;
     info.params = slot.last_params;
     info.n_predict = slot.last_n_predict;

@@ -41,10 +41,9 @@ void Engine::Impl::ResumePreempted() {
     }
     if (!Resume(*slot)) {
       if (!others) {
-        Fail(*slot, ResourceExhaustedError(
-                        "slot " + std::to_string(slot->id) +
-                        ": the request's KV does not fit the pool")
-                        .WithReason("no_room"));
+        const uint64_t own =
+            slot->cached.size() + slot->request->to_feed.size();
+        Fail(*slot, PoolFullError(*slot, (own + page_size - 1) / page_size));
       }
       break;
     }
@@ -100,23 +99,53 @@ uint64_t Engine::Impl::PagesNeeded(const std::vector<Part>& plan) const {
 }
 
 bool Engine::Impl::FreeOneIdleSlot() {
-  Slot* victim = nullptr;
+  std::vector<Slot*> idle;  // resident, not busy; least recently used first
   for (Slot& slot : slots_) {
-    if (slot.busy() || cache_->table().Length(slot.seq) == 0) continue;
-    if (victim == nullptr || slot.last_use < victim->last_use) victim = &slot;
+    if (!slot.busy() && cache_->table().Length(slot.seq) > 0) {
+      idle.push_back(&slot);
+    }
   }
-  if (victim == nullptr) return false;
-  StatusOr<Eviction> evicted = vault_->Evict(victim->seq);
-  if (evicted.ok()) return true;
-  KV_LOG(WARNING) << "slot " << victim->id << ": discarding the idle KV of "
-                  << victim->cached.size()
-                  << " tokens for room, it cannot be spilled: "
-                  << evicted.status();
-  ++counters_.idle_kv_discards;
-  Status erased = vault_->Erase(victim->seq);
-  if (!erased.ok()) KV_LOG(WARNING) << erased;
-  victim->cached.clear();
+  std::sort(idle.begin(), idle.end(),
+            [](Slot* a, Slot* b) { return a->last_use < b->last_use; });
+  Status first_error;
+  for (Slot* slot : idle) {
+    StatusOr<Eviction> evicted = vault_->Evict(slot->seq);
+    if (evicted.ok()) return true;
+    if (first_error.ok()) first_error = evicted.status();
+  }
+  if (idle.empty() || options_.on_kv_full == OnKvFull::kRefuse) return false;
+  DropIdleKv(*idle.front(), first_error);
   return true;
+}
+
+void Engine::Impl::DropIdleKv(Slot& victim, const Status& why) {
+  const uint64_t num_tokens = victim.cached.size();
+  KV_LOG(WARNING) << "slot " << victim.id << ": dropped the idle KV of "
+                  << num_tokens << " tokens for room (--on-kv-full drop-lru); "
+                  << "no spill tier can take it: " << why;
+  ++counters_.idle_kv_discards;
+  counters_.idle_kv_discarded_tokens += num_tokens;
+  Status erased = vault_->Erase(victim.seq);
+  if (!erased.ok()) KV_LOG(WARNING) << erased;
+  victim.cached.clear();
+  victim.kv_dropped = num_tokens;
+}
+
+Status Engine::Impl::PoolFullError(const Slot& slot, uint64_t need_pages) {
+  uint64_t idle_pages = 0;
+  for (const Slot& s : slots_) {
+    if (!s.busy()) idle_pages += cache_->table().Pages(s.seq).size();
+  }
+  std::string msg = "slot " + std::to_string(slot.id) + " needs " +
+                    std::to_string(need_pages) + " more pages; the pool has " +
+                    std::to_string(cache_->pool().num_free_pages()) + " free";
+  if (idle_pages == 0) return ResourceExhaustedError(msg).WithReason("no_room");
+  ++counters_.kv_full_refusals;
+  return ResourceExhaustedError(
+             msg + " and idle slots hold " + std::to_string(idle_pages) +
+             " pages that no spill tier can take; --on-kv-full refuse keeps "
+             "their KV (drop-lru would drop it)")
+      .WithReason(kReasonKvFull);
 }
 
 bool Engine::Impl::PreemptYoungest() {
@@ -179,11 +208,7 @@ bool Engine::Impl::MakeRoomForPlan(std::vector<Part>* plan) {
       continue;
     }
     Slot& slot = *plan->front().slot;
-    Fail(slot, ResourceExhaustedError(
-                   "slot " + std::to_string(slot.id) + " needs " +
-                   std::to_string(need) + " more pages; the pool has " +
-                   std::to_string(cache_->pool().num_free_pages()) + " free")
-                   .WithReason("no_room"));
+    Fail(slot, PoolFullError(slot, need));
     plan->clear();
   }
   return false;

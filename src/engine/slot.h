@@ -69,6 +69,9 @@ struct Slot {
   std::unique_ptr<Request> request;
   bool io = false;        // a save/restore runs on the I/O thread
   uint64_t last_use = 0;  // engine clock, for choosing an idle slot
+  // Tokens of KV the on-kv-full drop-lru policy last dropped from this
+  // slot; shown in /slots while the slot holds no KV.
+  uint64_t kv_dropped = 0;
   // Of the running or last request, for /slots.
   std::optional<SamplingParams> last_params;
   int32_t last_n_predict = -1;

@@ -8,10 +8,12 @@
 // evicts or moves its cells, and Defrag waits. With contiguous+defrag
 // (whose Append may move any cell) and for a spilled slot's save (a tier
 // copy), the work runs synchronously.
+#include <memory>
 #include <utility>
 
 #include "core/log.h"
 #include "engine/engine_impl.h"
+#include "kv/prefetched_file.h"
 #include "kv/state_format.h"
 
 namespace kvault {
@@ -32,7 +34,7 @@ SeqId Engine::Impl::NextScratch() {
   const uint32_t span = kRestoreScratchSeq.value() - kFirstScratchSeq.value();
   while (true) {
     const SeqId seq(kFirstScratchSeq.value() + next_scratch_++ % span);
-    if (!scratch_slot_.contains(seq)) return seq;
+    if (!scratch_slot_.contains(seq) && seq != kRoomProbeSeq) return seq;
   }
 }
 
@@ -56,27 +58,43 @@ void Engine::Impl::StartSave(Slot& slot, const std::string& path,
     return;
   }
   Status savable = CheckSavable(slot, where);
+  if (savable.ok()) savable = CheckIoCapacity(where);
   StatusOr<SaveSnapshot> snapshot =
       savable.ok() ? vault_->SnapshotForSave(slot.seq)
                    : StatusOr<SaveSnapshot>(savable);
   if (!snapshot.ok()) {
-    if (savable.ok()) ++counters_.saves_failed;
+    if (savable.ok() || savable.reason() == kReasonIoTimeout) {
+      ++counters_.saves_failed;
+    }
     reply(snapshot.status().WithContext(savable.ok() ? where : ""));
     return;
   }
   slot.io = true;
   vault_->SetActive(slot.seq, true);
   auto shared = std::make_shared<SaveSnapshot>(std::move(snapshot).value());
+  StartIo(SaveOp(slot, shared, path, where, std::move(reply)));
+}
+
+Engine::Impl::IoOp Engine::Impl::SaveOp(Slot& slot,
+                                        std::shared_ptr<SaveSnapshot> snapshot,
+                                        const std::string& path,
+                                        const std::string& where,
+                                        Reply<SlotSaveResult> reply) {
   auto written = std::make_shared<StatusOr<SaveResult>>(SaveResult{});
   IoOp op;
-  op.io = [env = vault_->env(), storage = cache_->storage(), shared, path,
+  op.io = [env = vault_->env(), storage = cache_->storage(), snapshot, path,
            options = vault_->save_options(), written] {
-    *written = WriteSnapshotToFile(env, *storage, *shared, path, options);
+    *written = WriteSnapshotToFile(env, *storage, *snapshot, path, options);
     return written->status();
   };
-  op.finish = [this, &slot, written, where, reply](const Status&) {
+  // The writer reads the slot's pages until it returns, so the slot stays
+  // pinned ("io") past a timeout; only the caller stops waiting.
+  auto release = [this, &slot] {
     slot.io = false;
     vault_->SetActive(slot.seq, false);
+  };
+  op.finish = [this, &slot, written, where, reply, release](const Status&) {
+    release();
     if (!written->ok()) {
       ++counters_.saves_failed;
       reply(written->status().WithContext(where));
@@ -86,7 +104,22 @@ void Engine::Impl::StartSave(Slot& slot, const std::string& path,
     reply(SlotSaveResult{slot.id, (*written)->num_tokens,
                          (*written)->bytes_written, (*written)->elapsed_ms});
   };
-  StartIo(std::move(op));
+  op.on_timeout = [this, where, reply] {
+    ++counters_.saves_failed;
+    reply(IoTimeoutError(where));
+  };
+  op.late = [release, where](const Status& status) {
+    release();
+    KV_LOG(WARNING) << where << " returned after its deadline: " << status;
+  };
+  return op;
+}
+
+Status Engine::Impl::IoTimeoutError(const std::string& where) const {
+  return UnavailableError(where + ": the file I/O took longer than " +
+                          std::to_string(options_.slot_io_timeout_ms) +
+                          " ms (--slot-io-timeout); the slot is unchanged")
+      .WithReason(kReasonIoTimeout);
 }
 
 StatusOr<SlotSaveResult> Engine::Impl::DoSave(Slot& slot,
@@ -116,15 +149,61 @@ void Engine::Impl::StartRestore(Slot& slot, const std::string& path,
   }
   const std::string where =
       "restore " + path + " into slot " + std::to_string(slot.id);
+  if (Status capacity = CheckIoCapacity(where); !capacity.ok()) {
+    ++counters_.restores_other_error;
+    reply(capacity);
+    return;
+  }
+  // Even opening the file happens on an I/O thread: a hung filesystem
+  // blocks open() and stat() too.
+  slot.io = true;
+  vault_->SetActive(slot.seq, true);  // its old KV stays until the commit
+  auto file = std::make_shared<std::unique_ptr<RandomAccessFile>>();
+  auto release = [this, &slot] {
+    slot.io = false;
+    vault_->SetActive(slot.seq, false);
+  };
+  IoOp op;
+  op.io = [env = vault_->env(), path, file] {
+    StatusOr<std::unique_ptr<RandomAccessFile>> opened =
+        PrefetchedFile::Open(env, path);
+    if (!opened.ok()) return opened.status();
+    *file = std::move(opened).value();
+    return Status::Ok();
+  };
+  op.finish = [this, &slot, file, path, where, reply,
+               release](const Status& opened) {
+    if (!opened.ok()) {
+      release();
+      reply(CountRestoreError(opened.WithContext(where)));
+      return;
+    }
+    LoadRestore(slot, std::move(*file), path, where, reply);
+  };
+  op.on_timeout = [this, where, reply, release] {
+    release();
+    ++counters_.restores_other_error;
+    reply(IoTimeoutError(where));
+  };
+  op.late = [](const Status&) {};  // nothing reserved yet
+  StartIo(std::move(op));
+}
+
+void Engine::Impl::LoadRestore(Slot& slot,
+                               std::unique_ptr<RandomAccessFile> file,
+                               const std::string& path,
+                               const std::string& where,
+                               Reply<SlotRestoreResult> reply) {
   const SeqId scratch = NextScratch();
+  // Prepare reads only the prefetched header, token table and trailer.
   StatusOr<std::unique_ptr<RestoreJob>> job =
-      vault_->BeginRestore(slot.seq, path, scratch);
+      vault_->BeginRestore(slot.seq, std::move(file), path, scratch);
   if (!job.ok()) {
+    slot.io = false;
+    vault_->SetActive(slot.seq, false);
     reply(CountRestoreError(job.status().WithContext(where)));
     return;
   }
-  slot.io = true;
-  vault_->SetActive(slot.seq, true);  // its old KV stays until the commit
   scratch_slot_[scratch] = slot.id;
   // Shared by the two halves (std::function needs copyable captures).
   auto holder =
@@ -138,6 +217,19 @@ void Engine::Impl::StartRestore(Slot& slot, const std::string& path,
     vault_->SetActive(slot.seq, false);
     reply(FinishRestore(
         slot, vault_->EndRestore(std::move(*holder), loaded), where));
+  };
+  // The target's old KV was never touched: the slot is free at once. The
+  // scratch cells stay reserved until Load returns (it writes into them).
+  op.on_timeout = [this, &slot, where, reply] {
+    slot.io = false;
+    vault_->SetActive(slot.seq, false);
+    ++counters_.restores_other_error;
+    reply(IoTimeoutError(where));
+  };
+  op.late = [this, holder, scratch](const Status&) {
+    scratch_slot_.erase(scratch);
+    (void)vault_->EndRestore(std::move(*holder),
+                             CancelledError("restore timed out"));
   };
   StartIo(std::move(op));
 }

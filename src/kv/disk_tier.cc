@@ -11,20 +11,13 @@
 #include "core/log.h"
 #include "kv/state_file.h"
 #include "kv/state_format.h"
+#include "kv/temp_files.h"
 
 namespace kvault {
 namespace {
 
 constexpr char kFilePrefix[] = "seq-";
 constexpr char kFileSuffix[] = ".kvstate";
-constexpr char kTmpMarker[] = ".tmp-";
-
-// Returns a suffix no other temporary file of this process uses: the pid
-// tells processes apart, the counter tells writes apart.
-std::string UniqueSuffix() {
-  static std::atomic<uint64_t> counter{0};
-  return std::to_string(::getpid()) + "-" + std::to_string(++counter);
-}
 
 // Streams `write` into `tmp`, syncs and closes it, and runs `before_commit`.
 StatusOr<uint64_t> WriteTemp(Env* env, const std::string& tmp,
@@ -46,7 +39,7 @@ StatusOr<uint64_t> AtomicWrite(Env* env, const std::string& path,
                                const BeforeCommitFn& before_commit,
                                bool* renamed) {
   *renamed = false;
-  const std::string tmp = path + kTmpMarker + UniqueSuffix();
+  const std::string tmp = TempPathFor(path);
   StatusOr<uint64_t> num_bytes =
       WriteTemp(env, tmp, write, sync, before_commit);
   Status status = num_bytes.status();
@@ -126,8 +119,8 @@ Status DiskTier::Rebuild() {
   KV_ASSIGN_OR_RETURN(std::vector<std::string> names, env_->GetChildren(dir_));
   for (const std::string& name : names) {
     const std::string path = JoinPath(dir_, name);
-    const size_t tmp_at = name.find(kTmpMarker);
-    if (tmp_at != std::string::npos &&
+    const size_t tmp_at = name.rfind(kTempMarker);
+    if (IsTempFileName(name) &&
         ParseDiskTierFileName(name.substr(0, tmp_at))) {
       Status removed = env_->RemoveFile(path);
       KV_LOG(INFO) << where << ": removed temporary file " << name

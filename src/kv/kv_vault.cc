@@ -14,7 +14,7 @@
 namespace kvault {
 namespace {
 
-std::string Name(SeqId seq) { return "seq#" + std::to_string(seq.value()); }
+std::string Name(SeqId seq) { return KvVault::SeqLabel(seq); }
 
 // Returns "seq#1 -> ram, seq#2 -> disk".
 std::string Describe(const std::vector<Eviction>& evicted) {
@@ -70,7 +70,18 @@ KvVault::KvVault(KvCache* cache, const KvVaultOptions& options,
       env_(options.env != nullptr ? options.env : Env::Default()),
       fingerprint_(options.fingerprint),
       save_options_(options.save),
+      allow_drops_(options.allow_drops),
       policy_(std::move(policy)) {}
+
+std::string KvVault::SeqLabel(SeqId seq) {
+  // The room probe stands for a whole batch, not a sequence; raw scratch
+  // ids read as garbage in a log line.
+  if (seq == kRoomProbeSeq) return "no sequence";
+  if (IsScratchSeq(seq)) {
+    return "scratch#" + std::to_string(seq.value() - kFirstScratchSeq.value());
+  }
+  return "seq#" + std::to_string(seq.value());
+}
 
 void KvVault::Touch(SeqId seq) { meta_[seq].last_use = ++clock_; }
 
@@ -130,10 +141,46 @@ RestoreOptions KvVault::RoomForRestore(SeqId target, SeqId scratch,
                                        std::vector<Eviction>* evicted) {
   RestoreOptions options;
   options.make_room = [this, target, scratch, evicted](uint64_t num_tokens) {
-    return MakeRoomFor(scratch, num_tokens, target,
-                       "restore into " + Name(target), evicted);
+    const std::string what = "restore into " + Name(target);
+    Status room = MakeRoomFor(scratch, num_tokens, target, what, evicted);
+    if (room.ok() || !TargetPagesWouldFit(target, scratch, num_tokens)) {
+      return room;
+    }
+    // The target's old contents are about to be replaced, so its pages
+    // count as room too: spill them (a failed restore leaves them spilled,
+    // to come back on the slot's next use; a commit discards the copy).
+    StatusOr<Eviction> own = EvictForRestore(target);
+    if (!own.ok()) {
+      return room.WithContext("spilling the target's own KV failed too (" +
+                              std::string(own.status().message()) + ")");
+    }
+    evicted->push_back(*own);
+    return MakeRoomFor(scratch, num_tokens, target, what, evicted);
   };
   return options;
+}
+
+bool KvVault::TargetPagesWouldFit(SeqId target, SeqId scratch,
+                                  uint64_t num_cells) const {
+  // Check first, as MakeRoomFor does: nothing moves unless it is enough.
+  if (!cache_->table().Contains(target) ||
+      StateBytes(target) > MaxTierBudget()) {
+    return false;
+  }
+  std::vector<SeqId> all = Candidates(scratch, target);
+  all.push_back(target);
+  return cache_->pool().num_free_pages() + PagesFreedByEvicting(all) >=
+         PagesToGrow(scratch, num_cells);
+}
+
+StatusOr<Eviction> KvVault::EvictForRestore(SeqId target) {
+  // The engine marks a restore's target active against other evictions;
+  // the restore itself may move it out.
+  const bool active = MetaOf(target).active;
+  meta_[target].active = false;
+  StatusOr<Eviction> evicted = Evict(target);
+  meta_[target].active = active;
+  return evicted;
 }
 
 StatusOr<VaultRestoreResult> KvVault::FinishRestore(
@@ -156,8 +203,11 @@ StatusOr<VaultRestoreResult> KvVault::FinishRestore(
 
 Status KvVault::MakeRoom(uint64_t num_cells, SeqId exclude) {
   std::vector<Eviction> evicted;
-  Status status = MakeRoomFor(exclude, num_cells, exclude,
-                              "append to " + Name(exclude), &evicted);
+  const std::string what =
+      IsScratchSeq(exclude)
+          ? "room for " + std::to_string(num_cells) + " cells"
+          : "append to " + Name(exclude);
+  Status status = MakeRoomFor(exclude, num_cells, exclude, what, &evicted);
   last_evictions_ = std::move(evicted);
   return status;
 }

@@ -43,6 +43,10 @@
 
 namespace kvault {
 
+// A sequence id no slot or restore uses: asks MakeRoom for room for a
+// whole batch (engines skip it when they hand out scratch ids).
+inline constexpr SeqId kRoomProbeSeq{0xFFFFFF80u};
+
 struct KvVaultOptions {
   Env* env = nullptr;  // null: Env::Default()
   ModelFingerprint fingerprint;
@@ -52,6 +56,10 @@ struct KvVaultOptions {
   // How state files are written (user saves and spills alike; sync=false
   // also makes the disk tier skip its fsyncs).
   SaveOptions save;
+  // When every tier is over budget: true drops the least recently used
+  // spilled entry (counted); false refuses the spill instead
+  // (ResourceExhausted), so no spilled KV is ever lost.
+  bool allow_drops = true;
 };
 
 // One sequence moved out of the pool.
@@ -97,6 +105,9 @@ class KvVault {
       KvCache* cache, const KvVaultOptions& options,
       std::unique_ptr<EvictionPolicy> policy = nullptr);
 
+  // Returns the name of `seq` in messages: "seq#N", or "scratch#K" for a
+  // restore scratch id and "no sequence" for the engine's room probe.
+  static std::string SeqLabel(SeqId seq);
   // Marks `seq` as used now (the LRU clock).
   void Touch(SeqId seq);
   // Marks `seq` as in use by a running request (never evicted) or idle.
@@ -123,6 +134,11 @@ class KvVault {
   StatusOr<std::unique_ptr<RestoreJob>> BeginRestore(SeqId seq,
                                                      const std::string& path,
                                                      SeqId scratch);
+  // The same with `file`, already opened from `path` (e.g. a PrefetchedFile
+  // opened on an I/O thread, so that this call reads only memory).
+  StatusOr<std::unique_ptr<RestoreJob>> BeginRestore(
+      SeqId seq, std::unique_ptr<RandomAccessFile> file,
+      const std::string& path, SeqId scratch);
   // Owner thread: commits `job` whose Load returned `load_status` (aborts it
   // when not OK) and books it like Restore: counters, last_evictions(),
   // Touch, a stale spilled copy of the target discarded. Returns what
@@ -196,6 +212,12 @@ class KvVault {
   // `target` reserving under `scratch`, recording evictions in `*evicted`.
   RestoreOptions RoomForRestore(SeqId target, SeqId scratch,
                                 std::vector<Eviction>* evicted);
+  // True when free pages plus evicting every candidate and `target` itself
+  // (resident, within a tier budget) would give `scratch` `num_cells`.
+  bool TargetPagesWouldFit(SeqId target, SeqId scratch,
+                           uint64_t num_cells) const;
+  // Spills the restore target `target` even when it is marked active.
+  StatusOr<Eviction> EvictForRestore(SeqId target);
   // Books a finished restore into `seq`: counters, last_evictions(), Touch;
   // on failure adds the evictions to the error.
   StatusOr<VaultRestoreResult> FinishRestore(
@@ -238,6 +260,7 @@ class KvVault {
   Env* env_;
   ModelFingerprint fingerprint_;
   SaveOptions save_options_;
+  bool allow_drops_ = true;
   std::unique_ptr<EvictionPolicy> policy_;
   std::vector<std::unique_ptr<SpillTier>> tiers_;  // spill order
   std::vector<TierCounters> counters_;             // [tiers_.size()]

@@ -12,25 +12,32 @@
 namespace kvault {
 namespace {
 
-std::string Name(SeqId seq) { return "seq#" + std::to_string(seq.value()); }
+std::string Name(SeqId seq) { return KvVault::SeqLabel(seq); }
 
 }  // namespace
 
 StatusOr<std::unique_ptr<RestoreJob>> KvVault::BeginRestore(
     SeqId seq, const std::string& path, SeqId scratch) {
+  StatusOr<std::unique_ptr<RandomAccessFile>> file =
+      env_->NewRandomAccessFile(path);
+  if (!file.ok()) {
+    const StatusOr<RestoreResult> failed(file.status().WithContext(path));
+    return FinishRestore(seq, failed, {}).status();
+  }
+  return BeginRestore(seq, std::move(file).value(), path, scratch);
+}
+
+StatusOr<std::unique_ptr<RestoreJob>> KvVault::BeginRestore(
+    SeqId seq, std::unique_ptr<RandomAccessFile> file, const std::string& path,
+    SeqId scratch) {
   if (IsScratchSeq(seq)) {
     return InvalidArgumentError("restore into " + Name(seq) +
                                 ", a reserved restore scratch sequence");
   }
   std::vector<Eviction> evicted;
-  StatusOr<std::unique_ptr<RestoreJob>> job = [&]() {
-    StatusOr<std::unique_ptr<RandomAccessFile>> file =
-        env_->NewRandomAccessFile(path);
-    if (!file.ok()) return StatusOr<std::unique_ptr<RestoreJob>>(file.status());
-    return RestoreJob::Prepare(std::move(file).value(), fingerprint_, cache_,
-                               seq, scratch,
-                               RoomForRestore(seq, scratch, &evicted));
-  }();
+  StatusOr<std::unique_ptr<RestoreJob>> job =
+      RestoreJob::Prepare(std::move(file), fingerprint_, cache_, seq, scratch,
+                          RoomForRestore(seq, scratch, &evicted));
   if (!job.ok()) {
     // Booked as a failed restore now: there is no job to end.
     const StatusOr<RestoreResult> failed(job.status().WithContext(path));

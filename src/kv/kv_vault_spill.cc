@@ -15,7 +15,7 @@ namespace {
 
 constexpr uint64_t kCopyBufferBytes = uint64_t{1} << 20;
 
-std::string Name(SeqId seq) { return "seq#" + std::to_string(seq.value()); }
+std::string Name(SeqId seq) { return KvVault::SeqLabel(seq); }
 
 // Copies all of `in` to `out`; returns the bytes copied.
 StatusOr<uint64_t> CopyFile(const RandomAccessFile& in, WritableFile* out) {
@@ -137,6 +137,14 @@ Status KvVault::MakeTierRoom(size_t t, uint64_t num_bytes, SeqId incoming) {
     KV_CHECK(victim != entries.end()) << "over budget with no other entry";
     const bool next_fits = t + 1 < tiers_.size() &&
                            victim->num_bytes <= tiers_[t + 1]->budget_bytes();
+    if (!next_fits && !allow_drops_) {
+      return ResourceExhaustedError(
+          "the " + std::string(tier.name()) + " tier is full (" +
+          std::to_string(tier.used_bytes()) + " of " +
+          std::to_string(tier.budget_bytes()) + " bytes used, " +
+          std::to_string(num_bytes) +
+          " more needed) and dropping spilled KV is off");
+    }
     KV_RETURN_IF_ERROR(next_fits ? Demote(t, *victim) : Drop(t, *victim));
   }
   return Status::Ok();

@@ -14,6 +14,7 @@
 #include "core/checksum.h"
 #include "kv/restore_job.h"
 #include "kv/state_file.h"
+#include "kv/temp_files.h"
 
 namespace kvault {
 
@@ -45,9 +46,6 @@ namespace {
 using state_internal::CellRun;
 
 std::string SeqName(SeqId seq) { return "seq#" + std::to_string(seq.value()); }
-
-// Every save in this process gets a distinct temporary name.
-std::atomic<uint64_t> g_temp_counter{0};
 
 // Smallest buffer worth streaming the token table through.
 constexpr uint64_t kMinStagingBytes = uint64_t{64} << 10;
@@ -300,8 +298,7 @@ StatusOr<SaveResult> WriteSnapshotToFile(Env* env, const KvStorage& storage,
                                          const SaveOptions& options) {
   const uint64_t start_micros = env->NowMicros();
   const std::string context = "save " + SeqName(snapshot.seq) + " to " + path;
-  const std::string tmp = path + ".tmp-" + std::to_string(start_micros) + "-" +
-                          std::to_string(g_temp_counter.fetch_add(1));
+  const std::string tmp = TempPathFor(path);
   StatusOr<uint64_t> written =
       WriteTempFile(env, storage, snapshot, tmp, options);
   if (!written.ok()) return written.status().WithContext(context);

@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "core/env.h"
 #include "kv/state_format.h"
 
 namespace kvault {
@@ -68,6 +69,13 @@ HttpError HttpErrorFromStatus(const Status& status) {
       status.code() == StatusCode::kCorruption) {
     e.http_status = 422;
     e.type = kErrInvalidRequest;
+    return e;
+  }
+  // A full disk is not the client's fault and may pass: 507 Insufficient
+  // Storage says exactly that (503 would suggest the server is down).
+  if (status.reason() == kReasonDiskFull) {
+    e.http_status = 507;
+    e.type = kErrServer;
     return e;
   }
   switch (status.code()) {

@@ -36,6 +36,8 @@ json SlotJson(const SlotInfo& s) {
          {"state", s.state},
          {"n_cached", s.n_cached},
          {"spilled", s.spilled},
+         {"kv_dropped", s.n_kv_dropped > 0},
+         {"n_kv_dropped", s.n_kv_dropped},
          {"next_token", {{"n_decoded", s.n_decoded}}}};
   j["params"] = s.params.has_value() ? GenerationSettingsJson(p) : json();
   return j;
@@ -91,8 +93,13 @@ void HandleMetrics(const ServerState& state, Response& res) {
   uint32_t busy = 0;
   std::vector<SlotInfo> slots = engine.Slots();
   for (const SlotInfo& s : slots) busy += s.is_processing ? 1 : 0;
+  // Slot actions count as requests: their failures (bad names included,
+  // which never reach the engine) are counted by the slot routes.
+  EngineMetrics metrics = engine.Metrics();
+  metrics.requests_total += state.slot_actions_total.load();
+  metrics.requests_failed += state.slot_actions_failed.load();
   res.status = 200;
-  res.set_content(FormatMetrics(engine.Metrics(),
+  res.set_content(FormatMetrics(metrics,
                                 static_cast<uint32_t>(slots.size()), busy),
                   "text/plain; version=0.0.4");
 }

@@ -76,12 +76,32 @@ void WritePoolSeries(const EngineMetrics& m, PrometheusWriter& w) {
   w.Sample(p.fragmentation);
 }
 
+// What the on-kv-full policy and the slot I/O deadline did.
+void WriteKvLossSeries(const EngineMetrics& m, PrometheusWriter& w) {
+  w.Family("kvault_kv_dropped_total", "counter",
+           "Idle slots whose KV was dropped for room (--on-kv-full drop-lru).");
+  w.Sample(m.idle_kv_discards);
+  w.Family("kvault_kv_dropped_tokens_total", "counter",
+           "Tokens of KV dropped from idle slots.");
+  w.Sample(m.idle_kv_discarded_tokens);
+  w.Family("kvault_kv_full_refusals_total", "counter",
+           "Requests refused with kv_full (--on-kv-full refuse).");
+  w.Sample(m.kv_full_refusals);
+  w.Family("kvault_slot_io_timeouts_total", "counter",
+           "Slot saves/restores whose file I/O passed --slot-io-timeout.");
+  w.Sample(m.io_timeouts);
+  w.Family("kvault_slot_io_stuck", "gauge",
+           "Timed-out slot file operations still waiting on the filesystem.");
+  w.Sample(m.io_stuck);
+}
+
 void WriteRequestSeries(const EngineMetrics& m, uint32_t n_slots,
                         uint32_t busy_slots, PrometheusWriter& w) {
-  w.Family("kvault_requests_total", "counter", "Completion requests.");
+  w.Family("kvault_requests_total", "counter",
+           "Completion requests and slot actions.");
   w.Sample(m.requests_total);
   w.Family("kvault_requests_failed_total", "counter",
-           "Completion requests that ended with an error.");
+           "Completion requests and slot actions that ended with an error.");
   w.Sample(m.requests_failed);
   w.Family("kvault_tokens_per_second", "gauge",
            "Average throughput in tokens/s by phase.");
@@ -107,6 +127,7 @@ void WriteRequestSeries(const EngineMetrics& m, uint32_t n_slots,
   w.Family("kvault_slot_saves_total", "counter", "Slot saves by result.");
   w.Sample(m.saves_ok, "result=\"ok\"");
   w.Sample(m.saves_failed, "result=\"error\"");
+  WriteKvLossSeries(m, w);
 }
 
 void WriteVaultSeries(const VaultStats& v, PrometheusWriter& w) {

@@ -36,6 +36,9 @@ struct ServerState {
   std::atomic<double> load_progress{0.0};
   std::atomic<bool> stopping{false};
   std::atomic<uint64_t> next_response_id{1};
+  // POST /slots/{id}?action=... requests, and those answered with an error.
+  std::atomic<uint64_t> slot_actions_total{0};
+  std::atomic<uint64_t> slot_actions_failed{0};
 };
 
 // Sets `res` to `j` as application/json with HTTP status `status`.

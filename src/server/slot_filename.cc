@@ -2,7 +2,9 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
+#include "core/log.h"
 #include "model/unicode_text.h"
 
 namespace kvault {
@@ -56,7 +58,15 @@ Status ValidateSlotFilename(std::string_view name) {
   if (name.empty()) return Invalid("empty");
   if (name.size() > kMaxSlotFilenameBytes) {
     return Invalid(std::to_string(name.size()) + " bytes, at most " +
-                   std::to_string(kMaxSlotFilenameBytes) + " allowed");
+                   std::to_string(kMaxSlotFilenameBytes) +
+                   " allowed (255 minus the " +
+                   std::to_string(kTempSuffixBytes) +
+                   " bytes of the temporary name a save writes first)");
+  }
+  if (IsTempFileName(name)) {
+    return Invalid("'" + std::string(name) +
+                   "' is a temporary file name (\"*.tmp-<hex>\"), reserved "
+                   "for the files a save writes before it renames them");
   }
   for (size_t pos = 0; pos < name.size();) {
     Utf8Decoded d = DecodeUtf8At(name, pos);
@@ -73,6 +83,24 @@ Status ValidateSlotFilename(std::string_view name) {
     return Invalid("leading or trailing space");
   }
   if (name.back() == '.') return Invalid("trailing '.'");
+  return Status::Ok();
+}
+
+Status PrepareSlotSaveDir(Env* env, const std::string& dir) {
+  const std::string where = "--slot-save-path " + dir;
+  if (Status made = env->CreateDir(dir); !made.ok()) {
+    return InvalidArgumentError(where + ": cannot create the directory (" +
+                                std::string(made.message()) + ")");
+  }
+  StatusOr<std::vector<std::string>> removed = RemoveStaleTempFiles(env, dir);
+  if (!removed.ok()) {
+    return InvalidArgumentError(where + ": " +
+                                std::string(removed.status().message()));
+  }
+  for (const std::string& name : *removed) {
+    KV_LOG(INFO) << where << ": removed " << name
+                 << ", left by an interrupted save";
+  }
   return Status::Ok();
 }
 

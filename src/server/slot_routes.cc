@@ -107,8 +107,12 @@ StatusOr<json> RunSlotAction(const ServerState& state, const Request& req) {
 void RegisterSlotRoutes(httplib::Server& server, ServerState& state) {
   RegisterPost(server, R"(/slots/([^/]*))", state,
                [&state](const Request& req, Response& res) {
+                 ++state.slot_actions_total;
                  StatusOr<json> out = RunSlotAction(state, req);
-                 if (!out.ok()) return ReplyStatus(res, out.status());
+                 if (!out.ok()) {
+                   ++state.slot_actions_failed;
+                   return ReplyStatus(res, out.status());
+                 }
                  ReplyJson(res, *out);
                });
 }

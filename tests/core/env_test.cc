@@ -2,12 +2,16 @@
 // in-memory FaultInjectingEnv so the fake cannot drift from the real thing.
 #include "core/env.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -315,6 +319,64 @@ TEST(PosixEnvTest, FullDiskIsResourceExhausted) {
   Status s = (*file)->Sync();
   EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s;
   EXPECT_NE(s.message().find("/dev/full"), std::string_view::npos) << s;
+}
+
+// A unique empty directory under /tmp for one test.
+std::string MakeTempDir(const char* name) {
+  std::string templ = std::string("/tmp/kvault_env_") + name + "_XXXXXX";
+  const char* made = ::mkdtemp(templ.data());
+  return made != nullptr ? std::string(made) : std::string();
+}
+
+// Regression (issue 17): opening a FIFO blocked in open() until a writer
+// came, freezing the engine. It must fail at once, precisely.
+TEST(PosixEnvTest, ReadingAFifoFailsAtOnceWithNotRegularFile) {
+  const std::string dir = MakeTempDir("fifo");
+  ASSERT_FALSE(dir.empty());
+  const std::string fifo = dir + "/fifo.bin";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  auto opened = std::async(std::launch::async, [&] {
+    return Env::Default()->NewRandomAccessFile(fifo).status();
+  });
+  if (opened.wait_for(std::chrono::seconds(10)) !=
+      std::future_status::ready) {
+    // Unblock the stuck open (a writer arrives) so the test can end.
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    opened.wait();
+    if (fd >= 0) ::close(fd);
+    FAIL() << "opening a FIFO for reading blocked";
+  }
+  const Status s = opened.get();
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
+  EXPECT_EQ(s.reason(), kReasonNotRegularFile) << s;
+  EXPECT_EQ(s.message(), "open for reading " + fifo +
+                             ": a FIFO, not a regular file");
+  EXPECT_EQ(Env::Default()->NewSequentialFile(fifo).status().reason(),
+            kReasonNotRegularFile);
+  ::unlink(fifo.c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST(PosixEnvTest, ReadingASymlinkIsRefused) {
+  const std::string dir = MakeTempDir("link");
+  ASSERT_FALSE(dir.empty());
+  const std::string target = dir + "/real.bin";
+  const std::string link = dir + "/link.bin";
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), "abc", target, false).ok());
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  const Status s = Env::Default()->NewRandomAccessFile(link).status();
+  EXPECT_EQ(s.reason(), kReasonNotRegularFile) << s;
+  EXPECT_NE(s.message().find("a symbolic link"), std::string_view::npos) << s;
+  EXPECT_TRUE(Env::Default()->NewRandomAccessFile(target).ok());
+  ::unlink(link.c_str());
+  ::unlink(target.c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST(ErrnoErrorTest, FullDiskHasReasonDiskFull) {
+  EXPECT_EQ(ErrnoError("write", "/x", ENOSPC).reason(), kReasonDiskFull);
+  EXPECT_EQ(ErrnoError("write", "/x", EDQUOT).reason(), kReasonDiskFull);
+  EXPECT_EQ(ErrnoError("write", "/x", EIO).reason(), "");
 }
 
 TEST(ErrnoErrorTest, MapsCodes) {

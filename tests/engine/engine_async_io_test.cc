@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "core/env.h"
+#include "core/fault_injecting_env.h"
 #include "engine/engine.h"
 #include "engine_test_util.h"
 
@@ -180,6 +181,86 @@ TEST(EngineAsyncIoTest, OtherSlotsDecodeWhileARestoreReads) {
   (*engine)->Cancel(*busy_id);
   EXPECT_EQ(busy->Wait().status().code(), StatusCode::kCancelled);
   EXPECT_EQ((*engine)->Metrics().restores_ok, 1u);
+}
+
+// Regression (issue 17): a restore whose file never answers (a FIFO, a
+// hung network filesystem) froze every slot. Now it fails with io_timeout
+// at its deadline, the slot keeps its old KV, and the others generate.
+TEST(EngineAsyncIoTest, StuckRestoreTimesOutAndOthersKeepGenerating) {
+  Gate gate;
+  GatedEnv env(&gate);
+  EngineOptions options;
+  options.n_ctx_total = 1024;
+  options.n_slots = 2;
+  options.ctx_per_slot = 512;
+  options.num_threads = 1;
+  options.sync_saves = false;
+  options.slot_io_timeout_ms = 300;
+  options.env = &env;
+  auto engine = Engine::Create(MakeGenModel(1), options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const std::string path =
+      engine_test::TempDir("async_timeout") + "/slot1.gated";
+  CompletionParams p1 = engine_test::Greedy(GenPrompt(30, 1), 8, 1);
+  ASSERT_TRUE(engine_test::RunToEnd(engine->get(), p1).ok());
+  ASSERT_TRUE((*engine)->SaveSlot(1, path).ok());
+  const uint64_t cached = (*engine)->Slots()[1].n_cached;
+
+  auto stuck = std::async(std::launch::async,
+                          [&] { return (*engine)->RestoreSlot(1, path); });
+  ASSERT_EQ(stuck.wait_for(std::chrono::seconds(60)),
+            std::future_status::ready)
+      << "the restore waited on its file past the deadline";
+  const auto timed_out = stuck.get();
+  ASSERT_FALSE(timed_out.ok());
+  EXPECT_EQ(timed_out.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(timed_out.status().reason(), kReasonIoTimeout)
+      << timed_out.status();
+  EXPECT_EQ((*engine)->Slots()[1].n_cached, cached);
+  EXPECT_EQ((*engine)->Slots()[1].state, "idle");
+
+  // While the reader is still stuck, the other slot generates.
+  auto other = engine_test::RunToEnd(
+      engine->get(), engine_test::Greedy(GenPrompt(10, 2), 8, 0));
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->tokens.size(), 8u);
+  EngineMetrics m = (*engine)->Metrics();
+  EXPECT_EQ(m.io_timeouts, 1u);
+  EXPECT_EQ(m.io_stuck, 1u);
+  {
+    std::lock_guard<std::mutex> lock(gate.mu);
+    gate.open = true;
+  }
+  gate.cv.notify_all();
+  // Once the file answers, a restore works again.
+  auto restored = (*engine)->RestoreSlot(1, path);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(restored->n_restored, cached);
+}
+
+// Regression (issue 17): a full disk was answered 503 resource_exhausted
+// while the docs said 500 io_error; it is now reason disk_full (HTTP 507,
+// see http_error_test) and counts as a failed save.
+TEST(EngineAsyncIoTest, FullDiskSaveHasReasonDiskFull) {
+  FaultInjectingEnv env;
+  ASSERT_TRUE(env.CreateDir("/d").ok());
+  EngineOptions options;
+  options.n_ctx_total = 256;
+  options.n_slots = 1;
+  options.num_threads = 1;
+  options.env = &env;
+  auto engine = Engine::Create(MakeGenModel(1), options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  ASSERT_TRUE(engine_test::RunToEnd(
+                  engine->get(), engine_test::Greedy(GenPrompt(20, 1), 4, 0))
+                  .ok());
+  env.FailNthWrite(1, {.kind = FaultKind::kNoSpace, .sticky = true});
+  auto saved = (*engine)->SaveSlot(0, "/d/full.bin");
+  ASSERT_FALSE(saved.ok());
+  EXPECT_EQ(saved.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(saved.status().reason(), kReasonDiskFull) << saved.status();
+  EXPECT_FALSE(env.FileExists("/d/full.bin"));
+  EXPECT_EQ((*engine)->Metrics().saves_failed, 1u);
 }
 
 }  // namespace

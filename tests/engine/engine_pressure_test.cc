@@ -40,6 +40,9 @@ TEST_P(EnginePressureTest, EveryRequestCompletesAsIfAlone) {
   options.prefill_chunk = 16;
   options.spill_ram_bytes = c.spill_ram_bytes;
   options.kv_policy = c.kv_policy;
+  // Without a tier, finished requests' idle KV must be dropped for the
+  // queued ones: the opt-in policy (refuse is tested below).
+  if (c.spill_ram_bytes == 0) options.on_kv_full = OnKvFull::kDropLru;
   auto engine = Engine::Create(MakeGenModel(3), options);
   ASSERT_TRUE(engine.ok()) << engine.status();
   constexpr int kNumRequests = 5;
@@ -124,6 +127,96 @@ TEST(EnginePressureWaitTest, SpilledSlotWaitsForRoomInsteadOfRecomputing) {
   const EngineMetrics m = (*engine)->Metrics();
   EXPECT_GT(m.vault.evictions, 0u);
   EXPECT_GT(m.vault.restores_ok, 0u);
+}
+
+// The pool (4 pages) holds an idle slot's 3 pages; no tier can take them;
+// a request on the other slot needs 3 pages.
+EngineOptions FullPoolOptions(OnKvFull policy) {
+  EngineOptions options;
+  options.n_ctx_total = 64;
+  options.page_size = 16;
+  options.n_slots = 2;
+  options.ctx_per_slot = 64;
+  options.num_threads = 1;
+  options.prefill_chunk = 16;
+  options.spill_ram_bytes = 0;
+  options.on_kv_full = policy;
+  return options;
+}
+
+// Regression (issue 17): the idle KV was discarded with only a log line.
+// By default the request needing room is refused and says why.
+TEST(EngineKvFullTest, RefuseKeepsIdleKvAndFailsTheRequestWithKvFull) {
+  auto engine =
+      Engine::Create(MakeGenModel(3), FullPoolOptions(OnKvFull::kRefuse));
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  CompletionParams first = engine_test::Greedy(GenPrompt(40, 1), 4, 0);
+  first.ignore_eos = true;
+  ASSERT_TRUE(engine_test::RunToEnd(engine->get(), first).ok());
+  const uint64_t cached = (*engine)->Slots()[0].n_cached;
+  ASSERT_GE(cached, 40u);
+  CompletionParams second = engine_test::Greedy(GenPrompt(40, 2), 4, 1);
+  second.ignore_eos = true;
+  auto refused = engine_test::RunToEnd(engine->get(), second);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(refused.status().reason(), kReasonKvFull) << refused.status();
+  EXPECT_NE(refused.status().message().find("--on-kv-full refuse"),
+            std::string_view::npos)
+      << refused.status();
+  const SlotInfo slot0 = (*engine)->Slots()[0];
+  EXPECT_EQ(slot0.n_cached, cached);
+  EXPECT_EQ(slot0.n_kv_dropped, 0u);
+  const EngineMetrics m = (*engine)->Metrics();
+  EXPECT_EQ(m.idle_kv_discards, 0u);
+  EXPECT_GE(m.kv_full_refusals, 1u);
+}
+
+TEST(EngineKvFullTest, DropLruDropsTheIdleKvCountedAndMarked) {
+  auto engine =
+      Engine::Create(MakeGenModel(3), FullPoolOptions(OnKvFull::kDropLru));
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  CompletionParams first = engine_test::Greedy(GenPrompt(40, 1), 4, 0);
+  first.ignore_eos = true;
+  ASSERT_TRUE(engine_test::RunToEnd(engine->get(), first).ok());
+  const uint64_t cached = (*engine)->Slots()[0].n_cached;
+  CompletionParams second = engine_test::Greedy(GenPrompt(40, 2), 4, 1);
+  second.ignore_eos = true;
+  auto done = engine_test::RunToEnd(engine->get(), second);
+  ASSERT_TRUE(done.ok()) << done.status();
+  const SlotInfo slot0 = (*engine)->Slots()[0];
+  EXPECT_EQ(slot0.n_cached, 0u);
+  EXPECT_EQ(slot0.n_kv_dropped, cached);
+  const EngineMetrics m = (*engine)->Metrics();
+  EXPECT_EQ(m.idle_kv_discards, 1u);
+  EXPECT_EQ(m.idle_kv_discarded_tokens, cached);
+}
+
+// Regression (issue 17): restoring into a slot needed room for its old and
+// new contents at once. The target's own pages now count (its old KV is
+// spilled, so a failed restore would still leave it).
+TEST(EngineKvFullTest, RestoreReusesTheTargetSlotsOwnPages) {
+  EngineOptions options = FullPoolOptions(OnKvFull::kRefuse);
+  options.spill_ram_bytes = 16 << 20;
+  auto engine = Engine::Create(MakeGenModel(3), options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const std::string path = engine_test::TempDir("own_pages") + "/big.bin";
+  CompletionParams big = engine_test::Greedy(GenPrompt(40, 1), 4, 0);
+  big.ignore_eos = true;
+  ASSERT_TRUE(engine_test::RunToEnd(engine->get(), big).ok());
+  auto saved = (*engine)->SaveSlot(0, path);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  ASSERT_GT(saved->n_saved, 32u);  // 3 pages
+  CompletionParams other = engine_test::Greedy(GenPrompt(35, 2), 4, 0);
+  other.ignore_eos = true;
+  other.cache_prompt = false;
+  ASSERT_TRUE(engine_test::RunToEnd(engine->get(), other).ok());
+  // Slot 0 holds 3 of 4 pages; the file needs 3: only its own pages fit.
+  auto restored = (*engine)->RestoreSlot(0, path);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(restored->n_restored, saved->n_saved);
+  EXPECT_EQ((*engine)->Slots()[0].n_cached, saved->n_saved);
+  EXPECT_FALSE((*engine)->Slots()[0].spilled);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -230,18 +230,19 @@ TEST_F(KvVaultTest, ActiveSequencesAreNeverEvicted) {
 }
 
 // Free 7 pages + evictable 3 (seq 3; seq 1's pages are shared with the
-// active seq 5, so evicting it frees none) < 11 needed: nothing is evicted.
+// active seq 5, so evicting it frees none) + the target's own 3 < 14
+// needed: nothing is evicted.
 TEST_F(KvVaultTest, NotEnoughEvenAfterEvictingEverythingEvictsNothing) {
   MakeVault(1 << 20, 1 << 20);
   AddSequences({1, 2, 3}, 12);
   ASSERT_TRUE(cache_->CopySequence(SeqId(1), SeqId(5)).ok());
   vault_->SetActive(SeqId(5), true);
-  const std::string path = SavedFile("big", 44);
+  const std::string path = SavedFile("big", 56);
   const state_test::CacheSnapshot before = state_test::TakeSnapshot(*cache_);
   auto restored = vault_->Restore(SeqId(2), path);  // the target is seq 2
   ASSERT_TRUE(restored.status().IsResourceExhausted()) << restored.status();
   EXPECT_NE(restored.status().message().find(
-                "restore into seq#2 needs 44 cells (11 pages); free 7 pages, "
+                "restore into seq#2 needs 56 cells (14 pages); free 7 pages, "
                 "evictable 3 pages"),
             std::string::npos)
       << restored.status();
@@ -252,12 +253,14 @@ TEST_F(KvVaultTest, NotEnoughEvenAfterEvictingEverythingEvictsNothing) {
   VaultStats stats = vault_->Stats();
   EXPECT_EQ(stats.evictions, 0u);
   EXPECT_EQ(stats.restores_failed, 1u);
-  // Without the sharing 6 pages would be evictable: 7 + 6 >= 11 fits.
+  // Without the sharing 6 pages would be evictable: 7 + 6 + the target's
+  // own 3 >= 14 fits (the target is spilled first, then the others).
   vault_->SetActive(SeqId(5), false);
   cache_->RemoveSequence(SeqId(5));
   auto fits = vault_->Restore(SeqId(2), path);
   ASSERT_TRUE(fits.ok()) << fits.status();
-  EXPECT_EQ(Ids(fits->evicted), (std::vector<uint32_t>{1, 3}));
+  EXPECT_EQ(Ids(fits->evicted), (std::vector<uint32_t>{2, 1, 3}));
+  EXPECT_FALSE(vault_->IsSpilled(SeqId(2)));  // its stale copy is gone
   EXPECT_TRUE(ContentOf(*cache_, SeqId(2)) == saved_["big"]);
 }
 
@@ -580,12 +583,12 @@ TEST_F(KvVaultTest, BeginRestoreWithoutRoomFailsLikeRestoreEvictingNothing) {
   AddSequences({1, 2, 3}, 12);
   ASSERT_TRUE(cache_->CopySequence(SeqId(1), SeqId(5)).ok());
   vault_->SetActive(SeqId(5), true);
-  const std::string path = SavedFile("big", 44);
+  const std::string path = SavedFile("big", 56);
   const state_test::CacheSnapshot before = state_test::TakeSnapshot(*cache_);
   auto job = vault_->BeginRestore(SeqId(2), path, kScratchA);
   ASSERT_TRUE(job.status().IsResourceExhausted()) << job.status();
   EXPECT_NE(job.status().message().find(
-                "restore into seq#2 needs 44 cells (11 pages); free 7 pages, "
+                "restore into seq#2 needs 56 cells (14 pages); free 7 pages, "
                 "evictable 3 pages"),
             std::string::npos)
       << job.status();

@@ -15,17 +15,42 @@ TEST(SlotFilenameTest, AcceptsPortableNames) {
                                   "日本語.state",
                                   "name with spaces.bin",
                                   ".hidden",
-                                  std::string(255, 'x')};
+                                  "a.tmp-notes.bin",
+                                  std::string(234, 'x')};
   for (const std::string& name : accepted) {
     SCOPED_TRACE(name);
     EXPECT_TRUE(ValidateSlotFilename(name).ok()) << ValidateSlotFilename(name);
   }
 }
 
+// Regression (issue 17): names of 235-255 bytes passed and the save then
+// failed with a 500; the message must name the limit.
+TEST(SlotFilenameTest, TooLongNameNamesTheRealLimit) {
+  const Status s = ValidateSlotFilename(std::string(240, 'x'));
+  EXPECT_EQ(s.reason(), "invalid_filename");
+  EXPECT_EQ(s.message(),
+            "Invalid filename: 240 bytes, at most 234 allowed (255 minus the "
+            "21 bytes of the temporary name a save writes first)");
+}
+
+// Regression (issue 17): a temporary file left by kill -9 could be
+// restored by name.
+TEST(SlotFilenameTest, RejectsTemporaryFileNames) {
+  for (const char* name : {"conv.bin.tmp-0000a1b20000000c",
+                           "conv.bin.tmp-1764750000123-7", "x.tmp-1"}) {
+    SCOPED_TRACE(name);
+    const Status s = ValidateSlotFilename(name);
+    EXPECT_EQ(s.reason(), "invalid_filename");
+    EXPECT_NE(s.message().find("temporary file name"), std::string_view::npos)
+        << s;
+  }
+}
+
 TEST(SlotFilenameTest, RejectsUnsafeNamesWithReason) {
   const std::string rejected[] = {
       "",                     // empty
-      std::string(256, 'x'),  // too long
+      std::string(235, 'x'),  // too long for the temporary name
+      std::string(255, 'x'),  // NAME_MAX itself: the temporary name breaks it
       "a/b",
       "/etc/passwd",
       "a\\b",  // separators
