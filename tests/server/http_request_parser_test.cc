@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 namespace kvault {
@@ -43,7 +44,9 @@ Parsed ParseOne(const std::string& bytes, size_t step = 1 << 20) {
     }
     if (have_head && *r) {
       out.request = parser.TakeRequest();
-      out.rest = std::string(parser.pending());
+      // What follows (fed or not yet) belongs to the next request.
+      out.rest = std::string(parser.pending()) +
+                 bytes.substr(std::min(bytes.size(), at + step));
       return out;
     }
   }
