@@ -132,8 +132,8 @@ void HttpSocket::CloseGracefully(milliseconds linger, size_t max) {
   const HttpClock::time_point deadline = HttpClock::now() + linger;
   size_t discarded = 0;
   while (discarded < max) {
-    pollfd fd = {fd_, POLLIN, 0};
-    if (poll(&fd, 1, MsUntil(deadline)) <= 0) break;
+    pollfd fds[2] = {{fd_, POLLIN, 0}, {stop_->fd(), POLLIN, 0}};
+    if (poll(fds, 2, MsUntil(deadline)) <= 0 || fds[1].revents != 0) break;
     char buf[16 << 10];
     const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
     if (n <= 0) break;

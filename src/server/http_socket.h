@@ -61,8 +61,8 @@ class HttpSocket {
   // errors: "write_timeout", "client_closed", "io_error".
   Status WriteAll(std::string_view data, HttpClock::time_point deadline);
   // Sends FIN, then discards what the client still sends (at most `max`
-  // bytes, until `linger` passed) before closing, so the client reads the
-  // response instead of a reset caused by unread input.
+  // bytes, until `linger` passed or the server stops) before closing, so
+  // the client reads the response instead of a reset caused by unread input.
   void CloseGracefully(std::chrono::milliseconds linger, size_t max);
 
  private:

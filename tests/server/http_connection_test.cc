@@ -71,7 +71,11 @@ TEST(HttpConnectionTest, PipelinedRequestsAreAnsweredInOrder) {
   ASSERT_TRUE(a && b && d) << "a pipelined request was dropped";
   EXPECT_EQ(json::parse(a->body), json({{"status", "ok"}}));
   EXPECT_EQ(b->status, 200);
-  EXPECT_EQ(json::parse(b->body)["tokens"].size(), 2u) << b->body;
+  const auto alone =
+      Exchange(s->server().port(), Post("/tokenize", R"({"content":"ab"})"));
+  ASSERT_TRUE(alone.has_value());
+  EXPECT_FALSE(json::parse(b->body)["tokens"].empty()) << b->body;
+  EXPECT_EQ(b->body, alone->body);
   EXPECT_EQ(json::parse(d->body)["total_slots"], 2) << d->body;
 }
 
@@ -104,11 +108,15 @@ TEST(HttpConnectionTest, ChunkExtensionsAndTrailersAreAccepted) {
   ASSERT_TRUE(s->ok());
   auto r = Exchange(s->server().port(),
                     "POST /tokenize HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: "
-                    "chunked\r\n\r\n5;ext=1\r\n{\"con\r\na ; x\r\ntent\":\"ab\"}"
+                    "chunked\r\n\r\n5;ext=1\r\n{\"con\r\nb ; x\r\ntent\":\"ab\"}"
                     "\r\n0\r\nX-Trailer: yes\r\n\r\n");
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->status, 200) << r->body;
-  EXPECT_EQ(json::parse(r->body)["tokens"].size(), 2u) << r->body;
+  const auto plain = Exchange(s->server().port(),
+                              Post("/tokenize", R"({"content":"ab"})"));
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_FALSE(json::parse(r->body)["tokens"].empty()) << r->body;
+  EXPECT_EQ(r->body, plain->body);
 }
 
 TEST(HttpConnectionTest, ExpectContinueGetsAnInterimAnswer) {
