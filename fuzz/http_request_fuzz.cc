@@ -50,8 +50,8 @@ std::vector<std::string> ParseAll(std::string_view data, size_t step) {
       if (!*r) break;  // more bytes needed
       HttpRequest req = parser.TakeRequest();
       FUZZ_ASSERT(req.body.size() <= FuzzLimits().max_body_bytes);
-      std::string line = req.method + " " + req.path + " ?" + req.query +
-                         " " + req.Param("action");
+      std::string line = req.method + " " + req.path + " ?" + req.query + " " +
+                         req.Param("action");
       for (const auto& [name, value] : req.headers) {
         line += "|" + name + "=" + value;
       }

@@ -16,9 +16,8 @@ Status MalformedChunk(const std::string& why) {
 }
 
 Status BodyTooLarge(uint64_t limit) {
-  return ResourceExhaustedError(
-             "request body exceeds the server's limit of " +
-             std::to_string(limit) + " bytes")
+  return ResourceExhaustedError("request body exceeds the server's limit of " +
+                                std::to_string(limit) + " bytes")
       .WithReason("body_too_large");
 }
 
@@ -55,8 +54,8 @@ StatusOr<size_t> ChunkedDecoder::Feed(std::string_view in, std::string* body) {
   while (used < in.size() && state_ != State::kDone) {
     std::string_view rest = in.substr(used);
     if (state_ == State::kData) {
-      const size_t n = static_cast<size_t>(
-          std::min<uint64_t>(chunk_left_, rest.size()));
+      const size_t n =
+          static_cast<size_t>(std::min<uint64_t>(chunk_left_, rest.size()));
       body->append(rest.data(), n);
       used += n;
       chunk_left_ -= n;
@@ -116,8 +115,9 @@ Status ChunkedDecoder::OnSizeLine(std::string_view line, uint64_t body_size) {
     state_ = State::kTrailer;
     return Status::Ok();
   }
-  if (overflow || size > limits_.max_body_bytes - std::min<uint64_t>(
-                                body_size, limits_.max_body_bytes)) {
+  if (overflow ||
+      size > limits_.max_body_bytes -
+                 std::min<uint64_t>(body_size, limits_.max_body_bytes)) {
     return BodyTooLarge(limits_.max_body_bytes);
   }
   chunk_left_ = size;

@@ -14,21 +14,36 @@ constexpr size_t kLingerBytes = 1 << 20;
 
 const char* ReasonPhrase(int status) {
   switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 422: return "Unprocessable Content";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Unknown";
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Content Too Large";
+    case 422:
+      return "Unprocessable Content";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Unknown";
   }
 }
 
@@ -76,8 +91,7 @@ class SocketChunkSink : public ChunkSink {
 
 void SetErrorResponse(const HttpError& error, HttpResponse& res) {
   res.status = error.http_status;
-  res.SetContent(DumpJson(ErrorJson(error)),
-                 "application/json; charset=utf-8");
+  res.SetContent(DumpJson(ErrorJson(error)), "application/json; charset=utf-8");
 }
 
 std::string ResponseHead(const HttpResponse& res, int version_minor,
@@ -163,8 +177,7 @@ Status HttpConnection::ReadMore(HttpClock::time_point deadline) {
 Status HttpConnection::ReadHead(bool first) {
   if (!first && parser_.pending().empty()) {
     // Keep-alive: the next request may take idle_timeout to begin.
-    KV_RETURN_IF_ERROR(
-        ReadMore(HttpClock::now() + options_.idle_timeout));
+    KV_RETURN_IF_ERROR(ReadMore(HttpClock::now() + options_.idle_timeout));
   }
   const HttpClock::time_point deadline =
       HttpClock::now() + options_.head_timeout;
@@ -191,11 +204,11 @@ void HttpConnection::ReplyToReadError(const Status& status) {
     error = HttpErrorForParse(status);
   } else if (status.reason() == "request_timeout" &&
              (parser_.has_head() || !parser_.pending().empty())) {
-    error = MakeHttpError(408, kErrInvalidRequest,
-                          std::string(parser_.has_head() ? "request body"
-                                                         : "request head") +
-                              " not received in time",
-                          "request_timeout");
+    error = MakeHttpError(
+        408, kErrInvalidRequest,
+        std::string(parser_.has_head() ? "request body" : "request head") +
+            " not received in time",
+        "request_timeout");
   } else {
     return;  // gone, idle, or stopping: nothing to answer
   }
@@ -217,8 +230,7 @@ bool HttpConnection::Stream(HttpResponse& res, int minor) {
   const bool chunked = minor == 1;
   SocketChunkSink sink(&socket_, chunked, [this] { return WriteDeadline(); });
   bool completed =
-      socket_.WriteAll(ResponseHead(res, minor, chunked), WriteDeadline())
-          .ok();
+      socket_.WriteAll(ResponseHead(res, minor, chunked), WriteDeadline()).ok();
   while (completed && !sink.done()) {
     completed = res.pump(sink) && !sink.failed();
   }

@@ -120,16 +120,17 @@ void HttpListener::Stop(milliseconds grace) {
 
 void HttpListener::AcceptLoop() {
   while (true) {
-    std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {stop_.fd(), POLLIN, 0}};
+    std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0},
+                               {stop_.fd(), POLLIN, 0}};
     HttpClock::time_point next = HttpClock::now() + milliseconds(1000);
     for (const Lingering& l : lingering_) {
       fds.push_back({l.fd, POLLIN, 0});
       next = std::min(next, l.until);
     }
-    const auto wait = std::chrono::duration_cast<milliseconds>(
-        next - HttpClock::now());
-    poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(
-                                     0, wait.count() + 1)));
+    const auto wait =
+        std::chrono::duration_cast<milliseconds>(next - HttpClock::now());
+    poll(fds.data(), fds.size(),
+         static_cast<int>(std::max<int64_t>(0, wait.count() + 1)));
     if (fds[1].revents != 0) break;
     std::vector<bool> readable;
     for (size_t i = 2; i < fds.size(); ++i) {
@@ -162,8 +163,8 @@ void HttpListener::Reject(int fd) {
   static const std::string kResponse = TooManyConnectionsResponse();
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   // A fresh socket's send buffer takes the small answer at once.
-  [[maybe_unused]] ssize_t n = send(fd, kResponse.data(), kResponse.size(),
-                                    MSG_NOSIGNAL | MSG_DONTWAIT);
+  [[maybe_unused]] ssize_t n =
+      send(fd, kResponse.data(), kResponse.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   shutdown(fd, SHUT_WR);
   if (lingering_.size() >= kMaxLingering) {
     close(fd);

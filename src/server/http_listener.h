@@ -26,7 +26,7 @@ namespace kvault {
 
 struct ListenerOptions {
   std::string host = "127.0.0.1";
-  uint16_t port = 0;  // 0: any free port
+  uint16_t port = 0;              // 0: any free port
   uint32_t max_connections = 64;  // worker threads
   ConnectionOptions connection;
 };

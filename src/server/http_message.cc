@@ -39,10 +39,10 @@ std::string PercentDecode(std::string_view text, bool plus_is_space) {
     const char c = text[i];
     if (c == '+' && plus_is_space) {
       out += ' ';
-    } else if (c == '%' && i + 2 < text.size() &&
-               HexValue(text[i + 1]) >= 0 && HexValue(text[i + 2]) >= 0) {
-      out += static_cast<char>(HexValue(text[i + 1]) * 16 +
-                               HexValue(text[i + 2]));
+    } else if (c == '%' && i + 2 < text.size() && HexValue(text[i + 1]) >= 0 &&
+               HexValue(text[i + 2]) >= 0) {
+      out +=
+          static_cast<char>(HexValue(text[i + 1]) * 16 + HexValue(text[i + 2]));
       i += 2;
     } else {
       out += c;

@@ -16,8 +16,8 @@ namespace kvault {
 
 // Size limits on one request.
 struct HttpLimits {
-  size_t max_head_bytes = 32 << 10;  // request line + headers (431 above)
-  size_t max_headers = 100;          // header fields (431 above)
+  size_t max_head_bytes = 32 << 10;    // request line + headers (431 above)
+  size_t max_headers = 100;            // header fields (431 above)
   uint64_t max_body_bytes = 8u << 20;  // decoded body (413 above)
 };
 
@@ -31,10 +31,10 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 std::string PercentDecode(std::string_view text, bool plus_is_space);
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ... (case-sensitive, RFC 9110)
-  std::string target;  // as sent: "/slots/0?action=save"
-  std::string path;    // the target's path, percent-decoded
-  std::string query;   // the raw text after '?', "" when none
+  std::string method;     // "GET", "POST", ... (case-sensitive, RFC 9110)
+  std::string target;     // as sent: "/slots/0?action=save"
+  std::string path;       // the target's path, percent-decoded
+  std::string query;      // the raw text after '?', "" when none
   int version_minor = 1;  // HTTP/1.<minor>
   HttpHeaders headers;    // in arrival order, names as sent
   std::string body;       // decoded (de-chunked) body

@@ -54,22 +54,23 @@ Status ParseTarget(std::string_view target, const std::string& method,
 // Parses "METHOD SP request-target SP HTTP-version".
 Status ParseRequestLine(std::string_view line, HttpRequest* req) {
   const size_t sp1 = line.find(' ');
-  const size_t sp2 = sp1 == std::string_view::npos ? sp1
-                                                   : line.find(' ', sp1 + 1);
+  const size_t sp2 =
+      sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
   if (sp2 == std::string_view::npos ||
       line.find(' ', sp2 + 1) != std::string_view::npos ||
       !IsToken(line.substr(0, sp1))) {
-    return BadRequest("malformed_request_line",
-                      "request line " + Excerpt(line) +
-                          ": expected 'METHOD /path HTTP/1.1'");
+    return BadRequest(
+        "malformed_request_line",
+        "request line " + Excerpt(line) + ": expected 'METHOD /path HTTP/1.1'");
   }
   const std::string_view version = line.substr(sp2 + 1);
   if (version.size() != 8 || version.substr(0, 5) != "HTTP/" ||
-      version[6] != '.' || !std::isdigit(static_cast<unsigned char>(version[5])) ||
+      version[6] != '.' ||
+      !std::isdigit(static_cast<unsigned char>(version[5])) ||
       !std::isdigit(static_cast<unsigned char>(version[7]))) {
-    return BadRequest("malformed_request_line",
-                      "HTTP version " + Excerpt(version) +
-                          ": expected HTTP/1.1 or HTTP/1.0");
+    return BadRequest(
+        "malformed_request_line",
+        "HTTP version " + Excerpt(version) + ": expected HTTP/1.1 or HTTP/1.0");
   }
   if (version[5] != '1') {
     return UnimplementedError("HTTP version " + std::string(version) +
@@ -129,7 +130,8 @@ Status ApplyTransferEncoding(const std::vector<std::string>& codings,
                       "Transfer-Encoding is not allowed in HTTP/1.0");
   }
   if (codings.empty()) {
-    return BadRequest("invalid_transfer_encoding", "Transfer-Encoding is empty");
+    return BadRequest("invalid_transfer_encoding",
+                      "Transfer-Encoding is empty");
   }
   for (const std::string& c : codings) {
     if (c != "chunked") {
@@ -152,9 +154,10 @@ Status ApplySemantics(HttpRequestHead* head) {
   size_t n_host = 0, n_cl = 0, n_te = 0, n_conn = 0, n_expect = 0;
   ListValues(req, "Host", &n_host);
   if (req.version_minor == 1 && n_host != 1) {
-    return BadRequest("invalid_host",
-                      "an HTTP/1.1 request needs exactly one Host header, got " +
-                          std::to_string(n_host));
+    return BadRequest(
+        "invalid_host",
+        "an HTTP/1.1 request needs exactly one Host header, got " +
+            std::to_string(n_host));
   }
   const auto lengths = ListValues(req, "Content-Length", &n_cl);
   const auto codings = ListValues(req, "Transfer-Encoding", &n_te);

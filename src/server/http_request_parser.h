@@ -21,8 +21,8 @@
 #include <string_view>
 
 #include "core/status_or.h"
-#include "server/http_error.h"
 #include "server/chunked_decoder.h"
+#include "server/http_error.h"
 #include "server/http_message.h"
 
 namespace kvault {
@@ -33,8 +33,8 @@ enum class BodyKind { kNone, kLength, kChunked };
 struct HttpRequestHead {
   HttpRequest request;  // body empty, matches empty
   BodyKind body_kind = BodyKind::kNone;
-  uint64_t content_length = 0;  // for kLength
-  bool keep_alive = true;       // false: close after the response
+  uint64_t content_length = 0;   // for kLength
+  bool keep_alive = true;        // false: close after the response
   bool expect_continue = false;  // "Expect: 100-continue"
 };
 

@@ -75,9 +75,10 @@ bool HttpServer::Impl::Admit(const HttpRequest& head, HttpResponse& res) {
   if (match.handler == nullptr && !match.allow.empty()) {
     res.SetHeader("Allow", match.allow);
     ReplyError(res, MakeHttpError(405, kErrInvalidRequest,
-                                  "method " + head.method + " is not allowed "
-                                  "on " + head.path + "; allowed: " +
-                                      match.allow,
+                                  "method " + head.method +
+                                      " is not allowed "
+                                      "on " +
+                                      head.path + "; allowed: " + match.allow,
                                   "method_not_allowed"));
     return false;
   }
@@ -90,8 +91,7 @@ bool HttpServer::Impl::Admit(const HttpRequest& head, HttpResponse& res) {
     return true;  // public; answers loading itself
   }
   const std::string& key = state_.options.api_key;
-  if (!key.empty() &&
-      !BearerTokenMatches(head.Header("Authorization"), key)) {
+  if (!key.empty() && !BearerTokenMatches(head.Header("Authorization"), key)) {
     res.SetHeader("WWW-Authenticate", "Bearer");
     ReplyError(res, MakeHttpError(401, kErrAuthentication, "Invalid API Key",
                                   "invalid_api_key"));

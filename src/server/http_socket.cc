@@ -16,10 +16,9 @@ using std::chrono::milliseconds;
 
 // Returns the poll() timeout until `deadline` (0 when passed).
 int MsUntil(HttpClock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<milliseconds>(
-      deadline - HttpClock::now());
-  return static_cast<int>(
-      std::clamp<int64_t>(left.count() + 1, 0, 1 << 30));
+  const auto left =
+      std::chrono::duration_cast<milliseconds>(deadline - HttpClock::now());
+  return static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 1 << 30));
 }
 
 Status SocketError(const char* what) {
@@ -71,8 +70,7 @@ HttpSocket::~HttpSocket() {
   if (fd_ >= 0) close(fd_);
 }
 
-Status HttpSocket::ReadSome(std::string* out,
-                            HttpClock::time_point deadline) {
+Status HttpSocket::ReadSome(std::string* out, HttpClock::time_point deadline) {
   while (true) {
     pollfd fds[2] = {{fd_, POLLIN, 0}, {stop_->fd(), POLLIN, 0}};
     const int ready = poll(fds, 2, MsUntil(deadline));

@@ -51,8 +51,8 @@ std::vector<std::string> SplitList(std::string_view value) {
 Status ParseFieldLine(std::string_view line, std::string_view where,
                       std::string* name, std::string* value) {
   auto fail = [&](const std::string& why) {
-    return InvalidArgumentError(std::string(where) + " line " +
-                                Excerpt(line) + ": " + why)
+    return InvalidArgumentError(std::string(where) + " line " + Excerpt(line) +
+                                ": " + why)
         .WithReason("invalid_header");
   };
   if (!line.empty() && (line[0] == ' ' || line[0] == '\t')) {

@@ -35,8 +35,7 @@ struct ServerState {
 };
 
 // Sets `res` to `j` as application/json with HTTP status `status`.
-void ReplyJson(HttpResponse& res, const nlohmann::json& j,
-               int status = 200);
+void ReplyJson(HttpResponse& res, const nlohmann::json& j, int status = 200);
 // Sets `res` to the error body of `error`.
 void ReplyError(HttpResponse& res, const HttpError& error);
 // Sets `res` to the error body of a non-OK `status`.

@@ -77,11 +77,11 @@ bool EndStopped(StreamJob& job, ChunkSink& out) {
   std::string text = FormatItems(job, job.pending, &done);
   if (!done) {
     Abandon(job);
-    text += SseData(ErrorJson(MakeHttpError(
-        503, kErrUnavailable,
-        "the server is stopping; task " + std::to_string(job.task_id) +
-            " was cancelled",
-        "server_stopping")));
+    text += SseData(ErrorJson(MakeHttpError(503, kErrUnavailable,
+                                            "the server is stopping; task " +
+                                                std::to_string(job.task_id) +
+                                                " was cancelled",
+                                            "server_stopping")));
   }
   const bool written = out.Write(text);
   out.Done();

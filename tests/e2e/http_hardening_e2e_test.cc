@@ -32,16 +32,18 @@ TEST(HttpHardeningE2eTest, SigtermEndsStreamsWithAnErrorEventAndExits) {
   auto p = ServerProcess::Start({"-np", "1", "-c", "4096", "-t", "1"});
   ASSERT_TRUE(p.ok()) << p.status();
   RawConnection stream((*p)->port());
-  const json body = {{"prompt", "a"}, {"n_predict", 4000},
-                     {"ignore_eos", true}, {"stream", true}};
+  const json body = {{"prompt", "a"},
+                     {"n_predict", 4000},
+                     {"ignore_eos", true},
+                     {"stream", true}};
   ASSERT_TRUE(stream.Send(Post("/completion", body.dump())));
   ASSERT_TRUE(stream.WaitFor("data: ", kReply)) << (*p)->Log();
   RawConnection half((*p)->port());
   ASSERT_TRUE(half.Send("POST /completion HTTP/1.1\r\nHost: t\r\n"));
   RawConnection idle((*p)->port());
   const RawClock::time_point start = RawClock::now();
-  auto stopped = std::async(std::launch::async,
-                            [&] { return StopServer(p->get()); });
+  auto stopped =
+      std::async(std::launch::async, [&] { return StopServer(p->get()); });
   auto r = stream.ReadResponse(kReply);
   EXPECT_EQ(stopped.get(), "exit 0");
   EXPECT_LT(RawClock::now() - start, milliseconds(10000));
@@ -63,7 +65,8 @@ TEST(HttpHardeningE2eTest, PipelinedThenSmugglingAttemptIsRefused) {
   const std::string get = "GET /health HTTP/1.1\r\nHost: t\r\n\r\n";
   ASSERT_TRUE(c.Send(get + "GET /props HTTP/1.1\r\nHost: t\r\n\r\n" +
                      "POST /tokenize HTTP/1.1\r\nHost: t\r\nContent-Length: 3"
-                     "\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + get));
+                     "\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" +
+                     get));
   auto a = c.ReadResponse(kReply);
   auto b = c.ReadResponse(kReply);
   auto refused = c.ReadResponse(kReply);

@@ -86,16 +86,18 @@ TEST(HttpConnectionTest, AmbiguousFramingIsRefusedAndTheConnectionClosed) {
   const std::string body = R"({"content":"a"})";
   RawConnection c(port);
   ASSERT_TRUE(c.Send("POST /tokenize HTTP/1.1\r\nHost: t\r\nContent-Length: " +
-                     std::to_string(body.size()) + "\r\nContent-Length: 2\r\n\r\n" +
-                     body));
+                     std::to_string(body.size()) +
+                     "\r\nContent-Length: 2\r\n\r\n" + body));
   ExpectErrorReply(c.ReadResponse(kReply), 400, "conflicting_content_length");
   EXPECT_TRUE(c.WaitClosed(kReply));
   ExpectErrorReply(
-      Exchange(port, "POST /tokenize HTTP/1.1\r\nHost: t\r\nContent-Length: "
-                     "4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+      Exchange(port,
+               "POST /tokenize HTTP/1.1\r\nHost: t\r\nContent-Length: "
+               "4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
       400, "content_length_with_chunked");
-  ExpectErrorReply(Exchange(port, "POST /tokenize HTTP/1.1\r\nHost: t\r\n"
-                                  "Content-Length: -1\r\n\r\n"),
+  ExpectErrorReply(Exchange(port,
+                            "POST /tokenize HTTP/1.1\r\nHost: t\r\n"
+                            "Content-Length: -1\r\n\r\n"),
                    400, "invalid_content_length");
   ExpectErrorReply(Exchange(port, "GET /health HTTP/1.1\r\nHost : t\r\n\r\n"),
                    400, "invalid_header");
@@ -106,14 +108,15 @@ TEST(HttpConnectionTest, AmbiguousFramingIsRefusedAndTheConnectionClosed) {
 TEST(HttpConnectionTest, ChunkExtensionsAndTrailersAreAccepted) {
   auto s = StartTiny(ServerOptions());
   ASSERT_TRUE(s->ok());
-  auto r = Exchange(s->server().port(),
-                    "POST /tokenize HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: "
-                    "chunked\r\n\r\n5;ext=1\r\n{\"con\r\nb ; x\r\ntent\":\"ab\"}"
-                    "\r\n0\r\nX-Trailer: yes\r\n\r\n");
+  auto r =
+      Exchange(s->server().port(),
+               "POST /tokenize HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: "
+               "chunked\r\n\r\n5;ext=1\r\n{\"con\r\nb ; x\r\ntent\":\"ab\"}"
+               "\r\n0\r\nX-Trailer: yes\r\n\r\n");
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->status, 200) << r->body;
-  const auto plain = Exchange(s->server().port(),
-                              Post("/tokenize", R"({"content":"ab"})"));
+  const auto plain =
+      Exchange(s->server().port(), Post("/tokenize", R"({"content":"ab"})"));
   ASSERT_TRUE(plain.has_value());
   EXPECT_FALSE(json::parse(r->body)["tokens"].empty()) << r->body;
   EXPECT_EQ(r->body, plain->body);
@@ -124,9 +127,10 @@ TEST(HttpConnectionTest, ExpectContinueGetsAnInterimAnswer) {
   ASSERT_TRUE(s->ok());
   RawConnection c(s->server().port());
   const std::string body = R"({"content":"abc"})";
-  ASSERT_TRUE(c.Send("POST /tokenize HTTP/1.1\r\nHost: t\r\nExpect: "
-                     "100-continue\r\nContent-Length: " +
-                     std::to_string(body.size()) + "\r\n\r\n"));
+  ASSERT_TRUE(
+      c.Send("POST /tokenize HTTP/1.1\r\nHost: t\r\nExpect: "
+             "100-continue\r\nContent-Length: " +
+             std::to_string(body.size()) + "\r\n\r\n"));
   auto interim = c.ReadResponse(kReply);
   ASSERT_TRUE(interim.has_value());
   EXPECT_EQ(interim->status, 100);
@@ -144,28 +148,28 @@ TEST(HttpConnectionTest, AuthAndRouteAreDecidedBeforeTheBody) {
   const uint16_t port = s->server().port();
   // 50 MB announced, none sent: the answer comes without the body.
   RawConnection c(port);
-  ASSERT_TRUE(c.Send("POST /completion HTTP/1.1\r\nHost: t\r\n"
-                     "Content-Length: 52428800\r\n\r\n"));
+  ASSERT_TRUE(
+      c.Send("POST /completion HTTP/1.1\r\nHost: t\r\n"
+             "Content-Length: 52428800\r\n\r\n"));
   auto r = c.ReadResponse(kReply);
   ExpectErrorReply(r, 401, "invalid_api_key");
   EXPECT_EQ(r->headers["connection"], "close");
   EXPECT_EQ(r->headers["www-authenticate"], "Bearer");
   EXPECT_TRUE(c.WaitClosed(kReply));
-  ExpectErrorReply(Exchange(port, Get("/no/such/route")), 404,
-                   "no_such_route");
+  ExpectErrorReply(Exchange(port, Get("/no/such/route")), 404, "no_such_route");
   ExpectErrorReply(Exchange(port, Get("/completion")), 405,
                    "method_not_allowed");
   // The scheme name is case-insensitive (RFC 7235); the key is exact.
-  EXPECT_EQ(Exchange(port, Get("/props", "Authorization: bEaReR k3y\r\n"))
-                ->status,
-            200);
+  EXPECT_EQ(
+      Exchange(port, Get("/props", "Authorization: bEaReR k3y\r\n"))->status,
+      200);
   ExpectErrorReply(
       Exchange(port, Get("/props", "Authorization: Bearer k3y x\r\n")), 401,
       "invalid_api_key");
-  ExpectErrorReply(Exchange(port, Get("/props", std::string(
-                                                    "Authorization: Bearer k3y") +
-                                                    '\0' + "\r\n")),
-                   400, "invalid_header");
+  ExpectErrorReply(
+      Exchange(port, Get("/props", std::string("Authorization: Bearer k3y") +
+                                       '\0' + "\r\n")),
+      400, "invalid_header");
 }
 
 TEST(HttpConnectionTest, SlowHeadIsCutAtTheDeadlineWhileHealthAnswers) {
@@ -189,6 +193,37 @@ TEST(HttpConnectionTest, SlowHeadIsCutAtTheDeadlineWhileHealthAnswers) {
   EXPECT_GE(elapsed, milliseconds(600));
   EXPECT_LT(elapsed, milliseconds(600) + kReply);
   EXPECT_TRUE(slow.WaitClosed(kReply));
+}
+
+TEST(HttpConnectionTest, SlowBodyIsCutAtTheDeadline) {
+  ServerOptions o;
+  o.body_timeout_ms = 400;
+  auto s = StartTiny(o);
+  ASSERT_TRUE(s->ok());
+  RawConnection c(s->server().port());
+  const RawClock::time_point start = RawClock::now();
+  ASSERT_TRUE(
+      c.Send("POST /tokenize HTTP/1.1\r\nHost: t\r\n"
+             "Content-Length: 20\r\n\r\n{\"con"));
+  ExpectErrorReply(c.ReadResponse(kReply), 408, "request_timeout");
+  EXPECT_GE(RawClock::now() - start, milliseconds(400));
+  EXPECT_TRUE(c.WaitClosed(kReply));
+}
+
+TEST(HttpConnectionTest, HeadAnswersHeadersOnly) {
+  auto s = StartTiny(ServerOptions());
+  ASSERT_TRUE(s->ok());
+  RawConnection c(s->server().port());
+  ASSERT_TRUE(
+      c.Send("HEAD /health HTTP/1.1\r\nHost: t\r\n\r\n" + Get("/health")));
+  auto head = c.ReadResponse(kReply, /*no_body=*/true);
+  ASSERT_TRUE(head.has_value());
+  EXPECT_EQ(head->status, 200);
+  EXPECT_EQ(head->headers["content-length"], "15");  // {"status":"ok"}
+  // No body was sent: the next answer starts right after the head.
+  auto get = c.ReadResponse(kReply);
+  ASSERT_TRUE(get.has_value());
+  EXPECT_EQ(get->body, R"({"status":"ok"})");
 }
 
 TEST(HttpConnectionTest, ConnectionsOverTheLimitGetA503AtOnce) {
@@ -238,16 +273,18 @@ std::unique_ptr<TestServer> StartDemo() {
   EngineOptions eo = TestServer::DefaultEngineOptions();
   eo.n_ctx_total = 4096;
   eo.n_slots = 1;
-  return std::make_unique<TestServer>(std::move(model).value(),
-                                      ServerOptions(), eo);
+  return std::make_unique<TestServer>(std::move(model).value(), ServerOptions(),
+                                      eo);
 }
 
 TEST(HttpConnectionTest, StopEndsAStreamWithAnErrorEventAndLastChunk) {
   auto s = StartDemo();
   ASSERT_TRUE(s->ok());
   RawConnection stream(s->server().port());
-  const json body = {{"prompt", "a"}, {"n_predict", 4000},
-                     {"ignore_eos", true}, {"stream", true}};
+  const json body = {{"prompt", "a"},
+                     {"n_predict", 4000},
+                     {"ignore_eos", true},
+                     {"stream", true}};
   ASSERT_TRUE(stream.Send(Post("/completion", body.dump())));
   RawConnection half(s->server().port());
   ASSERT_TRUE(half.Send("POST /completion HTTP/1.1\r\nHost: t\r\n"));

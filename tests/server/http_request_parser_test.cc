@@ -102,26 +102,30 @@ TEST(HttpRequestParserTest, RepeatedEqualContentLengthsAreOne) {
 }
 
 TEST(HttpRequestParserTest, FramingConflictsAreRejected) {
-  ExpectRejected("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n"
-                 "Content-Length: 6\r\n\r\nhello",
-                 "conflicting_content_length", 400);
+  ExpectRejected(
+      "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n"
+      "Content-Length: 6\r\n\r\nhello",
+      "conflicting_content_length", 400);
   ExpectRejected("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5, 6\r\n\r\n",
                  "conflicting_content_length", 400);
-  ExpectRejected("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n"
-                 "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-                 "content_length_with_chunked", 400);
+  ExpectRejected(
+      "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+      "content_length_with_chunked", 400);
   ExpectRejected("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n",
                  "invalid_content_length", 400);
   ExpectRejected("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1e3\r\n\r\n",
                  "invalid_content_length", 400);
   ExpectRejected("POST / HTTP/1.1\r\nHost: h\r\nContent-Length:\r\n\r\n",
                  "invalid_content_length", 400);
-  ExpectRejected("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n"
-                 "\r\n",
-                 "unsupported_transfer_encoding", 501);
-  ExpectRejected("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, "
-                 "chunked\r\n\r\n",
-                 "invalid_transfer_encoding", 400);
+  ExpectRejected(
+      "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n"
+      "\r\n",
+      "unsupported_transfer_encoding", 501);
+  ExpectRejected(
+      "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, "
+      "chunked\r\n\r\n",
+      "invalid_transfer_encoding", 400);
   ExpectRejected("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
                  "invalid_transfer_encoding", 400);
 }
@@ -132,14 +136,14 @@ TEST(HttpRequestParserTest, HeaderSyntaxIsStrict) {
                  "invalid_header", 400);
   ExpectRejected("GET / HTTP/1.1\r\nHost: h\r\nX: a\nY: b\r\n\r\n",
                  "invalid_header", 400);
-  ExpectRejected(std::string("GET / HTTP/1.1\r\nHost: h\r\nX: a") + '\0' +
-                     "b\r\n\r\n",
-                 "invalid_header", 400);
+  ExpectRejected(
+      std::string("GET / HTTP/1.1\r\nHost: h\r\nX: a") + '\0' + "b\r\n\r\n",
+      "invalid_header", 400);
   ExpectRejected("GET / HTTP/1.1\r\n\r\n", "invalid_host", 400);
-  ExpectRejected("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
-                 "invalid_host", 400);
-  ExpectRejected("GET  / HTTP/1.1\r\nHost: h\r\n\r\n",
-                 "malformed_request_line", 400);
+  ExpectRejected("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "invalid_host",
+                 400);
+  ExpectRejected("GET  / HTTP/1.1\r\nHost: h\r\n\r\n", "malformed_request_line",
+                 400);
   ExpectRejected("GET / HTTP/2.0\r\nHost: h\r\n\r\n",
                  "http_version_not_supported", 505);
   ExpectRejected("GET / http/1.1\r\nHost: h\r\n\r\n", "malformed_request_line",
@@ -157,8 +161,9 @@ TEST(HttpRequestParserTest, Http10NeedsNoHostAndClosesByDefault) {
   Parsed k = ParseOne("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n");
   ASSERT_TRUE(k.status.ok());
   EXPECT_TRUE(k.head.keep_alive);
-  Parsed c = ParseOne("GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n"
-                      "Expect: 100-continue\r\n\r\n");
+  Parsed c = ParseOne(
+      "GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n"
+      "Expect: 100-continue\r\n\r\n");
   ASSERT_TRUE(c.status.ok());
   EXPECT_FALSE(c.head.keep_alive);
   EXPECT_TRUE(c.head.expect_continue);
@@ -192,9 +197,9 @@ TEST(HttpRequestParserTest, MalformedChunksAreRejected) {
 TEST(HttpRequestParserTest, LimitsGive413And431) {
   ExpectRejected("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 65\r\n\r\n",
                  "body_too_large", 413);
-  ExpectRejected("GET / HTTP/1.1\r\nHost: h\r\nX: " + std::string(2000, 'a') +
-                     "\r\n\r\n",
-                 "headers_too_large", 431);
+  ExpectRejected(
+      "GET / HTTP/1.1\r\nHost: h\r\nX: " + std::string(2000, 'a') + "\r\n\r\n",
+      "headers_too_large", 431);
   std::string many = "GET / HTTP/1.1\r\nHost: h\r\n";
   for (int i = 0; i < 9; ++i) many += "X" + std::to_string(i) + ": 1\r\n";
   ExpectRejected(many + "\r\n", "headers_too_large", 431);

@@ -28,7 +28,7 @@ using std::chrono::milliseconds;
 struct RawResponse {
   int status = 0;
   std::map<std::string, std::string> headers;  // names lower-cased
-  std::string body;         // de-chunked
+  std::string body;                            // de-chunked
   bool chunked = false;
   bool terminated = false;  // chunked: the last chunk and trailers arrived
 };
@@ -73,8 +73,9 @@ class RawConnection {
 
   // Reads one response within `timeout`; nullopt when the connection closed
   // or timed out before a complete head. A chunked body cut short comes
-  // back with terminated == false.
-  std::optional<RawResponse> ReadResponse(milliseconds timeout) {
+  // back with terminated == false. `no_body`: the answer to a HEAD request.
+  std::optional<RawResponse> ReadResponse(milliseconds timeout,
+                                          bool no_body = false) {
     const RawClock::time_point deadline = RawClock::now() + timeout;
     size_t end;
     while ((end = buf_.find("\r\n\r\n")) == std::string::npos) {
@@ -83,7 +84,7 @@ class RawConnection {
     RawResponse r;
     if (!ParseHead(buf_.substr(0, end), &r)) return std::nullopt;
     buf_.erase(0, end + 4);
-    if (r.status < 200 || r.status == 204) return r;
+    if (no_body || r.status < 200 || r.status == 204) return r;
     if (r.chunked) {
       ReadChunked(deadline, &r);
     } else if (r.headers.count("content-length")) {
@@ -117,9 +118,10 @@ class RawConnection {
     const RawClock::time_point deadline = RawClock::now() + timeout;
     while (true) {
       pollfd p = {fd_, POLLIN, 0};
-      const auto left = std::chrono::duration_cast<milliseconds>(
-          deadline - RawClock::now());
-      if (left.count() < 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+      const auto left =
+          std::chrono::duration_cast<milliseconds>(deadline - RawClock::now());
+      if (left.count() < 0 ||
+          poll(&p, 1, static_cast<int>(left.count())) <= 0) {
         return false;
       }
       char tmp[4096];
@@ -135,8 +137,7 @@ class RawConnection {
     const auto left =
         std::chrono::duration_cast<milliseconds>(deadline - RawClock::now());
     pollfd p = {fd_, POLLIN, 0};
-    if (left.count() < 0 ||
-        poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+    if (left.count() < 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) {
       return false;
     }
     char tmp[16384];
