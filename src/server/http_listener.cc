@@ -21,6 +21,8 @@ using std::chrono::milliseconds;
 // many may linger at once (beyond that they are closed at once).
 constexpr milliseconds kRejectLinger{500};
 constexpr size_t kMaxLingering = 256;
+// How long accepting pauses when the process is out of descriptors.
+constexpr milliseconds kAcceptPause{100};
 
 std::string TooManyConnectionsResponse() {
   HttpResponse res;
@@ -120,9 +122,14 @@ void HttpListener::Stop(milliseconds grace) {
 
 void HttpListener::AcceptLoop() {
   while (true) {
-    std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0},
-                               {stop_.fd(), POLLIN, 0}};
-    HttpClock::time_point next = HttpClock::now() + milliseconds(1000);
+    // Out of descriptors: stop polling the listener for a moment rather
+    // than spin on a socket that stays readable.
+    const bool paused = HttpClock::now() < accept_paused_until_;
+    std::vector<pollfd> fds = {
+        {listen_fd_, static_cast<short>(paused ? 0 : POLLIN), 0},
+        {stop_.fd(), POLLIN, 0}};
+    HttpClock::time_point next =
+        HttpClock::now() + (paused ? kAcceptPause : milliseconds(1000));
     for (const Lingering& l : lingering_) {
       fds.push_back({l.fd, POLLIN, 0});
       next = std::min(next, l.until);
@@ -146,7 +153,13 @@ void HttpListener::AcceptLoop() {
 void HttpListener::AcceptReady() {
   while (true) {
     const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN (all taken), or a transient error
+    if (fd < 0) {  // EAGAIN (all taken), or an error
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+          errno == ENOMEM) {
+        accept_paused_until_ = HttpClock::now() + kAcceptPause;
+      }
+      return;
+    }
     std::unique_lock<std::mutex> lock(mu_);
     if (busy_ >= options_.max_connections) {
       lock.unlock();

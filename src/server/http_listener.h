@@ -69,7 +69,8 @@ class HttpListener {
   uint16_t port_ = 0;
   std::thread acceptor_;
   std::vector<std::thread> workers_;
-  std::vector<Lingering> lingering_;  // acceptor thread only
+  std::vector<Lingering> lingering_;           // acceptor thread only
+  HttpClock::time_point accept_paused_until_;  // acceptor thread only
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<int> queue_;  // accepted, not yet taken by a worker
