@@ -31,6 +31,7 @@ constexpr const char kServeUsage[] =
     "         --spill-disk BYTES] [--host H] [--port P] [--api-key KEY]\n"
     "         [-t THREADS] [--prefill-chunk N] [--no-fsync] [--mmap]\n"
     "         [--on-kv-full refuse|drop-lru] [--slot-io-timeout SECONDS]\n"
+    "         [--threads-http N] [--timeout S]\n"
     "  Without -m an embedded DEMO model (random weights, byte vocabulary,\n"
     "  generated in memory) is served: its output is gibberish.\n"
     "  -c N             KV cells shared by all slots (default 4096)\n"
@@ -57,6 +58,10 @@ constexpr const char kServeUsage[] =
     "  --host H --port P   listen address (default 127.0.0.1:8080; port 0\n"
     "                   picks a free one, printed in the log)\n"
     "  --api-key KEY    require 'Authorization: Bearer KEY' (not /health)\n"
+    "  --threads-http N HTTP worker threads = connections served at once\n"
+    "                   (default 64); more connections get 503 at once\n"
+    "  --timeout S      seconds a request body may take to arrive and a\n"
+    "                   response write may stall (default 60; 408 / drop)\n"
     "  -t THREADS       forward-pass threads (default: all cores)\n";
 
 // The usage text printed by --help and after a bad flag.
@@ -153,7 +158,7 @@ StatusOr<ServeOptions> ParseServe(const Flags& f) {
        "cache-type-k", "cache-type-v", "kv-policy", "slot-save-path",
        "spill-ram", "spill-dir", "spill-disk", "host", "port", "api-key",
        "threads", "prefill-chunk", "no-fsync", "mmap", "no-mmap",
-       "on-kv-full", "slot-io-timeout"}));
+       "on-kv-full", "slot-io-timeout", "threads-http", "timeout"}));
   if (!f.positional().empty()) {
     return InvalidArgumentError("unexpected argument '" + f.positional()[0] +
                                 "'");
@@ -166,6 +171,12 @@ StatusOr<ServeOptions> ParseServe(const Flags& f) {
   o.server.host = f.GetString("host", "127.0.0.1");
   o.server.port = static_cast<uint16_t>(port);
   o.server.api_key = f.GetString("api-key", "");
+  KV_ASSIGN_OR_RETURN(uint64_t http_threads,
+                      f.GetUint("threads-http", 64, 1, 4096));
+  KV_ASSIGN_OR_RETURN(uint64_t timeout_s, f.GetUint("timeout", 60, 1, 86400));
+  o.server.max_connections = static_cast<uint32_t>(http_threads);
+  o.server.body_timeout_ms = static_cast<uint32_t>(timeout_s * 1000);
+  o.server.write_timeout_ms = o.server.body_timeout_ms;
   o.server.slot_save_path = f.GetString("slot-save-path", "");
   o.server.model_path = o.model_path.empty() ? "demo" : o.model_path;
   o.server.demo_model = o.model_path.empty();

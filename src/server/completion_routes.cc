@@ -1,7 +1,5 @@
 // POST /completion (llama-server), /v1/completions and /v1/chat/completions
 // (OpenAI), /tokenize and /detokenize.
-#include <httplib.h>
-
 #include <ctime>
 
 #include "server/json_fields.h"
@@ -12,8 +10,8 @@
 namespace kvault {
 namespace {
 
-using httplib::Request;
-using httplib::Response;
+using Request = HttpRequest;
+using Response = HttpResponse;
 using nlohmann::json;
 
 enum class Api { kLlama, kOaiCompletion, kOaiChat };
@@ -114,7 +112,7 @@ void HandleTokenizerCall(ServerState& state, const Request& req, Response& res,
 
 }  // namespace
 
-void RegisterCompletionRoutes(httplib::Server& server, ServerState& state) {
+void RegisterCompletionRoutes(HttpRouter& server, ServerState& state) {
   auto route = [&state](Api api) {
     return [&state, api](const Request& req, Response& res) {
       HandleCompletion(api, state, req, res);

@@ -1,24 +1,20 @@
 #include "server/http_server.h"
 
-#include <httplib.h>
-
 #include <algorithm>
-#include <atomic>
 #include <ctime>
+#include <exception>
 #include <filesystem>
 #include <mutex>
-#include <thread>
 
 #include "core/log.h"
 #include "server/http_auth.h"
+#include "server/http_listener.h"
 #include "server/server_state.h"
 
 namespace kvault {
 namespace {
 
-using httplib::Request;
-using httplib::Response;
-using HandlerResponse = httplib::Server::HandlerResponse;
+using std::chrono::milliseconds;
 
 // Returns the answer every endpoint gives while the model loads.
 nlohmann::json LoadingJson(double progress) {
@@ -28,40 +24,24 @@ nlohmann::json LoadingJson(double progress) {
   return j;
 }
 
-// Fills in a JSON body for an error httplib produced itself (no route,
-// body too large, bad request line) or a handler left without a body.
-void FillErrorBody(const ServerOptions& options, Response& res) {
-  if (!res.body.empty() || res.is_chunked_content_provider_) return;
-  HttpError e;
-  switch (res.status) {
-    case 404:
-      e = MakeHttpError(404, kErrNotFound, "File Not Found", "no_such_route");
-      break;
-    case 413:
-      e = MakeHttpError(413, kErrInvalidRequest,
-                        "request body exceeds the server's limit of " +
-                            std::to_string(options.max_body_bytes) + " bytes",
-                        "body_too_large");
-      break;
-    case 400:
-      e = MakeHttpError(400, kErrInvalidRequest, "malformed HTTP request",
-                        "bad_request");
-      break;
-    default:
-      e = MakeHttpError(res.status,
-                        res.status >= 500 ? kErrServer : kErrInvalidRequest,
-                        "HTTP error " + std::to_string(res.status),
-                        "http_" + std::to_string(res.status));
-      break;
-  }
-  ReplyError(res, e);
-}
-
 // Returns the model's name for OpenAI responses: the file name, or
 // "kvault-demo" for the embedded model.
 std::string ModelId(const ServerOptions& options) {
   if (options.demo_model || options.model_path.empty()) return "kvault-demo";
   return std::filesystem::path(options.model_path).filename().string();
+}
+
+ListenerOptions ToListenerOptions(const ServerOptions& o) {
+  ListenerOptions l;
+  l.host = o.host;
+  l.port = o.port;
+  l.max_connections = o.max_connections;
+  l.connection.limits.max_body_bytes = o.max_body_bytes;
+  l.connection.head_timeout = milliseconds(o.head_timeout_ms);
+  l.connection.body_timeout = milliseconds(o.body_timeout_ms);
+  l.connection.idle_timeout = milliseconds(o.idle_timeout_ms);
+  l.connection.write_timeout = milliseconds(o.write_timeout_ms);
+  return l;
 }
 
 }  // namespace
@@ -73,97 +53,90 @@ class HttpServer::Impl {
   Status Listen();
   void SetEngine(Engine* engine);
   void Stop();
-  uint16_t port() const { return port_; }
+  uint16_t port() const { return listener_->port(); }
   ServerState& state() { return state_; }
 
  private:
-  void Configure();
-  HandlerResponse PreRoute(const Request& req, Response& res);
+  bool Admit(const HttpRequest& head, HttpResponse& res);
+  void Handle(HttpRequest& req, HttpResponse& res);
 
   ServerState state_;
-  httplib::Server server_;
-  std::thread listener_;
-  std::atomic<bool> listener_exited_{false};
-  uint16_t port_ = 0;
+  HttpRouter router_;
+  HttpCallbacks callbacks_;
+  std::unique_ptr<HttpListener> listener_;
   std::mutex stop_mu_;
 };
 
-void HttpServer::Impl::Configure() {
-  const ServerOptions& o = state_.options;
-  const size_t num_threads = std::max<uint32_t>(1, o.max_connections);
-  server_.new_task_queue = [num_threads] {
-    return new httplib::ThreadPool(num_threads);
-  };
-  server_.set_payload_max_length(o.max_body_bytes);
-  server_.set_default_headers({{"Server", "kvault"}});
-  server_.set_pre_routing_handler(
-      [this](const Request& req, Response& res) { return PreRoute(req, res); });
-  server_.set_error_handler([this](const Request&, Response& res) {
-    FillErrorBody(state_.options, res);
-  });
-  server_.set_exception_handler(
-      [](const Request&, Response& res, std::exception_ptr ep) {
-        std::string what = "unknown exception";
-        try {
-          std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-          what = e.what();
-        } catch (...) {
-        }
-        KV_LOG(ERROR) << "request handler threw: " << what;
-        ReplyError(res, MakeHttpError(500, kErrServer, what, "internal"));
-      });
-  RegisterInfoRoutes(server_, state_);
-  RegisterCompletionRoutes(server_, state_);
-  RegisterSlotRoutes(server_, state_);
-  RegisterKvRoutes(server_, state_);
-}
-
-HandlerResponse HttpServer::Impl::PreRoute(const Request& req, Response& res) {
-  if (req.path == "/health" || req.path == "/v1/health") {
-    return HandlerResponse::Unhandled;  // public; answers loading itself
+// Runs on the request head, before any body byte is read: an unknown route
+// is a 404 (405 for a known path with another method), then the API key,
+// then the loading answer.
+bool HttpServer::Impl::Admit(const HttpRequest& head, HttpResponse& res) {
+  const HttpRouter::Match match = router_.Find(head.method, head.path);
+  if (match.handler == nullptr && !match.allow.empty()) {
+    res.SetHeader("Allow", match.allow);
+    ReplyError(res, MakeHttpError(405, kErrInvalidRequest,
+                                  "method " + head.method +
+                                      " is not allowed "
+                                      "on " +
+                                      head.path + "; allowed: " + match.allow,
+                                  "method_not_allowed"));
+    return false;
+  }
+  if (match.handler == nullptr) {
+    ReplyError(res, MakeHttpError(404, kErrNotFound, "File Not Found",
+                                  "no_such_route"));
+    return false;
+  }
+  if (head.path == "/health" || head.path == "/v1/health") {
+    return true;  // public; answers loading itself
   }
   const std::string& key = state_.options.api_key;
-  if (!key.empty() &&
-      !BearerTokenMatches(req.get_header_value("Authorization"), key)) {
+  if (!key.empty() && !BearerTokenMatches(head.Header("Authorization"), key)) {
+    res.SetHeader("WWW-Authenticate", "Bearer");
     ReplyError(res, MakeHttpError(401, kErrAuthentication, "Invalid API Key",
                                   "invalid_api_key"));
-    return HandlerResponse::Handled;
+    return false;
   }
   if (state_.engine.load() == nullptr) {
     ReplyJson(res, LoadingJson(state_.load_progress.load()), 503);
-    return HandlerResponse::Handled;
+    return false;
   }
-  return HandlerResponse::Unhandled;
+  return true;
+}
+
+void HttpServer::Impl::Handle(HttpRequest& req, HttpResponse& res) {
+  HttpRouter::Match match = router_.Find(req.method, req.path);
+  if (match.handler == nullptr) {  // Admit found it; cannot happen
+    return ReplyError(res, MakeHttpError(404, kErrNotFound, "File Not Found",
+                                         "no_such_route"));
+  }
+  req.matches = std::move(match.matches);
+  try {
+    (*match.handler)(req, res);
+  } catch (const std::exception& e) {
+    KV_LOG(ERROR) << "request handler threw: " << e.what();
+    res = HttpResponse();
+    ReplyError(res, MakeHttpError(500, kErrServer, e.what(), "internal"));
+  }
 }
 
 Status HttpServer::Impl::Listen() {
   const ServerOptions& o = state_.options;
-  if (o.host.empty()) return InvalidArgumentError("server host is empty");
-  Configure();
-  int port = o.port;
-  if (o.port == 0) {
-    port = server_.bind_to_any_port(o.host);
-  } else if (!server_.bind_to_port(o.host, o.port)) {
-    port = -1;
-  }
-  if (port <= 0) {
-    return UnavailableError("cannot listen on " + o.host + ":" +
-                            std::to_string(o.port) +
-                            " (address in use or not local?)")
-        .WithReason("bind_failed");
-  }
-  port_ = static_cast<uint16_t>(port);
-  listener_ = std::thread([this] {
-    server_.listen_after_bind();
-    listener_exited_.store(true);
-  });
-  // stop() is a no-op until the listener runs, so wait for it.
-  while (!server_.is_running() && !listener_exited_.load()) {
-    std::this_thread::yield();
-  }
-  KV_LOG(INFO) << "HTTP server listening on " << o.host << ":" << port_ << " ("
-               << o.max_connections << " worker threads)";
+  RegisterInfoRoutes(router_, state_);
+  RegisterCompletionRoutes(router_, state_);
+  RegisterSlotRoutes(router_, state_);
+  RegisterKvRoutes(router_, state_);
+  callbacks_.admit = [this](const HttpRequest& head, HttpResponse& res) {
+    return Admit(head, res);
+  };
+  callbacks_.handle = [this](HttpRequest& req, HttpResponse& res) {
+    Handle(req, res);
+  };
+  KV_ASSIGN_OR_RETURN(listener_,
+                      HttpListener::Start(ToListenerOptions(o), &callbacks_));
+  KV_LOG(INFO) << "HTTP server listening on " << o.host << ":"
+               << listener_->port() << " (" << o.max_connections
+               << " worker threads)";
   return Status::Ok();
 }
 
@@ -189,10 +162,8 @@ void HttpServer::Impl::SetEngine(Engine* engine) {
 
 void HttpServer::Impl::Stop() {
   std::lock_guard<std::mutex> lock(stop_mu_);
-  if (!listener_.joinable()) return;
-  state_.stopping.store(true);  // streams and waiters cancel their tasks
-  server_.stop();
-  listener_.join();  // also joins the worker threads
+  if (state_.stopping.exchange(true)) return;  // streams and waiters cancel
+  listener_->Stop(milliseconds(state_.options.stop_grace_ms));
   KV_LOG(INFO) << "HTTP server stopped";
 }
 

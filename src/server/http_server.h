@@ -1,7 +1,9 @@
 // HttpServer: llama-server's HTTP API (plus kvault's /kv endpoints) over an
-// Engine, with cpp-httplib. It listens before the model is ready: until
-// SetEngine, /health answers 503 {"error":{... "message":"Loading model"}}
-// and every other endpoint 503 too.
+// Engine, on kvault's own HTTP/1.1 layer (http_listener.h: strict framing,
+// deadlines, a connection limit, graceful stop). It listens before the
+// model is ready: until SetEngine, /health answers 503
+// {"error":{... "message":"Loading model"}} and every other endpoint 503
+// too.
 //
 // Routes, JSON fields and error mapping: docs/http_api.md.
 #ifndef KVAULT_SERVER_HTTP_SERVER_H_
@@ -24,8 +26,20 @@ struct ServerOptions {
   std::string model_path;      // shown by /props and /v1/models
   bool demo_model = false;     // the embedded random-weight model
   uint64_t max_body_bytes = 8u << 20;
-  uint32_t max_connections = 64;  // concurrent HTTP worker threads
-  int32_t max_n_predict = 4096;   // a request asking more gets a 400
+  // HTTP worker threads, one connection each; a connection beyond them is
+  // answered 503 too_many_connections at once.
+  uint32_t max_connections = 64;
+  int32_t max_n_predict = 4096;  // a request asking more gets a 400
+  // Deadlines (milliseconds): the whole request head, the whole body after
+  // it, a keep-alive connection's wait for its next request, a response
+  // write without progress. A late head or body gets 408.
+  uint32_t head_timeout_ms = 10000;
+  uint32_t body_timeout_ms = 60000;
+  uint32_t idle_timeout_ms = 5000;
+  uint32_t write_timeout_ms = 60000;
+  // Stop: how long responses in progress may still write (a stream's last
+  // error event and terminating chunk).
+  uint32_t stop_grace_ms = 2000;
 };
 
 class HttpServer {
@@ -42,8 +56,10 @@ class HttpServer {
   void SetEngine(Engine* engine);
   // Shows model-load progress in /health's loading answer ([0, 1]).
   void SetLoadProgress(double fraction);
-  // Stops accepting connections, ends streams in flight and joins the
-  // listener. Idempotent.
+  // Stops accepting connections, closes idle and half-read ones at once,
+  // ends streams in flight with an error event and their terminating chunk
+  // (within stop_grace_ms), cancels waiting requests and joins every HTTP
+  // thread. Idempotent.
   void Stop();
   // Returns the port actually bound.
   uint16_t port() const;

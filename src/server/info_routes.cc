@@ -1,6 +1,4 @@
 // GET /health, /props, /v1/models, /slots, /metrics.
-#include <httplib.h>
-
 #include "server/metrics_text.h"
 #include "server/openai_codec.h"
 #include "server/server_state.h"
@@ -8,8 +6,8 @@
 namespace kvault {
 namespace {
 
-using httplib::Request;
-using httplib::Response;
+using Request = HttpRequest;
+using Response = HttpResponse;
 using nlohmann::json;
 
 constexpr char kBuildInfo[] = "kvault 0.1.0";
@@ -52,7 +50,7 @@ void HandleSlots(const ServerState& state, const Request& req, Response& res) {
     out.push_back(SlotJson(s));
   }
   // llama-server's ?fail_on_no_slot=1: 503 when every slot is busy.
-  if (req.get_param_value("fail_on_no_slot") == "1" && !any_idle) {
+  if (req.Param("fail_on_no_slot") == "1" && !any_idle) {
     ReplyError(res, MakeHttpError(503, kErrUnavailable, "no slot available",
                                   "no_slot_available"));
     return;
@@ -99,14 +97,14 @@ void HandleMetrics(const ServerState& state, Response& res) {
   metrics.requests_total += state.slot_actions_total.load();
   metrics.requests_failed += state.slot_actions_failed.load();
   res.status = 200;
-  res.set_content(FormatMetrics(metrics,
+  res.SetContent(FormatMetrics(metrics,
                                 static_cast<uint32_t>(slots.size()), busy),
                   "text/plain; version=0.0.4");
 }
 
 }  // namespace
 
-void RegisterInfoRoutes(httplib::Server& server, ServerState& state) {
+void RegisterInfoRoutes(HttpRouter& server, ServerState& state) {
   auto health = [&state](const Request&, Response& res) {
     HandleHealth(state, res);
   };

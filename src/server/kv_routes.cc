@@ -1,14 +1,12 @@
 // kvault's extensions: GET /kv (pool statistics and the page -> slot map)
 // and POST /kv/defrag.
-#include <httplib.h>
-
 #include "server/server_state.h"
 
 namespace kvault {
 namespace {
 
-using httplib::Request;
-using httplib::Response;
+using Request = HttpRequest;
+using Response = HttpResponse;
 using nlohmann::json;
 
 json PoolJson(const PoolStats& p) {
@@ -52,7 +50,7 @@ json KvMapJson(const KvMap& map) {
 
 }  // namespace
 
-void RegisterKvRoutes(httplib::Server& server, ServerState& state) {
+void RegisterKvRoutes(HttpRouter& server, ServerState& state) {
   server.Get("/kv", [&state](const Request&, Response& res) {
     ReplyJson(res, KvMapJson(state.engine.load()->GetKvMap()));
   });

@@ -1,6 +1,6 @@
 // What the HTTP route handlers share (internal to src/server): the options,
 // the engine once it is ready, the stop flag, and the reply helpers. Each
-// route group registers itself on the httplib::Server with a Register*
+// route group registers itself on the HttpRouter with a Register*
 // function defined in its own file.
 #ifndef KVAULT_SERVER_SERVER_STATE_H_
 #define KVAULT_SERVER_SERVER_STATE_H_
@@ -15,13 +15,9 @@
 #include "server/chat_template.h"
 #include "server/completion_codec.h"
 #include "server/http_error.h"
+#include "server/http_message.h"
+#include "server/http_router.h"
 #include "server/http_server.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace kvault {
 
@@ -42,35 +38,30 @@ struct ServerState {
 };
 
 // Sets `res` to `j` as application/json with HTTP status `status`.
-void ReplyJson(httplib::Response& res, const nlohmann::json& j,
-               int status = 200);
+void ReplyJson(HttpResponse& res, const nlohmann::json& j, int status = 200);
 // Sets `res` to the error body of `error`.
-void ReplyError(httplib::Response& res, const HttpError& error);
+void ReplyError(HttpResponse& res, const HttpError& error);
 // Sets `res` to the error body of a non-OK `status`.
-void ReplyStatus(httplib::Response& res, const Status& status);
+void ReplyStatus(HttpResponse& res, const Status& status);
 
-// A route handler (httplib's Server::Handler).
-using RouteHandler =
-    std::function<void(const httplib::Request&, httplib::Response&)>;
-
-// Registers POST `pattern`. The body is read here with max_body_bytes
-// enforced for chunked bodies too (httplib itself only checks a
-// Content-Length): a larger body is a 413 and the connection is closed.
-void RegisterPost(httplib::Server& server, const std::string& pattern,
+// Registers POST `pattern`. The connection layer has read the body by
+// then, with max_body_bytes enforced for Content-Length and chunked bodies
+// alike (a larger body is a 413 and the connection is closed).
+void RegisterPost(HttpRouter& server, const std::string& pattern,
                   const ServerState& state, RouteHandler handler);
 
 // Returns the limits requests are checked against on `engine`.
 CompletionLimits LimitsFor(const ServerState& state, const Engine& engine);
 
 // GET /health, /props, /v1/models, /slots, /metrics.
-void RegisterInfoRoutes(httplib::Server& server, ServerState& state);
+void RegisterInfoRoutes(HttpRouter& server, ServerState& state);
 // POST /completion, /completions, /v1/completions, /v1/chat/completions,
 // /chat/completions, /tokenize, /detokenize.
-void RegisterCompletionRoutes(httplib::Server& server, ServerState& state);
+void RegisterCompletionRoutes(HttpRouter& server, ServerState& state);
 // POST /slots/{id}?action=save|restore|erase.
-void RegisterSlotRoutes(httplib::Server& server, ServerState& state);
+void RegisterSlotRoutes(HttpRouter& server, ServerState& state);
 // GET /kv, POST /kv/defrag.
-void RegisterKvRoutes(httplib::Server& server, ServerState& state);
+void RegisterKvRoutes(HttpRouter& server, ServerState& state);
 
 }  // namespace kvault
 

@@ -1,7 +1,5 @@
 // POST /slots/{id}?action=save|restore|erase, answered exactly as
 // llama-server does; the error mapping is HttpErrorFromStatus's.
-#include <httplib.h>
-
 #include <charconv>
 #include <filesystem>
 
@@ -12,8 +10,8 @@
 namespace kvault {
 namespace {
 
-using httplib::Request;
-using httplib::Response;
+using Request = HttpRequest;
+using Response = HttpResponse;
 using nlohmann::json;
 
 // Returns the slot id in the URL after checking it names an existing slot.
@@ -93,7 +91,7 @@ StatusOr<json> RunSlotAction(const ServerState& state, const Request& req) {
   const Engine& engine = *state.engine.load();
   KV_ASSIGN_OR_RETURN(uint32_t slot,
                       ParseSlotId(req.matches[1], engine.options().n_slots));
-  const std::string action = req.get_param_value("action");
+  const std::string action = req.Param("action");
   if (action == "save") return Save(state, slot, req);
   if (action == "restore") return Restore(state, slot, req);
   if (action == "erase") return Erase(state, slot);
@@ -104,7 +102,7 @@ StatusOr<json> RunSlotAction(const ServerState& state, const Request& req) {
 
 }  // namespace
 
-void RegisterSlotRoutes(httplib::Server& server, ServerState& state) {
+void RegisterSlotRoutes(HttpRouter& server, ServerState& state) {
   RegisterPost(server, R"(/slots/([^/]*))", state,
                [&state](const Request& req, Response& res) {
                  ++state.slot_actions_total;

@@ -1,7 +1,5 @@
 #include "server/stream_response.h"
 
-#include <httplib.h>
-
 #include <chrono>
 
 #include "server/http_error.h"
@@ -43,39 +41,53 @@ std::string FormatItems(StreamJob& job, std::vector<QueueSink::Item>& items,
   return text;
 }
 
-// One call of httplib's chunked content provider: writes what is queued.
-// Returns false to abort the response.
-bool PumpStream(StreamJob& job, httplib::DataSink& out) {
-  if (job.stopping != nullptr && job.stopping->load()) {
+// Ends a stream the stopping server cuts: what the engine already queued,
+// then (unless that was the end) an error event; always the last call.
+bool EndStopped(StreamJob& job, ChunkSink& out) {
+  std::vector<QueueSink::Item> items = job.sink->Wait(milliseconds(0));
+  bool done = false;
+  std::string text = FormatItems(job, items, &done);
+  if (!done) {
     Abandon(job);
-    return false;
+    text += SseData(ErrorJson(MakeHttpError(503, kErrUnavailable,
+                                            "the server is stopping; task " +
+                                                std::to_string(job.task_id) +
+                                                " was cancelled",
+                                            "server_stopping")));
+  }
+  const bool written = out.Write(text);
+  out.Done();
+  return written;
+}
+
+// One call of the connection's stream pump: writes what is queued.
+// Returns false to abort the response (the client is gone).
+bool PumpStream(StreamJob& job, ChunkSink& out) {
+  if (job.stopping != nullptr && job.stopping->load()) {
+    return EndStopped(job, out);
   }
   std::vector<QueueSink::Item> items = job.sink->Wait(kPollInterval);
   bool done = false;
   std::string text = FormatItems(job, items, &done);
-  // httplib ends the stream on an empty write, so only write text.
-  if (!text.empty() && !out.write(text.data(), text.size())) {
+  if (!out.Write(text)) {
     Abandon(job);
     return false;
   }
-  if (done) out.done();
+  if (done) out.Done();
   return true;
 }
 
 }  // namespace
 
-void ServeStream(std::shared_ptr<StreamJob> job, httplib::Response* res) {
-  res->set_header("Cache-Control", "no-cache");
-  res->set_chunked_content_provider(
-      "text/event-stream",
-      [job](size_t /*offset*/, httplib::DataSink& out) {
-        return PumpStream(*job, out);
-      },
-      // Runs when httplib drops the response, however it ended: a task that
-      // has not finished lost its client.
-      [job](bool /*success*/) {
-        if (!job->sink->finished()) Abandon(*job);
-      });
+void ServeStream(std::shared_ptr<StreamJob> job, HttpResponse* res) {
+  res->SetHeader("Cache-Control", "no-cache");
+  res->content_type = "text/event-stream";
+  res->pump = [job](ChunkSink& out) { return PumpStream(*job, out); };
+  // Runs when the connection drops the response, however it ended: a task
+  // that has not finished lost its client.
+  res->on_stream_end = [job](bool /*completed*/) {
+    if (!job->sink->finished()) Abandon(*job);
+  };
 }
 
 StatusOr<CompletionResult> WaitForResult(Engine* engine, uint64_t task_id,

@@ -1,8 +1,11 @@
 // Writing a completion to its HTTP client: streamed as Server-Sent Events
-// through httplib's chunked content provider, or waited for whole. When the
-// client has gone (a write fails, or httplib ends the response early) the
-// sink is marked so the engine's next OnToken returns false, and the task is
-// cancelled: the slot is freed either way.
+// through the connection's chunked stream (HttpResponse::pump), or waited
+// for whole. When the client has gone (a write fails, or the connection
+// ends the stream early) the sink is marked so the engine's next OnToken
+// returns false, and the task is cancelled: the slot is freed either way.
+// When the server stops, a stream ends with a last event
+// data: {"error": {...}, "reason": "server_stopping"} and its terminating
+// chunk.
 #ifndef KVAULT_SERVER_STREAM_RESPONSE_H_
 #define KVAULT_SERVER_STREAM_RESPONSE_H_
 
@@ -12,11 +15,8 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "server/http_message.h"
 #include "server/sse_sink.h"
-
-namespace httplib {
-struct Response;
-}
 
 namespace kvault {
 
@@ -29,9 +29,9 @@ struct StreamJob {
   const std::atomic<bool>* stopping = nullptr;  // the server is stopping
 };
 
-// Sets `res` to stream `job` as text/event-stream. An engine error ends the
-// stream with `data: {"error": ...}`.
-void ServeStream(std::shared_ptr<StreamJob> job, httplib::Response* res);
+// Sets `res` to stream `job` as text/event-stream. An engine error, or the
+// server stopping, ends the stream with `data: {"error": ...}`.
+void ServeStream(std::shared_ptr<StreamJob> job, HttpResponse* res);
 
 // Waits for a non-streamed task's result, collecting its token events
 // (returned through `events`); cancels the task when `*stopping` becomes

@@ -1,0 +1,224 @@
+#include "server/http_listener.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace kvault {
+namespace {
+
+using std::chrono::milliseconds;
+
+// How long a rejected connection is drained before it is closed, and how
+// many may linger at once (beyond that they are closed at once).
+constexpr milliseconds kRejectLinger{500};
+constexpr size_t kMaxLingering = 256;
+// How long accepting pauses when the process is out of descriptors.
+constexpr milliseconds kAcceptPause{100};
+
+std::string TooManyConnectionsResponse() {
+  HttpResponse res;
+  SetErrorResponse(
+      MakeHttpError(503, kErrUnavailable,
+                    "too many connections: every HTTP worker is busy; retry "
+                    "later",
+                    "too_many_connections"),
+      res);
+  res.SetHeader("Retry-After", "1");
+  return ResponseHead(res, 1, false) + res.body;
+}
+
+// Returns a socket bound to host:port and listening, or the error.
+StatusOr<int> BindSocket(const std::string& host, uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (getaddrinfo(host.c_str(), service.c_str(), &hints, &found) != 0) {
+    return InvalidArgumentError("cannot resolve host '" + host + "'");
+  }
+  int fd = -1;
+  for (addrinfo* ai = found; ai != nullptr && fd < 0; ai = ai->ai_next) {
+    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                ai->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(found);
+  if (fd < 0) {
+    return UnavailableError("cannot listen on " + host + ":" +
+                            std::to_string(port) +
+                            " (address in use or not local?)")
+        .WithReason("bind_failed");
+  }
+  return fd;
+}
+
+uint16_t BoundPort(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  if (addr.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+  }
+  return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
+    const ListenerOptions& options, const HttpCallbacks* callbacks) {
+  if (options.host.empty()) return InvalidArgumentError("server host is empty");
+  std::unique_ptr<HttpListener> l(new HttpListener(options, callbacks));
+  l->options_.max_connections = std::max<uint32_t>(1, options.max_connections);
+  KV_RETURN_IF_ERROR(l->stop_.Init());
+  KV_RETURN_IF_ERROR(l->Bind());
+  for (uint32_t i = 0; i < l->options_.max_connections; ++i) {
+    l->workers_.emplace_back([p = l.get()] { p->WorkerLoop(); });
+  }
+  l->acceptor_ = std::thread([p = l.get()] { p->AcceptLoop(); });
+  return l;
+}
+
+Status HttpListener::Bind() {
+  KV_ASSIGN_OR_RETURN(listen_fd_, BindSocket(options_.host, options_.port));
+  port_ = BoundPort(listen_fd_);
+  return Status::Ok();
+}
+
+HttpListener::~HttpListener() { Stop(milliseconds(0)); }
+
+void HttpListener::Stop(milliseconds grace) {
+  std::lock_guard<std::mutex> stop_lock(stop_mu_);
+  if (stopped_) return;
+  stopped_ = true;
+  stop_.Trigger(grace);
+  if (acceptor_.joinable()) acceptor_.join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cv_.notify_all();
+  }
+  for (std::thread& t : workers_) t.join();
+  for (int fd : queue_) close(fd);
+  queue_.clear();
+  if (listen_fd_ >= 0) close(listen_fd_);
+  listen_fd_ = -1;
+}
+
+void HttpListener::AcceptLoop() {
+  while (true) {
+    // Out of descriptors: stop polling the listener for a moment rather
+    // than spin on a socket that stays readable.
+    const bool paused = HttpClock::now() < accept_paused_until_;
+    std::vector<pollfd> fds = {
+        {listen_fd_, static_cast<short>(paused ? 0 : POLLIN), 0},
+        {stop_.fd(), POLLIN, 0}};
+    HttpClock::time_point next =
+        HttpClock::now() + (paused ? kAcceptPause : milliseconds(1000));
+    for (const Lingering& l : lingering_) {
+      fds.push_back({l.fd, POLLIN, 0});
+      next = std::min(next, l.until);
+    }
+    const auto wait =
+        std::chrono::duration_cast<milliseconds>(next - HttpClock::now());
+    poll(fds.data(), fds.size(),
+         static_cast<int>(std::max<int64_t>(0, wait.count() + 1)));
+    if (fds[1].revents != 0) break;
+    std::vector<bool> readable;
+    for (size_t i = 2; i < fds.size(); ++i) {
+      readable.push_back(fds[i].revents != 0);
+    }
+    DrainLingering(readable);
+    if (fds[0].revents != 0) AcceptReady();
+  }
+  for (const Lingering& l : lingering_) close(l.fd);
+  lingering_.clear();
+}
+
+void HttpListener::AcceptReady() {
+  while (true) {
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {  // EAGAIN (all taken), or an error
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+          errno == ENOMEM) {
+        accept_paused_until_ = HttpClock::now() + kAcceptPause;
+      }
+      return;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (busy_ >= options_.max_connections) {
+      lock.unlock();
+      Reject(fd);
+      continue;
+    }
+    ++busy_;
+    queue_.push_back(fd);
+    cv_.notify_one();
+  }
+}
+
+void HttpListener::Reject(int fd) {
+  static const std::string kResponse = TooManyConnectionsResponse();
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  // A fresh socket's send buffer takes the small answer at once.
+  [[maybe_unused]] ssize_t n =
+      send(fd, kResponse.data(), kResponse.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  shutdown(fd, SHUT_WR);
+  if (lingering_.size() >= kMaxLingering) {
+    close(fd);
+    return;
+  }
+  lingering_.push_back({fd, HttpClock::now() + kRejectLinger});
+}
+
+void HttpListener::DrainLingering(const std::vector<bool>& readable) {
+  std::vector<Lingering> keep;
+  const HttpClock::time_point now = HttpClock::now();
+  for (size_t i = 0; i < lingering_.size(); ++i) {
+    const Lingering& l = lingering_[i];
+    bool open = now < l.until;
+    if (open && i < readable.size() && readable[i]) {
+      char buf[4096];
+      open = recv(l.fd, buf, sizeof(buf), MSG_DONTWAIT) > 0;
+    }
+    if (open) {
+      keep.push_back(l);
+    } else {
+      close(l.fd);
+    }
+  }
+  lingering_ = std::move(keep);
+}
+
+void HttpListener::WorkerLoop() {
+  while (true) {
+    int fd = -1;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return !queue_.empty() || stop_.stopping(); });
+      if (queue_.empty()) return;
+      fd = queue_.front();
+      queue_.pop_front();
+    }
+    HttpConnection(fd, options_.connection, *callbacks_, &stop_).Serve();
+    std::lock_guard<std::mutex> lock(mu_);
+    --busy_;
+  }
+}
+
+}  // namespace kvault

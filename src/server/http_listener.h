@@ -1,0 +1,84 @@
+// The connection server: one acceptor thread and a fixed pool of worker
+// threads, one connection per worker at a time. When every worker is busy
+// a new connection is answered at once with 503 too_many_connections
+// (Connection: close) instead of waiting in a queue, so a flood of idle
+// connections costs the flood, not the clients behind it. Stop closes idle
+// and half-read connections at once and gives streams a short grace to send
+// their last event and terminating chunk.
+#ifndef KVAULT_SERVER_HTTP_LISTENER_H_
+#define KVAULT_SERVER_HTTP_LISTENER_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/status_or.h"
+#include "server/http_connection.h"
+#include "server/http_socket.h"
+
+namespace kvault {
+
+struct ListenerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;              // 0: any free port
+  uint32_t max_connections = 64;  // worker threads
+  ConnectionOptions connection;
+};
+
+class HttpListener {
+ public:
+  // Binds host:port (InvalidArgument for a bad host, Unavailable with
+  // reason "bind_failed" when the address is taken) and starts the threads;
+  // `callbacks` must outlive the listener.
+  static StatusOr<std::unique_ptr<HttpListener>> Start(
+      const ListenerOptions& options, const HttpCallbacks* callbacks);
+  // Stops (see Stop) and joins.
+  ~HttpListener();
+
+  // Returns the port actually bound.
+  uint16_t port() const { return port_; }
+  // Stops accepting, closes connections waiting for input, lets responses
+  // in progress write for at most `grace` more, and joins every thread.
+  // Idempotent.
+  void Stop(std::chrono::milliseconds grace);
+
+ private:
+  struct Lingering {
+    int fd;
+    HttpClock::time_point until;
+  };
+  HttpListener(const ListenerOptions& options, const HttpCallbacks* callbacks)
+      : options_(options), callbacks_(callbacks) {}
+  Status Bind();
+  void AcceptLoop();
+  void AcceptReady();
+  void Reject(int fd);
+  void DrainLingering(const std::vector<bool>& readable);
+  void WorkerLoop();
+
+  ListenerOptions options_;
+  const HttpCallbacks* callbacks_;
+  StopSignal stop_;
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  std::thread acceptor_;
+  std::vector<std::thread> workers_;
+  std::vector<Lingering> lingering_;           // acceptor thread only
+  HttpClock::time_point accept_paused_until_;  // acceptor thread only
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<int> queue_;  // accepted, not yet taken by a worker
+  uint32_t busy_ = 0;      // queued + being served
+  std::mutex stop_mu_;
+  bool stopped_ = false;
+};
+
+}  // namespace kvault
+
+#endif  // KVAULT_SERVER_HTTP_LISTENER_H_

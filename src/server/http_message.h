@@ -1,0 +1,91 @@
+// kvault's HTTP/1.1 message types: what the connection layer hands a route
+// handler (HttpRequest) and what the handler fills in (HttpResponse), either
+// a whole body or a chunked stream pumped by the connection.
+#ifndef KVAULT_SERVER_HTTP_MESSAGE_H_
+#define KVAULT_SERVER_HTTP_MESSAGE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace kvault {
+
+// Size limits on one request.
+struct HttpLimits {
+  size_t max_head_bytes = 32 << 10;    // request line + headers (431 above)
+  size_t max_headers = 100;            // header fields (431 above)
+  uint64_t max_body_bytes = 8u << 20;  // decoded body (413 above)
+};
+
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
+// Returns true when `a` and `b` are equal ignoring ASCII case.
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+
+// Returns the percent-decoded `text`; with `plus_is_space` (query strings)
+// '+' becomes ' '. A '%' not followed by two hex digits is kept as is.
+std::string PercentDecode(std::string_view text, bool plus_is_space);
+
+struct HttpRequest {
+  std::string method;     // "GET", "POST", ... (case-sensitive, RFC 9110)
+  std::string target;     // as sent: "/slots/0?action=save"
+  std::string path;       // the target's path, percent-decoded
+  std::string query;      // the raw text after '?', "" when none
+  int version_minor = 1;  // HTTP/1.<minor>
+  HttpHeaders headers;    // in arrival order, names as sent
+  std::string body;       // decoded (de-chunked) body
+  // The route pattern's sub-matches; [0] is the whole path.
+  std::vector<std::string> matches;
+
+  // Returns the first header named `name` (case-insensitive), or "".
+  std::string Header(std::string_view name) const;
+  // Returns true when a header named `name` is present.
+  bool HasHeader(std::string_view name) const;
+  // Returns the decoded value of the first query parameter `name`, or "".
+  std::string Param(std::string_view name) const;
+};
+
+// Where a streamed response's pieces go; implemented by the connection.
+class ChunkSink {
+ public:
+  virtual ~ChunkSink() = default;
+  // Sends `data` as one chunk; returns false when the client is gone (or
+  // too slow): the stream must end.
+  virtual bool Write(std::string_view data) = 0;
+  // Marks the stream complete: the connection sends the terminating chunk.
+  virtual void Done() = 0;
+};
+
+struct HttpResponse {
+  int status = 200;
+  HttpHeaders headers;  // extra headers (Content-Type and framing excluded)
+  std::string content_type;
+  std::string body;
+  // Streamed responses: the connection calls `pump` until it returns false
+  // (abort: the connection is closed without a terminating chunk) or the
+  // pump calls sink.Done(). `pump` must return within about 100 ms so the
+  // connection can notice a stopping server; then the pump writes its last
+  // event and calls Done.
+  std::function<bool(ChunkSink& sink)> pump;
+  // Runs once after streaming ended, however it ended; `completed` is true
+  // when Done was called and the terminating chunk went out.
+  std::function<void(bool completed)> on_stream_end;
+  // The connection is closed after this response (the request's body was
+  // not read, or the handler asked for it).
+  bool close_connection = false;
+
+  // Sets a whole body with its content type.
+  void SetContent(std::string text, std::string type);
+  // Adds or replaces header `name`.
+  void SetHeader(const std::string& name, std::string value);
+  // Returns header `name` (case-insensitive), or "".
+  std::string Header(std::string_view name) const;
+};
+
+}  // namespace kvault
+
+#endif  // KVAULT_SERVER_HTTP_MESSAGE_H_
