@@ -220,8 +220,8 @@ Status RestoreJob::Load() {
     return FailedPreconditionError("restore into " + Name(target_) +
                                    ": Load called twice");
   }
-  Status status = s.placement == Placement::kReserved ? LoadIntoCells()
-                                                      : LoadIntoBuffer();
+  Status status =
+      s.placement == Placement::kReserved ? LoadIntoCells() : LoadIntoBuffer();
   s.phase.store(status.ok() ? RestorePhase::kLoaded
                             : RestorePhase::kLoadFailed);
   return status;
@@ -329,9 +329,9 @@ Status RestoreJob::CommitIntoTargetPages(const std::string& where) {
   StatusOr<std::vector<CellId>> cells = cache.Append(target_, s.tokens);
   if (!cells.ok()) {
     // TargetPagesFit mirrors the placement, so this is a kvault bug.
-    return InternalError(where + ": placing the cells failed after " +
-                         Name(target_) + "'s old cells were released: " +
-                         std::string(cells.status().message()));
+    return InternalError(
+        where + ": placing the cells failed after " + Name(target_) +
+        "'s old cells were released: " + std::string(cells.status().message()));
   }
   const StateHeader& h = s.validated.header;
   const std::span<const PageId> pages = cache.table().Pages(target_);

@@ -249,8 +249,10 @@ TEST(EngineKvFullTest, RestoreWithoutAnyTierReusesTheSlotsPages) {
   auto saved = (*engine)->SaveSlot(0, dir + "/story.bin");
   ASSERT_TRUE(saved.ok()) << saved.status();
   ASSERT_GT(saved->n_saved, 32u);  // 3 of the 4 pages
-  const std::vector<TokenId> history = engine_test::Concat(prompt, told->tokens);
-  const std::vector<TokenId> expected = SoloGreedy(*reference, history, 8, false);
+  const std::vector<TokenId> history =
+      engine_test::Concat(prompt, told->tokens);
+  const std::vector<TokenId> expected =
+      SoloGreedy(*reference, history, 8, false);
   // Another conversation fills slot 0's 3 pages; 1 page is free.
   CompletionParams other = engine_test::Greedy(GenPrompt(35, 2), 4, 0);
   other.ignore_eos = true;

@@ -130,8 +130,8 @@ TEST_F(KvVaultReuseTest, RestoreFitsOnlyInTheTargetsPagesAndReplacesIt) {
 // The asynchronous path moves nothing until EndRestore: after Load the
 // target still holds its old KV.
 TEST_F(KvVaultReuseTest, AsyncRestoreTouchesTheTargetOnlyAtCommit) {
-  auto job = vault_->BeginRestore(kTarget, SavedFile("six_pages", 24),
-                                  kScratch);
+  auto job =
+      vault_->BeginRestore(kTarget, SavedFile("six_pages", 24), kScratch);
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_FALSE(cache_->table().Contains(kScratch));  // nothing reserved
   const Status loaded = LoadOnThread(job->get());
@@ -194,8 +194,8 @@ TEST_F(KvVaultReuseTest, BadFileLeavesTheTargetsOldKv) {
 // Other sequences keep growing while the file is read; when they take the
 // free page, the commit refuses and the target keeps its old KV.
 TEST_F(KvVaultReuseTest, PoolFilledWhileLoadingFailsWithNoRoom) {
-  auto job = vault_->BeginRestore(kTarget, SavedFile("six_pages", 24),
-                                  kScratch);
+  auto job =
+      vault_->BeginRestore(kTarget, SavedFile("six_pages", 24), kScratch);
   ASSERT_TRUE(job.ok()) << job.status();
   const Status loaded = LoadOnThread(job->get());
   ASSERT_TRUE(loaded.ok()) << loaded;
@@ -215,15 +215,15 @@ TEST_F(KvVaultReuseTest, TooBigOrAbortedChangesNothing) {
   const state_test::CacheSnapshot before = state_test::TakeSnapshot(*cache_);
   auto too_big = vault_->Restore(kTarget, SavedFile("seven_pages", 28));
   ASSERT_TRUE(too_big.status().IsResourceExhausted()) << too_big.status();
-  auto job = vault_->BeginRestore(kTarget, SavedFile("six_pages", 24),
-                                  kScratch);
+  auto job =
+      vault_->BeginRestore(kTarget, SavedFile("six_pages", 24), kScratch);
   ASSERT_TRUE(job.ok()) << job.status();
   auto aborted =
       vault_->EndRestore(std::move(job).value(), CancelledError("timed out"));
-  EXPECT_EQ(aborted.status().code(), StatusCode::kCancelled) << aborted.status();
+  EXPECT_EQ(aborted.status().code(), StatusCode::kCancelled)
+      << aborted.status();
   EXPECT_EQ(
-      state_test::DiffSnapshots(before, state_test::TakeSnapshot(*cache_)),
-      "");
+      state_test::DiffSnapshots(before, state_test::TakeSnapshot(*cache_)), "");
 }
 
 }  // namespace
