@@ -157,6 +157,9 @@ RestoreOptions KvVault::RoomForRestore(SeqId target, SeqId scratch,
     evicted->push_back(*own);
     return MakeRoomFor(scratch, num_tokens, target, what, evicted);
   };
+  // No tier could take the target's old KV: the restore may still replace
+  // it in place, verifying the whole file before the old cells go.
+  options.reuse_target_pages = true;
   return options;
 }
 

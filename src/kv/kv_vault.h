@@ -13,7 +13,10 @@
 // candidate would free can hold it before it evicts anything; a failed
 // restore leaves the target as it was, and sequences evicted for it stay
 // safely spilled (reported in the error and last_evictions()). A failed
-// spill leaves the sequence resident and unchanged.
+// spill leaves the sequence resident and unchanged. The target's own pages
+// count as room: it is spilled first when a tier can take it, otherwise
+// the file is verified whole into a host buffer and replaces the target in
+// place (RestoreOptions::reuse_target_pages). A restore never drops KV.
 //
 // Single-threaded: the caller serialises every call (and every use of the
 // wrapped cache while a call runs). The one exception is the I/O of an
@@ -119,8 +122,9 @@ class KvVault {
   // one by copying its tier entry. NotFound when it is neither.
   StatusOr<SaveResult> Save(SeqId seq, const std::string& path);
   // Restores the state file at `path` into `seq`, evicting idle sequences
-  // when pages are short (see the file comment). ResourceExhausted naming
-  // needed vs available pages when even evicting everything is not enough.
+  // and reusing `seq`'s own pages when short (see the file comment).
+  // ResourceExhausted naming needed vs available pages when even that is
+  // not enough.
   // On success a spilled copy of `seq` is discarded (it is stale).
   StatusOr<VaultRestoreResult> Restore(SeqId seq, const std::string& path);
   // --- Asynchronous restore and save (kv_vault_async.cc) ------------------

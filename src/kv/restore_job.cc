@@ -1,6 +1,7 @@
 // RestoreJob: the transactional restore of state_file.h split into Prepare
-// (checks 1-11, reserve under a scratch sequence), Load (checks 12-13 and
-// the scatter into the reserved cells, on any thread) and Commit/Abort.
+// (checks 1-11, reserve under a scratch sequence or plan to reuse the
+// target's pages), Load (checks 12-13 and the scatter into the reserved
+// cells or a host buffer, on any thread) and Commit/Abort.
 #include "kv/restore_job.h"
 
 #include <algorithm>
@@ -13,12 +14,11 @@
 #include <vector>
 
 #include "core/check.h"
-#include "core/checksum.h"
+#include "kv/restore_chunks.h"
 
 namespace kvault {
 namespace {
 
-using state_internal::CellRun;
 using state_internal::ValidatedFile;
 
 // Load, Commit and Abort move the phase on with compare-exchange so that an
@@ -32,10 +32,6 @@ enum class RestorePhase : uint8_t {
 };
 
 std::string Name(SeqId seq) { return "seq#" + std::to_string(seq.value()); }
-
-std::string Range(uint64_t begin, uint64_t end) {
-  return "[" + std::to_string(begin) + ", " + std::to_string(end) + ")";
-}
 
 // Returns true when a scratch sequence other than `scratch` is in `table`.
 bool OtherScratchExists(const SequenceTable& table, SeqId scratch) {
@@ -61,115 +57,61 @@ StatusOr<std::vector<CellId>> AppendScratch(KvCache* cache, SeqId scratch,
   return cache->Append(scratch, tokens);
 }
 
-// Reserves cells for `tokens` under `scratch`, asking options.make_room
-// once when the pool is full.
-Status ReserveCells(KvCache* cache, SeqId scratch,
-                    std::span<const TokenPos> tokens,
-                    const RestoreOptions& options) {
-  StatusOr<std::vector<CellId>> cells = AppendScratch(cache, scratch, tokens);
-  bool asked = false;
-  if (!cells.ok() && cells.status().IsResourceExhausted() &&
-      options.make_room) {
-    KV_RETURN_IF_ERROR(options.make_room(tokens.size()));
-    asked = true;
-    cells = AppendScratch(cache, scratch, tokens);
-  }
-  if (cells.ok()) return Status::Ok();
-  if (!cells.status().IsResourceExhausted()) return cells.status();
-  const PagePool& pool = cache->pool();
-  const uint64_t pages =
-      (tokens.size() + pool.page_size() - 1) / pool.page_size();
+// Where Prepare put the restore (restore_chunks.h).
+enum class Placement : uint8_t {
+  kReserved,     // cells reserved under the scratch sequence
+  kTargetPages,  // into the target's own pages at Commit, via a host buffer
+};
+
+// Returns true when a new sequence of `num_cells` fits in the free pages
+// plus the target's own. Under contiguous+defrag the Append at Commit may
+// defragment, which must not move another restore's cells in flight: then
+// it needs a run, as contiguous does.
+bool TargetPagesFit(const KvCache& cache, SeqId target, SeqId scratch,
+                    uint64_t num_cells) {
+  const std::string& policy = cache.policy_name();
+  const bool need_run =
+      policy == "contiguous" || (policy == "contiguous+defrag" &&
+                                 OtherScratchExists(cache.table(), scratch));
+  return state_internal::FitsInTargetPages(cache, target, num_cells, need_run);
+}
+
+Status NoRoomError(const KvCache& cache, uint64_t num_cells, bool asked,
+                   const Status& placement) {
+  const PagePool& pool = cache.pool();
+  const uint64_t pages = (num_cells + pool.page_size() - 1) / pool.page_size();
   return ResourceExhaustedError(
-      "restore needs " + std::to_string(tokens.size()) + " cells (" +
+      "restore needs " + std::to_string(num_cells) + " cells (" +
       std::to_string(pages) + " pages of " + std::to_string(pool.page_size()) +
       "), the pool has " + std::to_string(pool.num_free_pages()) + " of " +
       std::to_string(pool.num_pages()) + " pages free" +
       (asked ? " after make_room" : "") + " (" +
-      std::string(cells.status().message()) + ")");
+      std::string(placement.message()) + ")");
 }
 
-// Copies a verified payload [t, cell_bytes] into the runs' cells.
-void ScatterChunk(std::span<const CellRun> runs, const std::byte* payload,
-                  KvStorage* storage) {
-  const KvLayout& layout = storage->layout();
-  const uint64_t num_cells = storage->num_cells();
-  const uint64_t k_row_bytes = layout.k_row_bytes();
-  const uint64_t v_row_bytes = layout.v_row_bytes();
-  for (uint32_t layer = 0; layer < layout.num_layers; ++layer) {
-    // One bounds-checked span per layer and side; the runs index into it.
-    std::byte* k = storage->KRows(layer, CellId(0), num_cells).data();
-    for (const CellRun& run : runs) {
-      std::memcpy(k + run.first * k_row_bytes, payload,
-                  run.count * k_row_bytes);
-      payload += run.count * k_row_bytes;
-    }
-    std::byte* v = storage->VRows(layer, CellId(0), num_cells).data();
-    for (const CellRun& run : runs) {
-      std::memcpy(v + run.first * v_row_bytes, payload,
-                  run.count * v_row_bytes);
-      payload += run.count * v_row_bytes;
-    }
+// Reserves cells for `tokens` under `scratch`, asking options.make_room
+// once when the pool is full; falls back to the target's own pages when
+// options allow it and they suffice.
+StatusOr<Placement> ReserveCells(KvCache* cache, SeqId target, SeqId scratch,
+                                 std::span<const TokenPos> tokens,
+                                 const RestoreOptions& options) {
+  StatusOr<std::vector<CellId>> cells = AppendScratch(cache, scratch, tokens);
+  bool asked = false;
+  Status room;
+  if (!cells.ok() && cells.status().IsResourceExhausted() &&
+      options.make_room) {
+    room = options.make_room(tokens.size());
+    asked = true;
+    if (room.ok()) cells = AppendScratch(cache, scratch, tokens);
   }
-}
-
-void AddToSummary(Xxh3Hasher& summary, uint64_t checksum) {
-  std::byte le[8];
-  StoreLe64(le, checksum);
-  summary.Update(le, sizeof(le));
-}
-
-// Returns the summary mismatch error of check 13, or OK.
-Status CheckSummary(const ValidatedFile& v, uint64_t computed) {
-  if (computed == v.trailer.summary_checksum) return Status::Ok();
-  return CorruptionError(
-             "summary checksum (trailer at offset " +
-             std::to_string(v.header.file_bytes() - kStateTrailerBytes) +
-             ") mismatch: stored " + Hex64(v.trailer.summary_checksum) +
-             ", computed " + Hex64(computed))
-      .WithReason(kReasonChecksumMismatch);
-}
-
-// Reads, verifies (check 12) and scatters every chunk into the cells of
-// `pages` (logical order), then verifies the summary (check 13). Touches
-// no table: only the file and those cells' bytes in `storage`.
-Status StreamChunks(const RandomAccessFile& file, const ValidatedFile& v,
-                    uint64_t token_checksum, std::span<const PageId> pages,
-                    uint32_t page_size, KvStorage* storage) {
-  const StateHeader& h = v.header;
-  const uint64_t cell_bytes = h.layout.cell_bytes();
-  const uint64_t num_chunks = h.num_chunks();
-  Xxh3Hasher summary;
-  AddToSummary(summary, v.header_checksum);
-  AddToSummary(summary, token_checksum);
-  // [tokens_per_chunk, cell_bytes] payload + u64 checksum, reused.
-  const uint64_t buffer_bytes =
-      std::min<uint64_t>(h.tokens_per_chunk, h.num_tokens) * cell_bytes + 8;
-  auto buffer = std::make_unique_for_overwrite<std::byte[]>(buffer_bytes);
-  std::vector<CellRun> runs;
-  for (uint64_t c = 0; c < num_chunks; ++c) {
-    const uint64_t t0 = c * h.tokens_per_chunk;
-    const uint64_t t = h.chunk_tokens(c);
-    const uint64_t payload_bytes = t * cell_bytes;
-    const uint64_t offset = h.chunk_offset(c);
-    const std::span<std::byte> chunk(buffer.get(), payload_bytes + 8);
-    const std::string name =
-        "chunk " + std::to_string(c) + " of " + std::to_string(num_chunks);
-    KV_RETURN_IF_ERROR(state_internal::ReadExact(file, offset, chunk, name));
-    const uint64_t stored = LoadLe64(chunk.data() + payload_bytes);
-    const uint64_t computed = ChunkChecksum(chunk.first(payload_bytes), c);
-    if (stored != computed) {
-      return CorruptionError(name + " (file bytes " +
-                             Range(offset, offset + payload_bytes + 8) +
-                             ", tokens " + Range(t0, t0 + t) +
-                             ") checksum mismatch: stored " + Hex64(stored) +
-                             ", computed " + Hex64(computed))
-          .WithReason(kReasonChecksumMismatch);
-    }
-    state_internal::CollectCellRuns(pages, page_size, t0, t0 + t, &runs);
-    ScatterChunk(runs, chunk.data(), storage);
-    AddToSummary(summary, stored);
+  if (cells.ok()) return Placement::kReserved;
+  if (!cells.status().IsResourceExhausted()) return cells.status();
+  if (options.reuse_target_pages &&
+      TargetPagesFit(*cache, target, scratch, tokens.size())) {
+    return Placement::kTargetPages;
   }
-  return CheckSummary(v, summary.Digest());
+  if (!room.ok()) return room;
+  return NoRoomError(*cache, tokens.size(), asked, cells.status());
 }
 
 // Checks what Prepare needs before it reads the file.
@@ -204,10 +146,16 @@ struct RestoreJob::State {
   SeqId scratch;
   ValidatedFile validated;
   uint64_t token_checksum = 0;
-  // The scratch sequence's pages when Prepare reserved them: what Load
-  // writes (it must not read the table, which the owner keeps using).
+  Placement placement = Placement::kReserved;
+  // kReserved: the scratch sequence's pages when Prepare reserved them,
+  // what Load writes (it must not read the table, which the owner keeps
+  // using).
   std::vector<PageId> pages;
   uint32_t page_size = 0;
+  // kTargetPages: the cells Commit appends, and the verified K/V payload
+  // Load read (file order, plus 8 spare bytes for the last checksum).
+  std::vector<TokenPos> tokens;
+  std::unique_ptr<std::byte[]> payload;
   std::chrono::steady_clock::time_point start;
   std::atomic<RestorePhase> phase{RestorePhase::kPrepared};
 };
@@ -233,10 +181,18 @@ StatusOr<std::unique_ptr<RestoreJob>> RestoreJob::Prepare(
   std::vector<TokenPos> tokens;
   KV_RETURN_IF_ERROR(state_internal::ReadTokenTable(*file, h, &tokens,
                                                     &state->token_checksum));
-  KV_RETURN_IF_ERROR(ReserveCells(cache, scratch, tokens, options)
-                         .WithContext("restore into " + Name(target)));
-  const std::span<const PageId> pages = cache->table().Pages(scratch);
-  state->pages.assign(pages.begin(), pages.end());
+  StatusOr<Placement> placement =
+      ReserveCells(cache, target, scratch, tokens, options);
+  if (!placement.ok()) {
+    return placement.status().WithContext("restore into " + Name(target));
+  }
+  state->placement = *placement;
+  if (*placement == Placement::kReserved) {
+    const std::span<const PageId> pages = cache->table().Pages(scratch);
+    state->pages.assign(pages.begin(), pages.end());
+  } else {
+    state->tokens = std::move(tokens);
+  }
   state->file = std::move(file);
   state->cache = cache;
   state->storage = cache->storage();
@@ -264,11 +220,47 @@ Status RestoreJob::Load() {
     return FailedPreconditionError("restore into " + Name(target_) +
                                    ": Load called twice");
   }
-  Status status = StreamChunks(*s.file, s.validated, s.token_checksum, s.pages,
-                               s.page_size, s.storage);
+  Status status =
+      s.placement == Placement::kReserved ? LoadIntoCells() : LoadIntoBuffer();
   s.phase.store(status.ok() ? RestorePhase::kLoaded
                             : RestorePhase::kLoadFailed);
   return status;
+}
+
+Status RestoreJob::LoadIntoCells() {
+  State& s = *state_;
+  const StateHeader& h = s.validated.header;
+  // One chunk's payload and checksum at a time, reused.
+  const uint64_t buffer_bytes =
+      std::min<uint64_t>(h.tokens_per_chunk, h.num_tokens) *
+          h.layout.cell_bytes() +
+      8;
+  auto buffer = std::make_unique_for_overwrite<std::byte[]>(buffer_bytes);
+  return state_internal::VerifyChunks(
+      *s.file, s.validated, s.token_checksum,
+      [&](uint64_t, uint64_t, uint64_t) {
+        return std::span<std::byte>(buffer.get(), buffer_bytes);
+      },
+      [&s](uint64_t t0, uint64_t t, const std::byte* payload) {
+        state_internal::ScatterChunk(s.pages, s.page_size, t0, t, payload,
+                                     s.storage);
+      });
+}
+
+Status RestoreJob::LoadIntoBuffer() {
+  State& s = *state_;
+  const uint64_t cell_bytes = s.validated.header.layout.cell_bytes();
+  // Chunks land back to back; each checksum is read before the next
+  // chunk's payload overwrites it, so 8 spare bytes at the end suffice.
+  const uint64_t bytes = s.validated.header.num_tokens * cell_bytes + 8;
+  s.payload = std::make_unique_for_overwrite<std::byte[]>(bytes);
+  return state_internal::VerifyChunks(
+      *s.file, s.validated, s.token_checksum,
+      [&s, bytes, cell_bytes](uint64_t, uint64_t t0, uint64_t) {
+        const uint64_t at = t0 * cell_bytes;
+        return std::span<std::byte>(s.payload.get() + at, bytes - at);
+      },
+      [](uint64_t, uint64_t, const std::byte*) {});
 }
 
 StatusOr<RestoreResult> RestoreJob::Commit() {
@@ -286,18 +278,11 @@ StatusOr<RestoreResult> RestoreJob::Commit() {
         where + ": commit refused, Load " +
         (phase == RestorePhase::kPrepared ? "has not run" : "failed"));
   }
-  const SequenceTable& table = s.cache->table();
-  const std::span<const PageId> pages = table.Pages(s.scratch);
-  Status status;
-  if (!table.Contains(s.scratch) || table.Length(s.scratch) != num_tokens() ||
-      !std::equal(pages.begin(), pages.end(), s.pages.begin(), s.pages.end())) {
-    status = InternalError(where + ": the cells of the scratch sequence " +
-                           Name(s.scratch) +
-                           " were moved or freed while the job was in flight");
-  } else {
-    status = s.cache->ReplaceSequence(target_, s.scratch);
-  }
+  const Status status = s.placement == Placement::kReserved
+                            ? CommitReserved(where)
+                            : CommitIntoTargetPages(where);
   s.phase.store(RestorePhase::kFinished);
+  s.payload.reset();
   if (!status.ok()) {
     // The scratch cells were free before; dropping them restores the cache.
     s.cache->RemoveSequence(s.scratch);
@@ -309,7 +294,54 @@ StatusOr<RestoreResult> RestoreJob::Commit() {
   result.elapsed_ms = std::chrono::duration<double, std::milli>(
                           std::chrono::steady_clock::now() - s.start)
                           .count();
+  result.reused_target_pages = s.placement == Placement::kTargetPages;
   return result;
+}
+
+Status RestoreJob::CommitReserved(const std::string& where) {
+  State& s = *state_;
+  const SequenceTable& table = s.cache->table();
+  const std::span<const PageId> pages = table.Pages(s.scratch);
+  if (!table.Contains(s.scratch) || table.Length(s.scratch) != num_tokens() ||
+      !std::equal(pages.begin(), pages.end(), s.pages.begin(), s.pages.end())) {
+    return InternalError(where + ": the cells of the scratch sequence " +
+                         Name(s.scratch) +
+                         " were moved or freed while the job was in flight");
+  }
+  return s.cache->ReplaceSequence(target_, s.scratch);
+}
+
+Status RestoreJob::CommitIntoTargetPages(const std::string& where) {
+  State& s = *state_;
+  KvCache& cache = *s.cache;
+  // Other sequences kept growing while Load ran: check again before the
+  // old cells go, so that a pool that filled up meanwhile still leaves the
+  // target as it was.
+  if (!TargetPagesFit(cache, target_, s.scratch, s.tokens.size())) {
+    return NoRoomError(cache, s.tokens.size(), false,
+                       ResourceExhaustedError(
+                           "other sequences took the free pages while the "
+                           "file was read; " +
+                           Name(target_) + " is unchanged"))
+        .WithContext(where);
+  }
+  cache.RemoveSequence(target_);
+  StatusOr<std::vector<CellId>> cells = cache.Append(target_, s.tokens);
+  if (!cells.ok()) {
+    // TargetPagesFit mirrors the placement, so this is a kvault bug.
+    return InternalError(
+        where + ": placing the cells failed after " + Name(target_) +
+        "'s old cells were released: " + std::string(cells.status().message()));
+  }
+  const StateHeader& h = s.validated.header;
+  const std::span<const PageId> pages = cache.table().Pages(target_);
+  for (uint64_t c = 0; c < h.num_chunks(); ++c) {
+    const uint64_t t0 = c * h.tokens_per_chunk;
+    state_internal::ScatterChunk(pages, s.page_size, t0, h.chunk_tokens(c),
+                                 s.payload.get() + t0 * h.layout.cell_bytes(),
+                                 s.storage);
+  }
+  return Status::Ok();
 }
 
 void RestoreJob::Abort() {
@@ -321,6 +353,7 @@ void RestoreJob::Abort() {
         << ")";
     if (s.phase.compare_exchange_weak(phase, RestorePhase::kFinished)) {
       s.cache->RemoveSequence(s.scratch);
+      s.payload.reset();
       return;
     }
   }

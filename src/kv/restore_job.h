@@ -16,6 +16,14 @@
 //                        drop the scratch sequence. A failed or aborted
 //                        restore leaves the cache as it was before Prepare.
 //
+// When even make_room leaves no room beside the target's old cells but its
+// own pages would hold the file (RestoreOptions::reuse_target_pages),
+// Prepare reserves nothing; Load reads and verifies the whole K/V payload
+// into a host buffer (the restored sequence's size), and Commit re-checks
+// the room, releases the target's old cells and copies the buffer in. Every
+// failure (a bad chunk, an I/O error, a pool that filled up meanwhile)
+// happens before the old cells are released, so the target is unchanged.
+//
 // RestoreSequence is exactly Prepare + Load + Commit (Abort on error).
 // Thread hand-off: the owner must see Load's return (a future, a queue with
 // a mutex) before Commit; Abort may also come before Load starts (Load then
@@ -75,8 +83,10 @@ class RestoreJob {
   // Owner thread, after a successful Load: makes the restored cells the
   // target's (dropping its old ones). Returns tokens, bytes, elapsed ms
   // since Prepare. On any error (Load not run or failed: FailedPrecondition;
-  // scratch cells changed: Internal) the job is aborted: the cache is as
-  // before Prepare, and the job is finished either way.
+  // scratch cells changed: Internal; reusing the target's pages and other
+  // sequences took the free ones meanwhile: ResourceExhausted) the job is
+  // aborted: the cache is as before Prepare, and the job is finished either
+  // way.
   StatusOr<RestoreResult> Commit();
   // Owner thread: drops the scratch cells; the cache is as before Prepare.
   // A no-op on a finished (committed or aborted) job.
@@ -94,6 +104,13 @@ class RestoreJob {
  private:
   struct State;
   RestoreJob(std::unique_ptr<State> state, SeqId target);
+  // Load's two placements: scatter each verified chunk into the reserved
+  // cells, or read and verify the whole payload into the host buffer.
+  Status LoadIntoCells();
+  Status LoadIntoBuffer();
+  // Commit's two placements; on error the target is as before Prepare.
+  Status CommitReserved(const std::string& where);
+  Status CommitIntoTargetPages(const std::string& where);
   std::unique_ptr<State> state_;
   SeqId target_;
 };

@@ -57,12 +57,21 @@ struct RestoreOptions {
   // make room (e.g. evict idle sequences) and return OK, or return the error
   // the restore reports. Called at most once per restore. Null: no eviction.
   std::function<Status(uint64_t num_tokens)> make_room;
+  // When there is still no room beside the target's current cells but the
+  // target's own pages would hold the file, restore into them anyway: the
+  // whole payload is read and verified into a host buffer (at most the
+  // restored sequence's K/V) before the target's old cells are released,
+  // so a bad file still leaves the target as it was.
+  bool reuse_target_pages = false;
 };
 
 struct RestoreResult {
   uint64_t num_tokens = 0;
   uint64_t bytes_read = 0;
   double elapsed_ms = 0;
+  // True when it went through the host buffer into the target's own pages
+  // (RestoreOptions::reuse_target_pages).
+  bool reused_target_pages = false;
 };
 
 // Streams `seq`'s state to `out` (appended; neither synced nor closed) and

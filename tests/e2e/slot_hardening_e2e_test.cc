@@ -1,14 +1,14 @@
 // End to end, issue 17 ("Hardening") regressions on the real binary: slot
 // files that are not regular files, temporary files, name limits, a missing
 // save directory, failed slot actions in /metrics, and the new flags.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <string>
-
-#include <gtest/gtest.h>
+#include <vector>
 
 #include "http_client.h"
 #include "server_process.h"
@@ -27,20 +27,33 @@ class SlotHardeningTest : public ::testing::Test {
     ASSERT_FALSE(dir_.empty());
   }
 
-  void StartServer(const std::string& save_dir) {
-    auto p = ServerProcess::Start({"-m", model_, "--slot-save-path", save_dir,
-                                   "-t", "1", "--no-fsync", "-np", "2",
-                                   "-c", "1024"});
+  // `extra`: more flags, e.g. a small pool without a spill tier.
+  void StartServer(const std::string& save_dir,
+                   const std::vector<std::string>& extra = {"-c", "1024"}) {
+    std::vector<std::string> args = {"-m",         model_, "--slot-save-path",
+                                     save_dir,     "-t",   "1",
+                                     "--no-fsync", "-np",  "2"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto p = ServerProcess::Start(args);
     ASSERT_TRUE(p.ok()) << p.status();
     server_ = std::move(*p);
     client_ = std::make_unique<HttpClient>(server_->port());
   }
 
+  // A greedy completion on `slot`.
+  Reply Complete(int slot, const std::string& prompt, int n_predict,
+                 bool cache_prompt = true) {
+    return client_->Post("/completion", {{"prompt", prompt},
+                                         {"n_predict", n_predict},
+                                         {"temperature", 0},
+                                         {"id_slot", slot},
+                                         {"cache_prompt", cache_prompt}});
+  }
+
   Reply SlotAction(int slot, const std::string& action,
                    const std::string& filename) {
-    return client_->Post(
-        "/slots/" + std::to_string(slot) + "?action=" + action,
-        json{{"filename", filename}});
+    return client_->Post("/slots/" + std::to_string(slot) + "?action=" + action,
+                         json{{"filename", filename}});
   }
 
   std::string model_;
@@ -60,9 +73,9 @@ TEST_F(SlotHardeningTest, FifoAndSymlinkAreRefusedAtOnce) {
   Reply link = SlotAction(1, "restore", "link.bin");
   EXPECT_EQ(link.status, 400) << link.raw;
   EXPECT_EQ(link.body["reason"], "not_regular_file") << link.raw;
-  Reply done = client_->Post("/completion", {{"prompt", "Once upon a time"},
-                                             {"n_predict", 4},
-                                             {"id_slot", 0}});
+  Reply done = client_->Post(
+      "/completion",
+      {{"prompt", "Once upon a time"}, {"n_predict", 4}, {"id_slot", 0}});
   EXPECT_EQ(done.status, 200) << done.raw;
 }
 
@@ -92,9 +105,9 @@ TEST_F(SlotHardeningTest, NameLimitUpFrontAndMissingDirectoryCreated) {
   EXPECT_EQ(long_name.body["reason"], "invalid_filename");
   EXPECT_NE(long_name.raw.find("at most 234"), std::string::npos)
       << long_name.raw;
-  Reply done = client_->Post("/completion", {{"prompt", "Once upon a time"},
-                                             {"n_predict", 4},
-                                             {"id_slot", 0}});
+  Reply done = client_->Post(
+      "/completion",
+      {{"prompt", "Once upon a time"}, {"n_predict", 4}, {"id_slot", 0}});
   ASSERT_EQ(done.status, 200) << done.raw;
   Reply saved = SlotAction(0, "save", std::string(234, 'y'));
   EXPECT_EQ(saved.status, 200) << saved.raw;
@@ -114,9 +127,35 @@ TEST_F(SlotHardeningTest, FailedSlotActionsCountInMetrics) {
       << metrics.raw;
 }
 
+// Regression (fault 6): with --spill-ram 0 and no disk tier a restore into
+// a full slot got 503 no_room, needing room for old and new KV at once.
+TEST_F(SlotHardeningTest, RestoreIntoAFullSlotWithoutAnyTier) {
+  StartServer(dir_, {"-c", "64", "--page-size", "16", "--spill-ram", "0"});
+  const std::string story = "Once upon a time, there was a little girl";
+  Reply before = Complete(0, story, 8);
+  ASSERT_EQ(before.status, 200) << before.raw;
+  Reply saved = SlotAction(0, "save", "story.bin");
+  ASSERT_EQ(saved.status, 200) << saved.raw;
+  const int n_saved = saved.body["n_saved"];
+  ASSERT_GT(n_saved, 16);  // 2 pages
+  Reply fill = Complete(0,
+                        "The sun was shining and the birds were singing in "
+                        "the big green park by the river",
+                        4, false);
+  ASSERT_EQ(fill.status, 200) << fill.raw;
+  ASSERT_GT(fill.body["tokens_cached"].get<int>(), 32);  // 3 pages: 1 free
+  Reply restored = SlotAction(0, "restore", "story.bin");
+  ASSERT_EQ(restored.status, 200) << restored.raw;
+  EXPECT_EQ(restored.body["n_restored"], n_saved);
+  Reply after = Complete(0, story, 8);
+  ASSERT_EQ(after.status, 200) << after.raw;
+  EXPECT_EQ(after.body["content"], before.body["content"]);
+  EXPECT_GT(after.body["timings"]["cache_n"].get<int>(), 0) << after.raw;
+}
+
 TEST(ServeHelpTest, ListsTheNewFlags) {
-  FILE* out = ::popen((std::string(KVAULT_BINARY) + " serve --help").c_str(),
-                      "r");
+  FILE* out =
+      ::popen((std::string(KVAULT_BINARY) + " serve --help").c_str(), "r");
   ASSERT_NE(out, nullptr);
   std::string text;
   char buf[4096];

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -217,6 +219,64 @@ TEST(EngineKvFullTest, RestoreReusesTheTargetSlotsOwnPages) {
   EXPECT_EQ(restored->n_restored, saved->n_saved);
   EXPECT_EQ((*engine)->Slots()[0].n_cached, saved->n_saved);
   EXPECT_FALSE((*engine)->Slots()[0].spilled);
+}
+
+// Flips one bit in the middle of the file at `path`.
+void CorruptCopy(const std::string& path, const std::string& copy) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 0u);
+  bytes[bytes.size() / 2] ^= 0x10;
+  std::ofstream(copy, std::ios::binary) << bytes;
+}
+
+// Regression (issue 17, fault 6): with no spill tier the target's old KV
+// could go nowhere, so a restore into a full slot got no_room. Now the file
+// is verified whole and replaces the slot's KV in its own pages; a bad file
+// still leaves the slot as it was.
+TEST(EngineKvFullTest, RestoreWithoutAnyTierReusesTheSlotsPages) {
+  auto reference = MakeGenModel(3);
+  auto engine =
+      Engine::Create(MakeGenModel(3), FullPoolOptions(OnKvFull::kRefuse));
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const std::string dir = engine_test::TempDir("own_pages_no_tier");
+  const std::vector<TokenId> prompt = GenPrompt(40, 1);
+  CompletionParams story = engine_test::Greedy(prompt, 4, 0);
+  story.ignore_eos = true;
+  auto told = engine_test::RunToEnd(engine->get(), story);
+  ASSERT_TRUE(told.ok()) << told.status();
+  auto saved = (*engine)->SaveSlot(0, dir + "/story.bin");
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  ASSERT_GT(saved->n_saved, 32u);  // 3 of the 4 pages
+  const std::vector<TokenId> history =
+      engine_test::Concat(prompt, told->tokens);
+  const std::vector<TokenId> expected =
+      SoloGreedy(*reference, history, 8, false);
+  // Another conversation fills slot 0's 3 pages; 1 page is free.
+  CompletionParams other = engine_test::Greedy(GenPrompt(35, 2), 4, 0);
+  other.ignore_eos = true;
+  other.cache_prompt = false;
+  ASSERT_TRUE(engine_test::RunToEnd(engine->get(), other).ok());
+  const uint64_t other_cached = (*engine)->Slots()[0].n_cached;
+
+  CorruptCopy(dir + "/story.bin", dir + "/bad.bin");
+  auto bad = (*engine)->RestoreSlot(0, dir + "/bad.bin");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().reason(), kReasonChecksumMismatch) << bad.status();
+  EXPECT_EQ((*engine)->Slots()[0].n_cached, other_cached);
+
+  auto restored = (*engine)->RestoreSlot(0, dir + "/story.bin");
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(restored->n_restored, saved->n_saved);
+  EXPECT_EQ((*engine)->Slots()[0].n_cached, saved->n_saved);
+  CompletionParams next = engine_test::Greedy(history, 8, 0);
+  next.ignore_eos = true;
+  auto continued = engine_test::RunToEnd(engine->get(), next);
+  ASSERT_TRUE(continued.ok()) << continued.status();
+  EXPECT_EQ(continued->tokens, expected);
+  // The restored KV was used, not recomputed.
+  EXPECT_GE(continued->timings.cache_n, saved->n_saved - 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(
