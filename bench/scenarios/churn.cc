@@ -60,6 +60,10 @@ StatusOr<std::pair<EngineOptions, ChurnBehaviour>> ConfigFor(
   e.page_size = o.page_size;
   e.num_threads = o.threads;
   e.sync_saves = false;  // llama-server does not fsync slot files either
+  // Every turn ends saved to its session's file, so a slot's idle KV is
+  // only a cache of it: dropping it for room loses nothing (as the figures
+  // before --on-kv-full measured).
+  e.on_kv_full = OnKvFull::kDropLru;
   ChurnBehaviour b;
   if (config == "contiguous") {
     e.kv_policy = "contiguous";
