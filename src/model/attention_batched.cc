@@ -16,7 +16,7 @@ namespace {
 
 constexpr uint32_t kMaxHeadDim = 256;
 constexpr uint32_t kMaxGqa = 64;
-constexpr uint32_t kMinHeadDimK = 32;
+constexpr uint32_t kMinHeadDimK = 8;
 
 }  // namespace
 
@@ -25,8 +25,8 @@ bool CanAttendGroupF16Fast(const AttentionShape& shape) {
   const std::string_view isa = kernels::ActiveIsa();
   const uint32_t n_gqa = shape.n_head / shape.n_head_kv;
   return (isa == "avx2" || isa == "avx512") && Float16UsesF16c() &&
-         // Small heads (the golden-test models') stay on attention.cc's
-         // path, whose numerics are tuned against llama.cpp's there.
+         // Heads under 32 values (the golden-test models') do their whole
+         // dot product in DotOne's double tail, as ggml_compat::DotF16.
          shape.head_dim_k >= kMinHeadDimK && shape.head_dim_k % 8 == 0 &&
          shape.head_dim_v % 8 == 0 && shape.head_dim_k <= kMaxHeadDim &&
          shape.head_dim_v <= kMaxHeadDim && n_gqa <= kMaxGqa;

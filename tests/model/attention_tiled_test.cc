@@ -133,7 +133,7 @@ class AttentionTiledTest : public testing::Test {
 
 TEST_F(AttentionTiledTest, PrefillBitIdenticalToReference) {
   uint32_t seed = 500;
-  for (uint32_t dim : {32u, 64u, 128u}) {
+  for (uint32_t dim : {8u, 16u, 32u, 64u, 128u}) {
     for (uint32_t n_gqa : {1u, 2u, 4u, 8u}) {
       for (uint32_t depth : {0u, 70u, 200u}) {
         for (uint32_t chunk : {2u, 19u, 70u}) {
