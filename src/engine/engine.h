@@ -63,7 +63,7 @@ struct EngineOptions {
   // bounded so its prefill takes at most this fraction of a step without
   // prefill (measured; prefill_pacer.h): the others' inter-token latency
   // stays near (1 + share) x. 0: always prefill_chunk tokens.
-  double prefill_step_share = 0.5;
+  double prefill_step_share = 0.4;
   bool sync_saves = true;          // fsync slot files (spills never)
   // Reads and writes slot files and the disk tier; null: Env::Default().
   // Not owned; must outlive the engine.

@@ -5,18 +5,17 @@
 #include <limits>
 
 namespace kvault {
-namespace {
-
-// Weight of a new measurement: recent steps dominate (depth grows during a
-// prefill, and other load on the machine comes and goes) while one noisy
-// step moves the estimate by a quarter only.
-constexpr double kAlpha = 0.25;
-
-double Ewma(double old_value, double sample) {
-  return old_value == 0 ? sample : old_value + kAlpha * (sample - old_value);
+void PrefillPacer::Recent::Add(double sample) {
+  samples_[count_++ % kWindow] = sample;
 }
 
-}  // namespace
+double PrefillPacer::Recent::Median() const {
+  const size_t n = std::min(count_, kWindow);
+  if (n == 0) return 0;
+  std::array<double, kWindow> sorted = samples_;
+  std::nth_element(sorted.begin(), sorted.begin() + n / 2, sorted.begin() + n);
+  return sorted[n / 2];
+}
 
 PrefillPacer::PrefillPacer(double share, double token_cells)
     : share_(share), token_cells_(std::max(token_cells, 1.0)) {}
@@ -31,35 +30,38 @@ void PrefillPacer::Observe(double step_ns, bool had_decode,
                            double prefill_units) {
   if (!(step_ns > 0)) return;
   if (prefill_units <= 0) {
-    if (had_decode) base_ns_ = Ewma(base_ns_, step_ns);
+    if (had_decode) base_ns_.Add(step_ns);
     return;
   }
   // The decode tokens' share of a mixed step is the base time; a step of
   // prefill alone is all prefill. Noise can leave little: keep a floor.
-  const double prefill_ns =
-      had_decode && base_ns_ > 0 ? std::max(step_ns - base_ns_, 0.1 * step_ns)
-                                 : step_ns;
-  ns_per_unit_ = Ewma(ns_per_unit_, prefill_ns / prefill_units);
+  const double base = base_ns_.Median();
+  const double prefill_ns = had_decode && base > 0
+                                ? std::max(step_ns - base, 0.1 * step_ns)
+                                : step_ns;
+  ns_per_unit_.Add(prefill_ns / prefill_units);
 }
 
 double PrefillPacer::AllowanceNs() const {
-  if (base_ns_ == 0) return std::numeric_limits<double>::infinity();
-  return share_ * base_ns_;
+  const double base = base_ns_.Median();
+  if (base == 0) return std::numeric_limits<double>::infinity();
+  return share_ * base;
 }
 
 size_t PrefillPacer::Take(size_t depth, size_t max_tokens,
                           double* allowance_ns) const {
   if (!enabled() || max_tokens == 0) return max_tokens;
-  if (ns_per_unit_ == 0 || !std::isfinite(*allowance_ns)) {
+  const double ns_per_unit = ns_per_unit_.Median();
+  if (ns_per_unit == 0 || !std::isfinite(*allowance_ns)) {
     return std::min(max_tokens, kProbeTokens);
   }
   // Largest n with n * (b + n / 2) <= u, b = token_cells + depth - 1/2.
-  const double u = std::max(*allowance_ns, 0.0) / ns_per_unit_;
+  const double u = std::max(*allowance_ns, 0.0) / ns_per_unit;
   const double b = token_cells_ + static_cast<double>(depth) - 0.5;
   const double root = std::sqrt(b * b + 2 * u) - b;
   const size_t n = std::clamp<size_t>(
       static_cast<size_t>(std::max(root, 0.0)), 1, max_tokens);
-  *allowance_ns -= Units(n, depth) * ns_per_unit_;
+  *allowance_ns -= Units(n, depth) * ns_per_unit;
   return n;
 }
 

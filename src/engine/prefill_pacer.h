@@ -7,15 +7,19 @@
 // that its time stays near (1 + share) x the time of a step without it.
 //
 // Costs are learned from the steps themselves (so they hold for any model
-// and machine): a step without prefill gives the base time (EWMA); a step
+// and machine): a step without prefill gives the base time; a step
 // with prefill gives ns per unit of prefill work, where n prompt tokens at
 // depth d (cells already cached) cost n * (token_cells + d + (n - 1) / 2)
 // units: each token's matmuls (token_cells, in attended-cell equivalents
 // from the model's shape) plus the cells its attention visits, which grow
-// with depth. The budget is the largest n whose predicted time fits.
+// with depth. The budget is the largest n whose predicted time fits. Both
+// estimates are medians of the last kWindow measurements: on a shared
+// machine a step now and then takes twice as long for reasons of its own
+// (a compute thread descheduled), which a mean would charge to prefill.
 #ifndef KVAULT_ENGINE_PREFILL_PACER_H_
 #define KVAULT_ENGINE_PREFILL_PACER_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -50,13 +54,26 @@ class PrefillPacer {
 
   // Tokens fed while learning the cost per unit: few, so the first step
   // cannot stall the others for long.
-  static constexpr size_t kProbeTokens = 8;
+  static constexpr size_t kProbeTokens = 2;
+  // Measurements each estimate is the median of.
+  static constexpr size_t kWindow = 15;
 
  private:
+  // The last kWindow samples of one quantity; Median() is 0 when empty.
+  class Recent {
+   public:
+    void Add(double sample);
+    double Median() const;
+
+   private:
+    std::array<double, kWindow> samples_{};
+    size_t count_ = 0;  // samples added, all time
+  };
+
   double share_;
   double token_cells_;
-  double base_ns_ = 0;      // EWMA of a step without prefill; 0: unknown
-  double ns_per_unit_ = 0;  // EWMA; 0: unknown
+  Recent base_ns_;      // a step without prefill
+  Recent ns_per_unit_;  // prefill time per unit
 };
 
 // The matmul work of one token in attended-cell units for a model of this

@@ -44,7 +44,7 @@ TEST(PrefillPacerTest, ProbesWithFewTokensUntilCostsAreKnown) {
   double allowance = p.AllowanceNs();
   EXPECT_TRUE(std::isinf(allowance));  // no decode-only step measured yet
   EXPECT_EQ(p.Take(0, 256, &allowance), PrefillPacer::kProbeTokens);
-  EXPECT_EQ(p.Take(0, 3, &allowance), 3u);
+  EXPECT_EQ(p.Take(0, 1, &allowance), 1u);
   p.Observe(kBaseNs, true, 0);
   allowance = p.AllowanceNs();
   EXPECT_DOUBLE_EQ(allowance, 0.5 * kBaseNs);
@@ -105,6 +105,19 @@ TEST(PrefillPacerTest, MixedStepsChargeOnlyTimeBeyondTheBase) {
   alone.Observe(4e6, false, 2e5);
   double a = mixed.AllowanceNs(), b = alone.AllowanceNs();
   EXPECT_EQ(mixed.Take(300, 512, &a), alone.Take(300, 512, &b));
+}
+
+TEST(PrefillPacerTest, AnOddSlowStepDoesNotShrinkTheChunks) {
+  // The same prefill work measured five times, once twice as slow (another
+  // process had the core): the chunk is the one of the usual steps.
+  PrefillPacer steady(0.5, kTokenCells), noisy(0.5, kTokenCells);
+  for (PrefillPacer* p : {&steady, &noisy}) p->Observe(kBaseNs, true, 0);
+  for (int i = 0; i < 5; ++i) {
+    steady.Observe(kBaseNs + 2e6, true, 1e5);
+    noisy.Observe(i == 2 ? 2 * (kBaseNs + 2e6) : kBaseNs + 2e6, true, 1e5);
+  }
+  double a = steady.AllowanceNs(), b = noisy.AllowanceNs();
+  EXPECT_EQ(steady.Take(1000, 512, &a), noisy.Take(1000, 512, &b));
 }
 
 TEST(TokenCellsTest, RatioOfMatmulToAttentionWork) {
