@@ -32,5 +32,36 @@ KV_AVX2 void SoftmaxTermsRow(const float* raw, size_t stride, uint32_t n,
   st->sum = sum;
 }
 
+KV_AVX2 void SoftmaxTermsRows2(const float* raw, size_t raw_stride,
+                               uint32_t n, float scale, SoftmaxState* st,
+                               float* scratch, CellTerms* terms,
+                               size_t terms_stride) {
+  float max[2] = {st[0].max, st[1].max};
+  CellTerms* t[2] = {terms, terms + terms_stride};
+  for (uint32_t m = 0; m < n; ++m) {
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const float score = raw[h * raw_stride + m] * scale;
+      const bool rescale = score > max[h];
+      t[h][m].rescale = rescale;
+      scratch[h * n + m] = rescale ? max[h] - score : score - max[h];
+      if (rescale) max[h] = score;
+    }
+  }
+  ExpInPlace(scratch, 2 * size_t{n});
+  float sum[2] = {st[0].sum, st[1].sum};
+  for (uint32_t m = 0; m < n; ++m) {
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      CellTerms& c = t[h][m];
+      const float e = scratch[h * n + m];
+      c.weight = c.rescale ? 1.0f : e;
+      c.old_scale = c.rescale ? e : 1.0f;
+      sum[h] = std::fma(sum[h], c.old_scale, c.weight);
+    }
+  }
+  for (int h = 0; h < 2; ++h) st[h] = {max[h], sum[h]};
+}
+
 }  // namespace kvault::attention_simd
 #endif  // KVAULT_ATTENTION_FAST

@@ -193,6 +193,14 @@ struct SoftmaxState {
 void SoftmaxTermsRow(const float* raw, size_t stride, uint32_t n, float scale,
                      SoftmaxState* st, float* scratch, CellTerms* terms);
 
+// SoftmaxTermsRow for two heads over the same n cells: head h's raw scores
+// at raw + h * raw_stride (contiguous), state st[h], terms at terms + h *
+// terms_stride; scratch holds 2 n. The two heads' serial chains (running
+// max, fused sum) interleave, so the core overlaps them.
+void SoftmaxTermsRows2(const float* raw, size_t raw_stride, uint32_t n,
+                       float scale, SoftmaxState* st, float* scratch,
+                       CellTerms* terms, size_t terms_stride);
+
 // out[0, 8 kNv) = the fp16-rounded V accumulation over rows[0, n) ([dv]
 // each), continuing from out's values, the accumulator held in registers:
 // its chain (fma, round, round per cell) is the loop's critical path.

@@ -135,7 +135,12 @@ KV_AVX2 void TokenBlock(const AttentionShape& s, size_t i, uint32_t n,
     const size_t r = i * n_gqa + j;
     ScoreRow(t, &t.qs[r * dk], dk, n, &t.scores[r * kBlock]);
   }
-  for (j = 0; j < n_gqa; ++j) {
+  for (j = 0; j + 2 <= n_gqa; j += 2) {
+    const size_t r = i * n_gqa + j;
+    SoftmaxTermsRows2(&t.scores[r * kBlock], kBlock, n, s.scale, &t.state[r],
+                      t.exps.data(), &t.terms[r * kBlock], kBlock);
+  }
+  for (; j < n_gqa; ++j) {
     const size_t r = i * n_gqa + j;
     SoftmaxTermsRow(&t.scores[r * kBlock], 1, n, s.scale, &t.state[r],
                     t.exps.data(), &t.terms[r * kBlock]);
@@ -193,7 +198,7 @@ void ResizeScratch(const AttentionShape& s, size_t rows, TileScratch& t) {
   }
   t.scores.resize(rows * kBlock);
   t.terms.resize(rows * kBlock);
-  t.exps.resize(kBlock);
+  t.exps.resize(2 * kBlock);
 }
 
 }  // namespace

@@ -81,6 +81,60 @@ KV_AVX2 void ExpAvx2(float* x, size_t n) {
   for (; i < n; ++i) x[i] = std::exp(x[i]);
 }
 
+#define KV_AVX512 __attribute__((target("avx512f,avx512vl,avx2,fma")))
+
+// Exp4's operations for 8 values, the table looked up with two-table
+// permutes (16 entries each) instead of a gather.
+KV_AVX512 inline __m256 Exp8(__m256 x) {
+  const __m512d xd = _mm512_cvtps_pd(x);
+  const __m512d z = _mm512_mul_pd(_mm512_set1_pd(kInvLn2N), xd);
+  __m512d kd = _mm512_add_pd(z, _mm512_set1_pd(kShift));
+  const __m512i ki = _mm512_castpd_si512(kd);
+  kd = _mm512_sub_pd(kd, _mm512_set1_pd(kShift));
+  const __m512d r = _mm512_sub_pd(z, kd);
+  const double* t = reinterpret_cast<const double*>(kTable.t);
+  const __m512d lo = _mm512_permutex2var_pd(_mm512_load_pd(t), ki,
+                                            _mm512_load_pd(t + 8));
+  const __m512d hi = _mm512_permutex2var_pd(_mm512_load_pd(t + 16), ki,
+                                            _mm512_load_pd(t + 24));
+  const __mmask8 upper = _mm512_test_epi64_mask(ki, _mm512_set1_epi64(16));
+  __m512i bits = _mm512_castpd_si512(_mm512_mask_blend_pd(upper, lo, hi));
+  bits = _mm512_add_epi64(bits, _mm512_slli_epi64(ki, 52 - kTableBits));
+  const __m512d s = _mm512_castsi512_pd(bits);
+  const __m512d p =
+      _mm512_fmadd_pd(_mm512_set1_pd(kC0), r, _mm512_set1_pd(kC1));
+  const __m512d r2 = _mm512_mul_pd(r, r);
+  __m512d y = _mm512_fmadd_pd(_mm512_set1_pd(kC2), r, _mm512_set1_pd(1.0));
+  y = _mm512_fmadd_pd(p, r2, y);
+  return _mm512_cvtpd_ps(_mm512_mul_pd(y, s));
+}
+
+KV_AVX512 void ExpAvx512(float* x, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __mmask8 ok =
+        _mm256_cmp_ps_mask(v, _mm256_set1_ps(kLowest), _CMP_GE_OQ) &
+        _mm256_cmp_ps_mask(v, _mm256_setzero_ps(), _CMP_LE_OQ);
+    alignas(32) float in[8];
+    if (ok != 0xFF) _mm256_store_ps(in, v);
+    _mm256_storeu_ps(x + i, Exp8(v));
+    for (int l = 0; ok != 0xFF && l < 8; ++l) {
+      if (!(ok >> l & 1)) x[i + l] = std::exp(in[l]);
+    }
+  }
+  for (; i < n; ++i) x[i] = std::exp(x[i]);
+}
+
+using ExpFn = void (*)(float*, size_t);
+
+// The widest vector path this CPU runs.
+ExpFn VectorPath() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")
+             ? ExpAvx512
+             : ExpAvx2;
+}
+
 // Compares the vector path with std::exp over a spread of arguments in
 // its range: a C library with another expf algorithm must not change
 // results, it only loses the speed.
@@ -98,7 +152,7 @@ bool VectorPathMatches() {
   }
   static float y[kSamples];
   std::memcpy(y, x, sizeof(x));
-  ExpAvx2(y, kSamples);
+  VectorPath()(y, kSamples);
   for (int i = 0; i < kSamples; ++i) {
     const float want = std::exp(x[i]);
     if (std::memcmp(&want, &y[i], 4) != 0) return false;
@@ -120,7 +174,8 @@ bool ExpInPlaceIsVectorized() {
 
 void ExpInPlace(float* x, size_t n) {
 #ifdef KVAULT_EXACT_EXP_AVX2
-  if (ExpInPlaceIsVectorized()) return ExpAvx2(x, n);
+  static const ExpFn kVector = VectorPath();
+  if (ExpInPlaceIsVectorized()) return kVector(x, n);
 #endif
   for (size_t i = 0; i < n; ++i) x[i] = std::exp(x[i]);
 }
