@@ -51,19 +51,27 @@ StatusOr<bench::NeighbourStallOptions> ParseStall(const Flags& f) {
   return o;
 }
 
-// The prefill run's summary: idle vs during-prefill ITL and their ratio.
+// The prefill run's summary: ITL before (shallow), during and after
+// (deep) the prompt; during / before, and during / the idle ITL
+// interpolated to each gap's time (NeighbourStallResult).
 void PrintPrefill(const bench::NeighbourStallResult& r) {
   std::printf("prefill: %llu tokens in %.1f ms\n"
-              "neighbour ITL (ms)  idle: p50 %.2f p99 %.2f max %.2f | "
-              "during prefill: p50 %.2f p99 %.2f max %.2f\n"
-              "ratio during/idle: p50 %.2fx p99 %.2fx max %.2fx\n",
+              "neighbour ITL (ms), p50 / p99 / max: before %.2f / %.2f / "
+              "%.2f | during prefill %.2f / %.2f / %.2f | after %.2f / "
+              "%.2f / %.2f\n",
               (unsigned long long)r.restore_tokens, r.restore_ms,
               r.itl_median_before_ms, r.itl_p99_before_ms,
               r.itl_max_before_ms, r.itl_median_during_ms,
               r.itl_p99_during_ms, r.itl_max_during_ms,
+              r.itl_median_after_ms, r.itl_p99_after_ms, r.itl_max_after_ms);
+  std::printf("ratio during/before: p50 %.2fx p99 %.2fx max %.2fx | "
+              "during/idle at the same depth: p50 %.2fx p99 %.2fx max "
+              "%.2fx\n",
               r.itl_median_during_ms / r.itl_median_before_ms,
               r.itl_p99_during_ms / r.itl_p99_before_ms,
-              r.itl_max_during_ms / r.itl_max_before_ms);
+              r.itl_max_during_ms / r.itl_max_before_ms,
+              r.ratio_same_depth_p50, r.ratio_same_depth_p99,
+              r.ratio_same_depth_max);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -107,9 +108,27 @@ double Percentile(std::vector<double> v, double q) {
   return v[i];
 }
 
+// Fills r's ratio_same_depth_* from the during-gaps (arrival ms, gap ms).
+void SameDepthRatios(const std::vector<std::pair<double, double>>& during,
+                     NeighbourStallResult* r) {
+  if (r->itl_median_after_ms <= 0 || r->itl_median_before_ms <= 0) return;
+  const double span = std::max(r->restore_end_ms - r->restore_begin_ms, 1e-9);
+  std::vector<double> ratios;
+  for (const auto& [ms, gap] : during) {
+    const double f = std::clamp((ms - r->restore_begin_ms) / span, 0.0, 1.0);
+    const double idle = r->itl_median_before_ms +
+                        f * (r->itl_median_after_ms - r->itl_median_before_ms);
+    ratios.push_back(gap / idle);
+  }
+  r->ratio_same_depth_p50 = Percentile(ratios, 0.5);
+  r->ratio_same_depth_p99 = Percentile(ratios, 0.99);
+  r->ratio_same_depth_max = Percentile(ratios, 1.0);
+}
+
 // Splits each slot's inter-token gaps by when the later token arrived.
 void Summarise(NeighbourStallResult* r) {
-  std::vector<double> before, during, all;
+  std::vector<std::pair<double, double>> timed_during;
+  std::vector<double> before, during, after, all;
   std::map<uint32_t, double> last;
   for (const TokenArrival& a : r->arrivals) {
     auto it = last.find(a.slot);
@@ -120,7 +139,9 @@ void Summarise(NeighbourStallResult* r) {
       // A gap overlapping the restore window counts as "during".
       if (a.ms >= r->restore_begin_ms && it->second <= r->restore_end_ms) {
         during.push_back(gap);
+        timed_during.emplace_back(a.ms, gap);
       }
+      if (it->second > r->restore_end_ms) after.push_back(gap);
     }
     last[a.slot] = a.ms;
   }
@@ -131,6 +152,10 @@ void Summarise(NeighbourStallResult* r) {
   r->itl_p99_ms = Percentile(all, 0.99);
   r->itl_p99_before_ms = Percentile(before, 0.99);
   r->itl_p99_during_ms = Percentile(during, 0.99);
+  r->itl_median_after_ms = Percentile(after, 0.5);
+  r->itl_p99_after_ms = Percentile(after, 0.99);
+  r->itl_max_after_ms = Percentile(after, 1.0);
+  SameDepthRatios(timed_during, r);
 }
 
 // Tells the driver when the prefilled request has finished.
@@ -156,7 +181,7 @@ class DoneLatch : public CompletionSink {
 
 // Feeds a prompt of `tokens` random ids to `slot` and waits until it is
 // done; the window [*begin, *end] is on the arrival clock t0. Then lets
-// the generating slots run `tail` more tokens each and cancels them.
+// the generating slots run 100 more tokens each.
 Status PrefillWhileGenerating(Engine& engine, const NeighbourStallOptions& o,
                               Clock::time_point t0, std::mutex& mu,
                               std::condition_variable& cv,
@@ -181,7 +206,7 @@ Status PrefillWhileGenerating(Engine& engine, const NeighbourStallOptions& o,
   std::unique_lock lock(mu);
   cv.wait(lock, [&] { return latch->done(); });
   *end = ms_now();
-  const size_t want = arrivals.size() + 8 * size_t{o.num_generating};
+  const size_t want = arrivals.size() + 100 * size_t{o.num_generating};
   cv.wait(lock, [&] {
     return arrivals.size() >= want || num_done == o.num_generating;
   });
@@ -298,7 +323,13 @@ std::string NeighbourStallJson(const NeighbourStallResult& r,
                       {"itl_max_during_ms", r.itl_max_during_ms},
                       {"itl_p99_ms", r.itl_p99_ms},
                       {"itl_p99_before_ms", r.itl_p99_before_ms},
-                      {"itl_p99_during_ms", r.itl_p99_during_ms}};
+                      {"itl_p99_during_ms", r.itl_p99_during_ms},
+                      {"itl_median_after_ms", r.itl_median_after_ms},
+                      {"itl_p99_after_ms", r.itl_p99_after_ms},
+                      {"itl_max_after_ms", r.itl_max_after_ms},
+                      {"ratio_same_depth_p50", r.ratio_same_depth_p50},
+                      {"ratio_same_depth_p99", r.ratio_same_depth_p99},
+                      {"ratio_same_depth_max", r.ratio_same_depth_max}};
   if (with_arrivals) {
     nlohmann::json a = nlohmann::json::array();
     for (const TokenArrival& t : r.arrivals) a.push_back({t.slot, t.ms});

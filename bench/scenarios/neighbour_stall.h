@@ -13,7 +13,9 @@
 // With `prefill_tokens` > 0 the further slot prefills a prompt of that many
 // tokens instead (and generates one token): the engine feeds it in chunks
 // sized so the generating slots' ITL stays near (1 + prefill_step_share) x
-// its idle value; the generating slots run until the prompt is done.
+// its idle value; the generating slots run until the prompt is done and
+// 100 tokens more (their ITL after it, at the depth they reached, is the
+// fairer baseline for a long prompt).
 #ifndef KVAULT_BENCH_SCENARIOS_NEIGHBOUR_STALL_H_
 #define KVAULT_BENCH_SCENARIOS_NEIGHBOUR_STALL_H_
 
@@ -56,6 +58,17 @@ struct NeighbourStallResult {
   double itl_p99_ms = 0;          // over the whole run
   double itl_p99_before_ms = 0;
   double itl_p99_during_ms = 0;
+  // Gaps wholly after the restore or prompt: the generating slots are
+  // deeper then, so their steps cost more than before it.
+  double itl_median_after_ms = 0;
+  double itl_p99_after_ms = 0;
+  double itl_max_after_ms = 0;
+  // Each during-gap over the idle ITL expected at its time, interpolated
+  // linearly between the before and after medians (the slots' depth, hence
+  // their step time, grows linearly meanwhile): p50 / p99 / max.
+  double ratio_same_depth_p50 = 0;
+  double ratio_same_depth_p99 = 0;
+  double ratio_same_depth_max = 0;
   std::vector<TokenArrival> arrivals;
 };
 
