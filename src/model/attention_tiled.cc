@@ -38,6 +38,7 @@ struct TileScratch {
   std::vector<SoftmaxState> state;    // [rows]
   std::vector<float> acc;             // [rows, dv] V accumulators
   std::vector<float> kblock, vblock;  // [kBlock, dk], [kBlock, dv]
+  std::vector<float> kcols;  // [dk, kBlock]: kblock transposed, dk < 32
   std::vector<const float*> krows, vrows;  // [kBlock] into the blocks
   std::vector<float> scores;          // [rows, kBlock]
   std::vector<CellTerms> terms;       // [rows, kBlock]
@@ -73,6 +74,31 @@ KV_AVX2 void ConvertBlock(const F16GroupRows& rows, const AttentionShape& s,
     HalfToFloat8s(v_base + cell * rows.v_row_bytes, s.head_dim_v,
                   &t.vblock[size_t{c} * s.head_dim_v]);
   }
+  if (s.head_dim_k >= 32) return;
+  for (uint32_t c = 0; c < n; ++c) {
+    for (uint32_t i = 0; i < s.head_dim_k; ++i) {
+      t.kcols[size_t{i} * kBlock + c] = t.kblock[size_t{c} * s.head_dim_k + i];
+    }
+  }
+}
+
+// scores[c] = DotOne(K row c, q, dk) for c < n (a multiple of 8), dk < 32:
+// DotOne then sums every product in double, in order, from +0; here 8
+// cells' sums run in vector lanes over the transposed block.
+KV_AVX2 void ScoreColumns(const TileScratch& t, const float* q, uint32_t dk,
+                          uint32_t n, float* scores) {
+  for (uint32_t c = 0; c < n; c += 8) {
+    __m256d lo = _mm256_setzero_pd(), hi = lo;
+    for (uint32_t i = 0; i < dk; ++i) {
+      const __m256 p = _mm256_mul_ps(
+          _mm256_loadu_ps(&t.kcols[size_t{i} * kBlock + c]),
+          _mm256_set1_ps(q[i]));
+      lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(p)));
+      hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(p, 1)));
+    }
+    _mm256_storeu_ps(scores + c, _mm256_set_m128(_mm256_cvtpd_ps(hi),
+                                                 _mm256_cvtpd_ps(lo)));
+  }
 }
 
 // scores[c] = K row c of the block . q for c < n (DotOne's sums).
@@ -81,6 +107,9 @@ KV_AVX2 void ScoreRow(const TileScratch& t, const float* q, uint32_t dk,
   uint32_t c = 0;
   if (dk % 32 == 0) {
     for (; c + 8 <= n; c += 8) Dot8Keys(&t.krows[c], q, dk, scores + c, 1);
+  } else if (dk < 32) {
+    c = n & ~7u;
+    ScoreColumns(t, q, dk, c, scores);
   }
   for (; c < n; ++c) scores[c] = DotOne(t.krows[c], q, dk);
 }
@@ -189,6 +218,7 @@ void ResizeScratch(const AttentionShape& s, size_t rows, TileScratch& t) {
   t.state.assign(rows, SoftmaxState{});
   t.acc.assign(rows * s.head_dim_v, 0.0f);
   t.kblock.resize(size_t{kBlock} * s.head_dim_k);
+  t.kcols.resize(size_t{kBlock} * s.head_dim_k);
   t.vblock.resize(size_t{kBlock} * s.head_dim_v);
   t.krows.resize(kBlock);
   t.vrows.resize(kBlock);
