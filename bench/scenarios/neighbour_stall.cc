@@ -213,30 +213,18 @@ Status PrefillWhileGenerating(Engine& engine, const NeighbourStallOptions& o,
   return latch->status();
 }
 
-}  // namespace
+// Returns `dir`, or a new temporary directory when it is empty.
+StatusOr<std::string> StallDir(const std::string& dir) {
+  if (!dir.empty()) return dir;
+  std::string tmpl = "/tmp/kvault-stall-XXXXXX";
+  if (mkdtemp(tmpl.data()) == nullptr) return IOError("mkdtemp failed");
+  return tmpl;
+}
 
-StatusOr<NeighbourStallResult> RunNeighbourStall(
-    const NeighbourStallOptions& options) {
-  KV_ASSIGN_OR_RETURN(auto model, LoadBenchModel(options.model_path));
-  const uint64_t cell_bytes = model->KvLayoutFor(KvDtype::kF16).cell_bytes();
-  const uint64_t restore_tokens = std::max<uint64_t>(
-      1, static_cast<uint64_t>(options.restore_mb * 1048576.0 / cell_bytes));
-  std::string dir = options.dir;
-  if (dir.empty()) {
-    std::string tmpl = "/tmp/kvault-stall-XXXXXX";
-    if (mkdtemp(tmpl.data()) == nullptr) return IOError("mkdtemp failed");
-    dir = tmpl;
-  }
-  const std::string path = dir + "/restore.kvstate";
-  NeighbourStallResult r;
-  r.restore_tokens = restore_tokens;
-  if (options.prefill_tokens == 0) {
-    KV_ASSIGN_OR_RETURN(r.restore_bytes,
-                        WriteRandomStateFile(*model, restore_tokens, path));
-  } else {
-    r.restore_tokens = options.prefill_tokens;
-  }
-
+// The engine: the generating slots, and one more slot big enough for the
+// restored sequence or the prompt.
+EngineOptions StallEngineOptions(const NeighbourStallOptions& options,
+                                 uint64_t restore_tokens) {
   EngineOptions e;
   e.n_slots = options.num_generating + 1;
   const uint64_t per_slot = 64 + options.num_gen;
@@ -250,7 +238,31 @@ StatusOr<NeighbourStallResult> RunNeighbourStall(
   }
   e.num_threads = options.threads;
   e.spill_ram_bytes = 0;
-  KV_ASSIGN_OR_RETURN(auto engine, Engine::Create(std::move(model), e));
+  return e;
+}
+
+}  // namespace
+
+StatusOr<NeighbourStallResult> RunNeighbourStall(
+    const NeighbourStallOptions& options) {
+  KV_ASSIGN_OR_RETURN(auto model, LoadBenchModel(options.model_path));
+  const uint64_t cell_bytes = model->KvLayoutFor(KvDtype::kF16).cell_bytes();
+  const uint64_t restore_tokens = std::max<uint64_t>(
+      1, static_cast<uint64_t>(options.restore_mb * 1048576.0 / cell_bytes));
+  KV_ASSIGN_OR_RETURN(const std::string dir, StallDir(options.dir));
+  const std::string path = dir + "/restore.kvstate";
+  NeighbourStallResult r;
+  r.restore_tokens = restore_tokens;
+  if (options.prefill_tokens == 0) {
+    KV_ASSIGN_OR_RETURN(r.restore_bytes,
+                        WriteRandomStateFile(*model, restore_tokens, path));
+  } else {
+    r.restore_tokens = options.prefill_tokens;
+  }
+
+  KV_ASSIGN_OR_RETURN(auto engine,
+                      Engine::Create(std::move(model),
+                                     StallEngineOptions(options, restore_tokens)));
 
   std::mutex mu;
   std::condition_variable cv;
