@@ -11,6 +11,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -107,9 +108,27 @@ double Percentile(std::vector<double> v, double q) {
   return v[i];
 }
 
+// Fills r's ratio_same_depth_* from the during-gaps (arrival ms, gap ms).
+void SameDepthRatios(const std::vector<std::pair<double, double>>& during,
+                     NeighbourStallResult* r) {
+  if (r->itl_median_after_ms <= 0 || r->itl_median_before_ms <= 0) return;
+  const double span = std::max(r->restore_end_ms - r->restore_begin_ms, 1e-9);
+  std::vector<double> ratios;
+  for (const auto& [ms, gap] : during) {
+    const double f = std::clamp((ms - r->restore_begin_ms) / span, 0.0, 1.0);
+    const double idle = r->itl_median_before_ms +
+                        f * (r->itl_median_after_ms - r->itl_median_before_ms);
+    ratios.push_back(gap / idle);
+  }
+  r->ratio_same_depth_p50 = Percentile(ratios, 0.5);
+  r->ratio_same_depth_p99 = Percentile(ratios, 0.99);
+  r->ratio_same_depth_max = Percentile(ratios, 1.0);
+}
+
 // Splits each slot's inter-token gaps by when the later token arrived.
 void Summarise(NeighbourStallResult* r) {
-  std::vector<double> before, during, all;
+  std::vector<std::pair<double, double>> timed_during;
+  std::vector<double> before, during, after, all;
   std::map<uint32_t, double> last;
   for (const TokenArrival& a : r->arrivals) {
     auto it = last.find(a.slot);
@@ -120,7 +139,9 @@ void Summarise(NeighbourStallResult* r) {
       // A gap overlapping the restore window counts as "during".
       if (a.ms >= r->restore_begin_ms && it->second <= r->restore_end_ms) {
         during.push_back(gap);
+        timed_during.emplace_back(a.ms, gap);
       }
+      if (it->second > r->restore_end_ms) after.push_back(gap);
     }
     last[a.slot] = a.ms;
   }
@@ -129,6 +150,95 @@ void Summarise(NeighbourStallResult* r) {
   r->itl_median_during_ms = Percentile(during, 0.5);
   r->itl_max_during_ms = Percentile(during, 1.0);
   r->itl_p99_ms = Percentile(all, 0.99);
+  r->itl_p99_before_ms = Percentile(before, 0.99);
+  r->itl_p99_during_ms = Percentile(during, 0.99);
+  r->itl_median_after_ms = Percentile(after, 0.5);
+  r->itl_p99_after_ms = Percentile(after, 0.99);
+  r->itl_max_after_ms = Percentile(after, 1.0);
+  SameDepthRatios(timed_during, r);
+}
+
+// Tells the driver when the prefilled request has finished.
+class DoneLatch : public CompletionSink {
+ public:
+  DoneLatch(std::mutex* mu, std::condition_variable* cv) : mu_(mu), cv_(cv) {}
+  bool OnToken(const TokenEvent&) override { return true; }
+  void OnDone(const StatusOr<CompletionResult>& result) override {
+    std::lock_guard lock(*mu_);
+    status_ = result.status();
+    done_ = true;
+    cv_->notify_all();
+  }
+  bool done() const { return done_; }
+  Status status() const { return status_; }
+
+ private:
+  std::mutex* mu_;
+  std::condition_variable* cv_;
+  bool done_ = false;
+  Status status_;
+};
+
+// Feeds a prompt of `tokens` random ids to `slot` and waits until it is
+// done; the window [*begin, *end] is on the arrival clock t0. Then lets
+// the generating slots run 100 more tokens each.
+Status PrefillWhileGenerating(Engine& engine, const NeighbourStallOptions& o,
+                              Clock::time_point t0, std::mutex& mu,
+                              std::condition_variable& cv,
+                              const std::vector<TokenArrival>& arrivals,
+                              const uint32_t& num_done, double* begin,
+                              double* end) {
+  CompletionParams p;
+  std::mt19937 rng(11);
+  for (uint32_t i = 0; i < o.prefill_tokens; ++i) {
+    p.prompt.push_back(static_cast<TokenId>(3 + rng() % 200));
+  }
+  p.n_predict = 1;
+  p.sampling = SamplingParams::Greedy();
+  p.slot = o.num_generating;
+  auto latch = std::make_shared<DoneLatch>(&mu, &cv);
+  auto ms_now = [&] {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0)
+        .count();
+  };
+  *begin = ms_now();
+  KV_RETURN_IF_ERROR(engine.Submit(std::move(p), latch).status());
+  std::unique_lock lock(mu);
+  cv.wait(lock, [&] { return latch->done(); });
+  *end = ms_now();
+  const size_t want = arrivals.size() + 100 * size_t{o.num_generating};
+  cv.wait(lock, [&] {
+    return arrivals.size() >= want || num_done == o.num_generating;
+  });
+  return latch->status();
+}
+
+// Returns `dir`, or a new temporary directory when it is empty.
+StatusOr<std::string> StallDir(const std::string& dir) {
+  if (!dir.empty()) return dir;
+  std::string tmpl = "/tmp/kvault-stall-XXXXXX";
+  if (mkdtemp(tmpl.data()) == nullptr) return IOError("mkdtemp failed");
+  return tmpl;
+}
+
+// The engine: the generating slots, and one more slot big enough for the
+// restored sequence or the prompt.
+EngineOptions StallEngineOptions(const NeighbourStallOptions& options,
+                                 uint64_t restore_tokens) {
+  EngineOptions e;
+  e.n_slots = options.num_generating + 1;
+  const uint64_t per_slot = 64 + options.num_gen;
+  const uint64_t big = std::max<uint64_t>(
+      options.prefill_tokens > 0 ? options.prefill_tokens : restore_tokens,
+      per_slot);
+  e.n_ctx_total = static_cast<uint32_t>(big + per_slot * e.n_slots + 1024);
+  e.ctx_per_slot = static_cast<uint32_t>(big + 16);
+  if (options.prefill_step_share >= 0) {
+    e.prefill_step_share = options.prefill_step_share;
+  }
+  e.num_threads = options.threads;
+  e.spill_ram_bytes = 0;
+  return e;
 }
 
 }  // namespace
@@ -139,34 +249,27 @@ StatusOr<NeighbourStallResult> RunNeighbourStall(
   const uint64_t cell_bytes = model->KvLayoutFor(KvDtype::kF16).cell_bytes();
   const uint64_t restore_tokens = std::max<uint64_t>(
       1, static_cast<uint64_t>(options.restore_mb * 1048576.0 / cell_bytes));
-  std::string dir = options.dir;
-  if (dir.empty()) {
-    std::string tmpl = "/tmp/kvault-stall-XXXXXX";
-    if (mkdtemp(tmpl.data()) == nullptr) return IOError("mkdtemp failed");
-    dir = tmpl;
-  }
+  KV_ASSIGN_OR_RETURN(const std::string dir, StallDir(options.dir));
   const std::string path = dir + "/restore.kvstate";
   NeighbourStallResult r;
   r.restore_tokens = restore_tokens;
-  KV_ASSIGN_OR_RETURN(r.restore_bytes,
-                      WriteRandomStateFile(*model, restore_tokens, path));
+  if (options.prefill_tokens == 0) {
+    KV_ASSIGN_OR_RETURN(r.restore_bytes,
+                        WriteRandomStateFile(*model, restore_tokens, path));
+  } else {
+    r.restore_tokens = options.prefill_tokens;
+  }
 
-  EngineOptions e;
-  e.n_slots = options.num_generating + 1;
-  const uint64_t per_slot = 64 + options.num_gen;
-  e.n_ctx_total = static_cast<uint32_t>(restore_tokens + per_slot * e.n_slots +
-                                        1024);
-  e.ctx_per_slot = static_cast<uint32_t>(std::max<uint64_t>(
-      restore_tokens + 16, per_slot));
-  e.num_threads = options.threads;
-  e.spill_ram_bytes = 0;
-  KV_ASSIGN_OR_RETURN(auto engine, Engine::Create(std::move(model), e));
+  KV_ASSIGN_OR_RETURN(auto engine,
+                      Engine::Create(std::move(model),
+                                     StallEngineOptions(options, restore_tokens)));
 
   std::mutex mu;
   std::condition_variable cv;
   uint32_t num_done = 0;
   const Clock::time_point t0 = Clock::now();
   std::vector<std::shared_ptr<ArrivalLog>> sinks;
+  std::vector<uint64_t> task_ids;
   for (uint32_t s = 0; s < options.num_generating; ++s) {
     auto sink = std::make_shared<ArrivalLog>(s, t0, &mu, &cv, &r.arrivals,
                                              &num_done);
@@ -176,7 +279,8 @@ StatusOr<NeighbourStallResult> RunNeighbourStall(
     p.sampling = SamplingParams::Greedy();
     p.ignore_eos = true;
     p.slot = s;
-    KV_RETURN_IF_ERROR(engine->Submit(std::move(p), sink).status());
+    KV_ASSIGN_OR_RETURN(uint64_t id, engine->Submit(std::move(p), sink));
+    task_ids.push_back(id);
     sinks.push_back(std::move(sink));
   }
   {
@@ -187,17 +291,27 @@ StatusOr<NeighbourStallResult> RunNeighbourStall(
              num_done == options.num_generating;
     });
   }
-  const double begin =
-      std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  auto restored = engine->RestoreSlot(options.num_generating, path);
-  const double end =
-      std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  if (!restored.ok()) return restored.status();
+  double begin = 0, end = 0;
+  if (options.prefill_tokens > 0) {
+    KV_RETURN_IF_ERROR(PrefillWhileGenerating(
+        *engine, options, t0, mu, cv, r.arrivals, num_done, &begin, &end));
+    for (uint64_t id : task_ids) engine->Cancel(id);
+  } else {
+    begin = std::chrono::duration<double, std::milli>(Clock::now() - t0)
+                .count();
+    auto restored = engine->RestoreSlot(options.num_generating, path);
+    end = std::chrono::duration<double, std::milli>(Clock::now() - t0)
+              .count();
+    if (!restored.ok()) return restored.status();
+  }
   {
     std::unique_lock lock(mu);
     cv.wait(lock, [&] { return num_done == options.num_generating; });
   }
-  for (const auto& sink : sinks) KV_RETURN_IF_ERROR(sink->status());
+  for (const auto& sink : sinks) {
+    const Status st = sink->status();
+    if (!st.ok() && st.reason() != kReasonCancelled) return st;
+  }
   engine->Shutdown();
   std::filesystem::remove(path);
   if (options.dir.empty()) std::filesystem::remove(dir);
@@ -219,7 +333,15 @@ std::string NeighbourStallJson(const NeighbourStallResult& r,
                       {"itl_max_before_ms", r.itl_max_before_ms},
                       {"itl_median_during_ms", r.itl_median_during_ms},
                       {"itl_max_during_ms", r.itl_max_during_ms},
-                      {"itl_p99_ms", r.itl_p99_ms}};
+                      {"itl_p99_ms", r.itl_p99_ms},
+                      {"itl_p99_before_ms", r.itl_p99_before_ms},
+                      {"itl_p99_during_ms", r.itl_p99_during_ms},
+                      {"itl_median_after_ms", r.itl_median_after_ms},
+                      {"itl_p99_after_ms", r.itl_p99_after_ms},
+                      {"itl_max_after_ms", r.itl_max_after_ms},
+                      {"ratio_same_depth_p50", r.ratio_same_depth_p50},
+                      {"ratio_same_depth_p99", r.ratio_same_depth_p99},
+                      {"ratio_same_depth_max", r.ratio_same_depth_max}};
   if (with_arrivals) {
     nlohmann::json a = nlohmann::json::array();
     for (const TokenArrival& t : r.arrivals) a.push_back({t.slot, t.ms});

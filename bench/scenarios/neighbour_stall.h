@@ -9,6 +9,13 @@
 // restore. The engine runs the restore's file I/O on its I/O thread, so the
 // ITL during the restore should stay within about one decode step of the
 // baseline.
+//
+// With `prefill_tokens` > 0 the further slot prefills a prompt of that many
+// tokens instead (and generates one token): the engine feeds it in chunks
+// sized so the generating slots' ITL stays near (1 + prefill_step_share) x
+// its idle value; the generating slots run until the prompt is done and
+// 100 tokens more (their ITL after it, at the depth they reached, is the
+// fairer baseline for a long prompt).
 #ifndef KVAULT_BENCH_SCENARIOS_NEIGHBOUR_STALL_H_
 #define KVAULT_BENCH_SCENARIOS_NEIGHBOUR_STALL_H_
 
@@ -28,6 +35,8 @@ struct NeighbourStallOptions {
   uint32_t restore_after = 32;  // tokens per slot before the restore starts
   uint32_t threads = 2;
   std::string dir;  // where the state file goes; empty: a temp dir
+  uint32_t prefill_tokens = 0;  // > 0: prefill this prompt, no restore
+  double prefill_step_share = -1;  // < 0: the engine's default
 };
 
 // One generated token: when it arrived, relative to the first token.
@@ -39,7 +48,7 @@ struct TokenArrival {
 struct NeighbourStallResult {
   uint64_t restore_tokens = 0;
   uint64_t restore_bytes = 0;
-  double restore_ms = 0;        // RestoreSlot's wall time
+  double restore_ms = 0;        // RestoreSlot's (or the prompt's) wall time
   double restore_begin_ms = 0;  // on the arrival clock
   double restore_end_ms = 0;
   double itl_median_before_ms = 0;  // baseline decode step
@@ -47,6 +56,19 @@ struct NeighbourStallResult {
   double itl_median_during_ms = 0;
   double itl_max_during_ms = 0;   // the stall the neighbours saw
   double itl_p99_ms = 0;          // over the whole run
+  double itl_p99_before_ms = 0;
+  double itl_p99_during_ms = 0;
+  // Gaps wholly after the restore or prompt: the generating slots are
+  // deeper then, so their steps cost more than before it.
+  double itl_median_after_ms = 0;
+  double itl_p99_after_ms = 0;
+  double itl_max_after_ms = 0;
+  // Each during-gap over the idle ITL expected at its time, interpolated
+  // linearly between the before and after medians (the slots' depth, hence
+  // their step time, grows linearly meanwhile): p50 / p99 / max.
+  double ratio_same_depth_p50 = 0;
+  double ratio_same_depth_p99 = 0;
+  double ratio_same_depth_max = 0;
   std::vector<TokenArrival> arrivals;
 };
 

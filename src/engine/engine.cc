@@ -35,6 +35,7 @@ Status EngineOptions::Validate() const {
   if (n_slots == 0) return bad("n_slots must be >= 1");
   if (page_size == 0) return bad("page_size must be >= 1");
   if (prefill_chunk == 0) return bad("prefill_chunk must be >= 1");
+  if (!(prefill_step_share >= 0)) return bad("prefill_step_share must be >= 0");
   if (max_batch_tokens < n_slots) {
     return bad("max_batch_tokens (" + std::to_string(max_batch_tokens) +
                ") must be >= n_slots (" + std::to_string(n_slots) + ")");
@@ -113,6 +114,15 @@ Status Engine::Impl::Init() {
     const uint32_t train = model_->hparams().n_ctx_train;
     if (train > 0) o.ctx_per_slot = std::min(o.ctx_per_slot, train);
   }
+  const LlamaHparams& h = model_->hparams();
+  const uint64_t q_width = uint64_t{h.n_head} * h.n_embd_head_k;
+  const uint64_t weights_per_layer =
+      uint64_t{h.n_embd} * (q_width + 2 * uint64_t{h.n_embd_k_gqa()}) +
+      uint64_t{h.n_head} * h.n_embd_head_v * h.n_embd +
+      3 * uint64_t{h.n_embd} * h.n_ff;
+  pacer_ = PrefillPacer(o.prefill_step_share,
+                        TokenCellsForShape(weights_per_layer, h.n_head,
+                                           h.n_embd_head_k, h.n_embd_head_v));
   const KvLayout layout = model_->KvLayoutFor(o.cache_type);
   KV_RETURN_IF_ERROR(layout.Validate().WithContext("engine: KV cache type"));
   KvCacheOptions cache_options;

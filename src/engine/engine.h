@@ -83,6 +83,11 @@ struct EngineOptions {
   uint32_t num_threads = 0;        // forward-pass threads; 0: all cores
   uint32_t prefill_chunk = 256;    // prompt tokens per slot per step
   uint32_t max_batch_tokens = 512; // tokens per forward call
+  // While other slots generate, the prompt tokens a step carries are
+  // bounded so its prefill takes at most this fraction of a step without
+  // prefill (measured; prefill_pacer.h): the others' inter-token latency
+  // stays near (1 + share) x. 0: always prefill_chunk tokens.
+  double prefill_step_share = 0.4;
   bool sync_saves = true;          // fsync slot files (spills never)
   OnKvFull on_kv_full = OnKvFull::kRefuse;
   // A slot save/restore whose file I/O (on the I/O threads) takes longer

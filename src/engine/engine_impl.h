@@ -31,6 +31,7 @@
 
 #include "core/thread_pool.h"
 #include "engine/engine.h"
+#include "engine/prefill_pacer.h"
 #include "engine/slot.h"
 #include "model/inference.h"
 
@@ -174,6 +175,9 @@ class Engine::Impl {
   // Returns this step's batch: one decode token per generating slot, then
   // prompt chunks, oldest request first, within max_batch_tokens.
   std::vector<Part> PlanBatch();
+  // Returns the plan's prefill work in pacer units; *had_decode: whether
+  // it also decodes (a slot's last prompt token counts as decoding).
+  double PrefillUnits(const std::vector<Part>& plan, bool* had_decode) const;
   // Moves the decoded tokens into the slots' caches, then samples.
   void ApplyDecoded(const std::vector<Part>& plan,
                     const std::vector<float>& logits);
@@ -280,6 +284,7 @@ class Engine::Impl {
   // A slot was released or I/O finished: queued items may run now.
   bool queue_may_progress_ = false;
   std::map<SeqId, uint32_t> scratch_slot_;       // restores in flight
+  PrefillPacer pacer_{0, 1};  // prompt tokens per step beside decoding
   uint32_t next_scratch_ = 0;
 
   mutable std::mutex mu_;

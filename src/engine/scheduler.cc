@@ -3,6 +3,7 @@
 // in the pool (spill idle slots, then preempt the youngest request),
 // decoding, and sampling/streaming each slot's next token.
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <utility>
 
@@ -198,9 +199,14 @@ std::vector<Engine::Impl::Part> Engine::Impl::PlanBatch() {
   std::sort(prefill.begin(), prefill.end(), [](Slot* a, Slot* b) {
     return a->request->admit_order < b->request->admit_order;
   });
+  // Beside decoding slots, each step's prompt work is bounded so their
+  // inter-token latency stays near (1 + share) x a plain decode step.
+  const bool pace = !plan.empty();
+  double allowance_ns = pacer_.AllowanceNs();
   for (Slot* slot : prefill) {
-    const size_t n = std::min<size_t>(
+    size_t n = std::min<size_t>(
         {slot->request->to_feed.size(), options_.prefill_chunk, budget});
+    if (pace) n = pacer_.Take(slot->cached.size(), n, &allowance_ns);
     if (n == 0) break;
     plan.push_back({slot, n, wants_logits(*slot->request, n)});
     budget -= n;
@@ -220,8 +226,14 @@ void Engine::Impl::Step() {
                          part.want_logits && i + 1 == part.num_tokens});
       }
     }
+    bool had_decode = false;
+    const double units = PrefillUnits(plan, &had_decode);
+    const EngineClock::time_point start = EngineClock::now();
     StatusOr<std::vector<float>> logits = context_->Decode(batch);
     if (logits.ok()) {
+      pacer_.Observe(std::chrono::duration<double, std::nano>(
+                         EngineClock::now() - start).count(),
+                     had_decode, units);
       ++counters_.forward_calls;
       ApplyDecoded(plan, *logits);
       return;
@@ -236,6 +248,19 @@ void Engine::Impl::Step() {
     for (const Part& part : plan) Fail(*part.slot, logits.status());
     return;
   }
+}
+
+double Engine::Impl::PrefillUnits(const std::vector<Part>& plan,
+                                  bool* had_decode) const {
+  double units = 0;
+  for (const Part& part : plan) {
+    if (part.slot->request->to_feed.size() > 1) {
+      units += pacer_.Units(part.num_tokens, part.slot->cached.size());
+    } else {
+      *had_decode = true;
+    }
+  }
+  return units;
 }
 
 void Engine::Impl::ApplyDecoded(const std::vector<Part>& plan,

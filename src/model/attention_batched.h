@@ -1,7 +1,7 @@
 // A faster AttendGroup for F16 KV caches on CPUs with AVX2, FMA and F16C:
-// each cell's K and V slices are converted to f32 once and used by every
-// query head of the group, and the V update is fused with the fp16
-// rounding of the accumulator. It performs, per (query, head, cell), the
+// each cell's K and V slices are read once for every query head of the
+// group, and the V update is fused with the fp16 rounding of the
+// accumulator. It performs, per (query, head, cell), the
 // same float operations in the same order as attention.cc's generic path
 // (ggml_compat::DotF16's order for q . k, FMA-based AxpyF16,
 // round-to-nearest-even fp16 rounding), so switching paths changes no bit
@@ -28,8 +28,7 @@ struct F16GroupRows {
 
 // Returns true when AttendGroupF16Fast can run for `shape` here: the kernel
 // table in use is AVX2's or AVX-512's (whose vector kernels are AVX2's),
-// the head sizes are multiples of 8 no larger than 256, and head_dim_k is
-// at least 32 (smaller ones stay on attention.cc's path).
+// and the head sizes are multiples of 8 no larger than 256.
 bool CanAttendGroupF16Fast(const AttentionShape& shape);
 
 // The generic AttendGroup for an F16 cache: out[j] for the n_gqa query
@@ -39,10 +38,10 @@ void AttendGroupF16Fast(const F16GroupRows& rows, const AttentionShape& shape,
                         const SeqCells& seq, Pos query_pos, uint32_t g,
                         const float* q, float* out);
 
-// Attend (attention.h) with the F16 fast path for every (token, KV head):
-// sequences with several queries in the batch have their K/V slices
-// converted to f32 once. `run(n, fn)` calls fn(i) for i < n, on any
-// threads. Requires CanAttendGroupF16Fast(shape).
+// Attend (attention.h) with the F16 fast paths: a sequence with several
+// queries in the batch (a prefill) attends in tiles (attention_tiled.h),
+// other queries one at a time, reading K/V in place. `run(n, fn)` calls
+// fn(i) for i < n, on any threads. Requires CanAttendGroupF16Fast(shape).
 void AttendF16Fast(const F16GroupRows& rows, const AttentionShape& shape,
                    std::span<const SeqCells> seqs,
                    std::span<const uint32_t> seq_of,

@@ -1,10 +1,7 @@
 // Tests that the F16 fast attention path (attention_batched.h) gives
 // bit-identical outputs to attention.cc's generic path. That path
 // (AttendGroup) is file-local and Attend always prefers the fast one for
-// F16, so ReferenceAttend below restates it operation for operation: the
-// same q . k (ggml_compat::DotF16), fused V update and sum, and fp16
-// rounding (HalfToFloat(FloatToHalf(x)), which attention.cc's RoundToHalf
-// matches).
+// F16, so ReferenceGroup (attention_reference.h) restates it.
 // A double-precision softmax checks both within a loose tolerance too, so
 // a shared mistake cannot pass unnoticed.
 #include "model/attention_batched.h"
@@ -26,59 +23,12 @@
 #include "kv/kv_layout.h"
 #include "kv/kv_storage.h"
 #include "model/attention.h"
+#include "attention_reference.h"
 #include "model/ggml_compat.h"
 #include "model/kernels/kernels.h"
 
 namespace kvault {
 namespace {
-
-float RoundHalf(float x) { return HalfToFloat(FloatToHalf(x)); }
-
-// attention.cc's AttendGroup for an F16 cache, restated.
-void ReferenceGroup(const KvStorage& storage, uint32_t layer,
-                    const AttentionShape& s, const SeqCells& seq,
-                    Pos query_pos, uint32_t g, const float* q, float* out) {
-  const uint32_t n_gqa = s.n_head / s.n_head_kv;
-  const uint32_t dk = s.head_dim_k;
-  const uint32_t dv = s.head_dim_v;
-  std::vector<float> qs(q, q + uint64_t{n_gqa} * dk);  // [n_gqa, dk]
-  for (float& x : qs) x = RoundHalf(x);
-  std::vector<float> max(n_gqa, -INFINITY);
-  std::vector<float> sum(n_gqa, 0.0f);
-  std::fill(out, out + uint64_t{n_gqa} * dv, 0.0f);
-  for (size_t i = 0; i < seq.cells.size(); ++i) {
-    if (seq.positions[i] > query_pos) continue;
-    const std::byte* k = storage.KRow(layer, seq.cells[i]).data() +
-                         uint64_t{g} * dk * 2;
-    const std::byte* v = storage.VRow(layer, seq.cells[i]).data() +
-                         uint64_t{g} * dv * 2;
-    for (uint32_t j = 0; j < n_gqa; ++j) {
-      float* acc = out + uint64_t{j} * dv;
-      const float score =
-          ggml_compat::DotF16(k, &qs[uint64_t{j} * dk], dk) * s.scale;
-      float old_scale = 1.0f, weight = 1.0f;
-      if (score > max[j]) {
-        old_scale = std::exp(max[j] - score);
-        max[j] = score;
-        for (uint32_t d = 0; d < dv; ++d) {
-          acc[d] = RoundHalf(acc[d] * old_scale);
-        }
-      } else {
-        weight = std::exp(score - max[j]);
-      }
-      for (uint32_t d = 0; d < dv; ++d) {
-        uint16_t h;
-        std::memcpy(&h, v + 2 * uint64_t{d}, 2);
-        acc[d] = RoundHalf(std::fma(weight, HalfToFloat(h), acc[d]));
-      }
-      sum[j] = std::fma(sum[j], old_scale, weight);
-    }
-  }
-  for (uint32_t j = 0; j < n_gqa; ++j) {
-    const float inv = sum[j] == 0.0f ? 0.0f : 1.0f / sum[j];
-    for (uint32_t d = 0; d < dv; ++d) out[uint64_t{j} * dv + d] *= inv;
-  }
-}
 
 // Plain double softmax attention of one query head over visible cells.
 void DoubleHead(const KvStorage& storage, uint32_t layer,

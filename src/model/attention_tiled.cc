@@ -1,0 +1,275 @@
+#include "model/attention_tiled.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "model/attention_simd.h"
+#include "model/kernels/kernels.h"
+
+namespace kvault {
+
+bool PositionsIncrease(const SeqCells& seq) {
+  for (size_t i = 1; i < seq.positions.size(); ++i) {
+    if (seq.positions[i] <= seq.positions[i - 1]) return false;
+  }
+  return true;
+}
+
+uint32_t TiledTokensPerTask(const AttentionShape& shape) {
+  constexpr uint32_t kRowsPerTask = 64;
+  const uint32_t n_gqa = shape.n_head / shape.n_head_kv;
+  return std::max(1u, kRowsPerTask / n_gqa);
+}
+
+#ifdef KVAULT_ATTENTION_FAST
+namespace {
+
+using namespace attention_simd;  // NOLINT: this file's vocabulary
+
+// Cells per block: one block's K and V slices in f32 (64 x 64 x 4 B each
+// at head size 64) stay in L1 and L2 while the query block uses them.
+constexpr uint32_t kBlock = 64;
+
+// One task's working memory, reused across tasks on a thread.
+struct TileScratch {
+  std::vector<float> qs;              // [rows, dk] fp16-rounded queries
+  std::vector<uint32_t> visible;      // [tokens] cells each token sees
+  std::vector<SoftmaxState> state;    // [rows]
+  std::vector<float> acc;             // [rows, dv] V accumulators
+  std::vector<float> kblock, vblock;  // [kBlock, dk], [kBlock, dv]
+  std::vector<float> kcols;  // [dk, kBlock]: kblock transposed, dk < 32
+  std::vector<const float*> krows, vrows;  // [kBlock] into the blocks
+  std::vector<float> scores;          // [rows, kBlock]
+  std::vector<CellTerms> terms;       // [rows, kBlock]
+  std::vector<float> exps;            // [kBlock]
+};
+
+// dst[i] = half(src[i]) for i < n (a multiple of 8): exact.
+KV_AVX2 inline void HalfToFloat8s(const std::byte* src, uint32_t n,
+                                  float* dst) {
+  for (uint32_t i = 0; i < n; i += 8) {
+    _mm256_storeu_ps(dst + i, Load8(reinterpret_cast<const uint16_t*>(src) + i));
+  }
+}
+
+// Converts group g's K and V slices of cells [m0, m0 + n) of seq to f32
+// (exact), and prefetches the next block's slices.
+KV_AVX2 void ConvertBlock(const F16GroupRows& rows, const AttentionShape& s,
+                  const SeqCells& seq, uint32_t g, uint32_t m0, uint32_t n,
+                  uint32_t end, TileScratch& t) {
+  const size_t k_bytes = size_t{s.head_dim_k} * 2;
+  const size_t v_bytes = size_t{s.head_dim_v} * 2;
+  const std::byte* k_base = rows.k_base + g * k_bytes;
+  const std::byte* v_base = rows.v_base + g * v_bytes;
+  for (uint32_t c = m0 + n; c < std::min(end, m0 + n + kBlock); ++c) {
+    const uint64_t cell = seq.cells[c].value();
+    PrefetchRow(k_base + cell * rows.k_row_bytes, k_bytes);
+    PrefetchRow(v_base + cell * rows.v_row_bytes, v_bytes);
+  }
+  for (uint32_t c = 0; c < n; ++c) {
+    const uint64_t cell = seq.cells[m0 + c].value();
+    HalfToFloat8s(k_base + cell * rows.k_row_bytes, s.head_dim_k,
+                  &t.kblock[size_t{c} * s.head_dim_k]);
+    HalfToFloat8s(v_base + cell * rows.v_row_bytes, s.head_dim_v,
+                  &t.vblock[size_t{c} * s.head_dim_v]);
+  }
+  if (s.head_dim_k >= 32) return;
+  for (uint32_t c = 0; c < n; ++c) {
+    for (uint32_t i = 0; i < s.head_dim_k; ++i) {
+      t.kcols[size_t{i} * kBlock + c] = t.kblock[size_t{c} * s.head_dim_k + i];
+    }
+  }
+}
+
+// scores[c] = DotOne(K row c, q, dk) for c < n (a multiple of 8), dk < 32:
+// DotOne then sums every product in double, in order, from +0; here 8
+// cells' sums run in vector lanes over the transposed block.
+KV_AVX2 void ScoreColumns(const TileScratch& t, const float* q, uint32_t dk,
+                          uint32_t n, float* scores) {
+  for (uint32_t c = 0; c < n; c += 8) {
+    __m256d lo = _mm256_setzero_pd(), hi = lo;
+    for (uint32_t i = 0; i < dk; ++i) {
+      const __m256 p = _mm256_mul_ps(
+          _mm256_loadu_ps(&t.kcols[size_t{i} * kBlock + c]),
+          _mm256_set1_ps(q[i]));
+      lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(p)));
+      hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(p, 1)));
+    }
+    _mm256_storeu_ps(scores + c, _mm256_set_m128(_mm256_cvtpd_ps(hi),
+                                                 _mm256_cvtpd_ps(lo)));
+  }
+}
+
+// scores[c] = K row c of the block . q for c < n (DotOne's sums).
+KV_AVX2 void ScoreRow(const TileScratch& t, const float* q, uint32_t dk,
+                      uint32_t n, float* scores) {
+  uint32_t c = 0;
+  if (dk % 32 == 0) {
+    for (; c + 8 <= n; c += 8) Dot8Keys(&t.krows[c], q, dk, scores + c, 1);
+  } else if (dk < 32) {
+    c = n & ~7u;
+    ScoreColumns(t, q, dk, c, scores);
+  }
+  for (; c < n; ++c) scores[c] = DotOne(t.krows[c], q, dk);
+}
+
+// ScoreRow for two queries (q: [2, dk]; scores: [2, kBlock]), each K
+// vector loaded once for both; dk a multiple of 32.
+KV_AVX2 void ScoreRows2(const TileScratch& t, const float* q, uint32_t dk,
+                        uint32_t n, float* scores) {
+  uint32_t c = 0;
+  for (; c + 8 <= n; c += 8) {
+    Dot8Keys2(&t.krows[c], q, q + dk, dk, scores + c, scores + kBlock + c);
+  }
+  for (; c < n; ++c) {
+    scores[c] = DotOne(t.krows[c], q, dk);
+    scores[kBlock + c] = DotOne(t.krows[c], q + dk, dk);
+  }
+}
+
+// Loads the task's queries (fp16-rounded) and each token's visible count.
+KV_AVX2 void LoadQueries(const AttentionShape& s, const SeqCells& seq,
+                         std::span<const uint32_t> tokens,
+                         std::span<const Pos> query_pos, uint32_t g,
+                         const float* q, TileScratch& t) {
+  const uint32_t n_gqa = s.n_head / s.n_head_kv;
+  const uint32_t dk = s.head_dim_k;
+  const size_t group_width = size_t{n_gqa} * dk;
+  t.qs.resize(tokens.size() * group_width);
+  t.visible.resize(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const float* src = q + size_t{tokens[i]} * s.n_head * dk + g * group_width;
+    std::memcpy(&t.qs[i * group_width], src, group_width * sizeof(float));
+    const Pos pos = query_pos[tokens[i]];
+    t.visible[i] = static_cast<uint32_t>(
+        std::upper_bound(seq.positions.begin(), seq.positions.end(), pos) -
+        seq.positions.begin());
+  }
+  RoundHalfRow(t.qs.data(), static_cast<uint32_t>(t.qs.size()));
+}
+
+// Runs token i's heads over the current block's first n cells.
+KV_AVX2 void TokenBlock(const AttentionShape& s, size_t i, uint32_t n,
+                        bool two_at_once, TileScratch& t) {
+  const uint32_t n_gqa = s.n_head / s.n_head_kv;
+  const uint32_t dk = s.head_dim_k;
+  const uint32_t dv = s.head_dim_v;
+  uint32_t j = 0;
+  for (; dk % 32 == 0 && j + 2 <= n_gqa; j += 2) {
+    const size_t r = i * n_gqa + j;
+    ScoreRows2(t, &t.qs[r * dk], dk, n, &t.scores[r * kBlock]);
+  }
+  for (; j < n_gqa; ++j) {
+    const size_t r = i * n_gqa + j;
+    ScoreRow(t, &t.qs[r * dk], dk, n, &t.scores[r * kBlock]);
+  }
+  for (j = 0; j + 2 <= n_gqa; j += 2) {
+    const size_t r = i * n_gqa + j;
+    SoftmaxTermsRows2(&t.scores[r * kBlock], kBlock, n, s.scale, &t.state[r],
+                      t.exps.data(), &t.terms[r * kBlock], kBlock);
+  }
+  for (; j < n_gqa; ++j) {
+    const size_t r = i * n_gqa + j;
+    SoftmaxTermsRow(&t.scores[r * kBlock], 1, n, s.scale, &t.state[r],
+                    t.exps.data(), &t.terms[r * kBlock]);
+  }
+  if (!(dv == 64 && two_at_once)) {  // else AccumulateBlock64's
+    AccumulateHeads(t.vrows.data(), n, n_gqa, dv, two_at_once,
+                    &t.terms[i * n_gqa * kBlock], kBlock,
+                    &t.acc[i * n_gqa * dv], dv);
+  }
+}
+
+// The block's V accumulations at head size 64 with AVX-512: runs of four
+// rows (heads of one or two tokens) that see the same cells go through
+// AccumulateRows64<4> together, the rest one row at a time.
+KV_AVX512 void AccumulateBlock64(uint32_t n_gqa, uint32_t m0, uint32_t n,
+                                 size_t num_tokens, TileScratch& t) {
+  const CellTerms* terms[4];
+  float* out[4];
+  uint32_t count = 0, width = 0;  // rows gathered; cells they see
+  auto flush = [&] {
+    if (count == 4) {
+      AccumulateRows64<4>(t.vrows.data(), width, terms, out);
+    } else {
+      for (uint32_t r = 0; r < count; ++r) {
+        AccumulateRows64<1>(t.vrows.data(), width, &terms[r], &out[r]);
+      }
+    }
+    count = 0;
+  };
+  for (size_t i = 0; i < num_tokens; ++i) {
+    if (t.visible[i] <= m0) continue;
+    const uint32_t cells = std::min(n, t.visible[i] - m0);
+    for (uint32_t j = 0; j < n_gqa; ++j) {
+      if (count > 0 && cells != width) flush();
+      const size_t r = i * n_gqa + j;
+      terms[count] = &t.terms[r * kBlock];
+      out[count++] = &t.acc[r * 64];
+      width = cells;
+      if (count == 4) flush();
+    }
+  }
+  if (count > 0) flush();
+}
+
+void ResizeScratch(const AttentionShape& s, size_t rows, TileScratch& t) {
+  t.state.assign(rows, SoftmaxState{});
+  t.acc.assign(rows * s.head_dim_v, 0.0f);
+  t.kblock.resize(size_t{kBlock} * s.head_dim_k);
+  t.kcols.resize(size_t{kBlock} * s.head_dim_k);
+  t.vblock.resize(size_t{kBlock} * s.head_dim_v);
+  t.krows.resize(kBlock);
+  t.vrows.resize(kBlock);
+  for (uint32_t c = 0; c < kBlock; ++c) {
+    t.krows[c] = &t.kblock[size_t{c} * s.head_dim_k];
+    t.vrows[c] = &t.vblock[size_t{c} * s.head_dim_v];
+  }
+  t.scores.resize(rows * kBlock);
+  t.terms.resize(rows * kBlock);
+  t.exps.resize(2 * kBlock);
+}
+
+}  // namespace
+#endif  // KVAULT_ATTENTION_FAST
+
+void AttendTile(const F16GroupRows& rows, const AttentionShape& s,
+                const SeqCells& seq, std::span<const uint32_t> tokens,
+                std::span<const Pos> query_pos, uint32_t g, const float* q,
+                float* out) {
+#ifdef KVAULT_ATTENTION_FAST
+  static const bool kTwoAtOnce = kernels::ActiveIsa() == "avx512";
+  const uint32_t n_gqa = s.n_head / s.n_head_kv;
+  const uint32_t dv = s.head_dim_v;
+  thread_local TileScratch t;
+  LoadQueries(s, seq, tokens, query_pos, g, q, t);
+  ResizeScratch(s, tokens.size() * n_gqa, t);
+  const uint32_t end = *std::max_element(t.visible.begin(), t.visible.end());
+  for (uint32_t m0 = 0; m0 < end; m0 += kBlock) {
+    const uint32_t n = std::min(kBlock, end - m0);
+    ConvertBlock(rows, s, seq, g, m0, n, end, t);
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      if (t.visible[i] <= m0) continue;  // causal mask: nothing here
+      TokenBlock(s, i, std::min(n, t.visible[i] - m0), kTwoAtOnce, t);
+    }
+    if (dv == 64 && kTwoAtOnce) {
+      AccumulateBlock64(n_gqa, m0, n, tokens.size(), t);
+    }
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    for (uint32_t j = 0; j < n_gqa; ++j) {
+      const size_t r = i * n_gqa + j;
+      float* dst = out + size_t{tokens[i]} * s.n_head * dv +
+                   (size_t{g} * n_gqa + j) * dv;
+      std::memcpy(dst, &t.acc[r * dv], dv * sizeof(float));
+      Normalize(t.state[r].sum, dv, dst);
+    }
+  }
+#else
+  (void)rows, (void)s, (void)seq, (void)tokens, (void)query_pos, (void)g,
+      (void)q, (void)out;
+#endif
+}
+
+}  // namespace kvault
