@@ -31,7 +31,7 @@ constexpr const char kServeUsage[] =
     "         --spill-disk BYTES] [--host H] [--port P] [--api-key KEY]\n"
     "         [-t THREADS] [--prefill-chunk N] [--no-fsync] [--mmap]\n"
     "         [--on-kv-full refuse|drop-lru] [--slot-io-timeout SECONDS]\n"
-    "         [--threads-http N] [--timeout S]\n"
+    "         [--threads-http N] [--timeout S] [--prefill-share X]\n"
     "  Without -m an embedded DEMO model (random weights, byte vocabulary,\n"
     "  generated in memory) is served: its output is gibberish.\n"
     "  -c N             KV cells shared by all slots (default 4096)\n"
@@ -62,6 +62,10 @@ constexpr const char kServeUsage[] =
     "                   (default 64); more connections get 503 at once\n"
     "  --timeout S      seconds a request body may take to arrive and a\n"
     "                   response write may stall (default 60; 408 / drop)\n"
+    "  --prefill-share X  while other slots generate, a step's prompt chunk\n"
+    "                   is sized to cost at most X decode steps (default\n"
+    "                   0.4: their inter-token latency rises ~1.2x; larger\n"
+    "                   prefills faster; 0: fixed --prefill-chunk chunks)\n"
     "  -t THREADS       forward-pass threads (default: all cores)\n";
 
 // The usage text printed by --help and after a bad flag.
@@ -130,6 +134,13 @@ Status ParseEngineFlags(const Flags& f, EngineOptions* e) {
   e->page_size = static_cast<uint32_t>(page);
   e->num_threads = static_cast<uint32_t>(threads);
   e->prefill_chunk = static_cast<uint32_t>(chunk);
+  KV_ASSIGN_OR_RETURN(e->prefill_step_share,
+                      f.GetDouble("prefill-share", e->prefill_step_share));
+  if (!(e->prefill_step_share >= 0 && e->prefill_step_share <= 64)) {
+    return InvalidArgumentError("--prefill-share " +
+                                std::to_string(e->prefill_step_share) +
+                                " is outside [0, 64]");
+  }
   e->kv_policy = f.GetString("kv-policy", "paged");
   e->spill_dir = f.GetString("spill-dir", "");
   e->sync_saves = !f.Has("no-fsync");
@@ -158,7 +169,8 @@ StatusOr<ServeOptions> ParseServe(const Flags& f) {
        "cache-type-k", "cache-type-v", "kv-policy", "slot-save-path",
        "spill-ram", "spill-dir", "spill-disk", "host", "port", "api-key",
        "threads", "prefill-chunk", "no-fsync", "mmap", "no-mmap",
-       "on-kv-full", "slot-io-timeout", "threads-http", "timeout"}));
+       "on-kv-full", "slot-io-timeout", "threads-http", "timeout",
+       "prefill-share"}));
   if (!f.positional().empty()) {
     return InvalidArgumentError("unexpected argument '" + f.positional()[0] +
                                 "'");
