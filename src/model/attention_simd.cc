@@ -1,5 +1,7 @@
 #include "model/attention_simd.h"
 
+#include "model/attention_simd512.h"
+
 #include "model/exact_exp.h"
 
 #ifdef KVAULT_ATTENTION_FAST
@@ -57,6 +59,73 @@ KV_AVX2 void SoftmaxTermsRows2(const float* raw, size_t raw_stride,
       const float e = scratch[h * n + m];
       c.weight = c.rescale ? 1.0f : e;
       c.old_scale = c.rescale ? e : 1.0f;
+      sum[h] = std::fma(sum[h], c.old_scale, c.weight);
+    }
+  }
+  for (int h = 0; h < 2; ++h) st[h] = {max[h], sum[h]};
+}
+
+namespace {
+
+// x shifted up `lanes` lanes (1, 2, 4 or 8), `fill` in the lanes below.
+template <int kLanes>
+KV_AVX512 inline __m512 ShiftUp(__m512 x, __m512 fill) {
+  return _mm512_castsi512_ps(_mm512_alignr_epi32(
+      _mm512_castps_si512(x), _mm512_castps_si512(fill), 16 - kLanes));
+}
+
+// The max pass of SoftmaxTermsRow over raw[0, n) (contiguous, n <= 64):
+// exp arguments into args, weights' rescale flags into the bits of
+// rescale[n / 16]; returns the new running max.
+KV_AVX512 float MaxPass(const float* raw, uint32_t n, float scale, float max,
+                        float* args, uint16_t* rescale) {
+  const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
+  for (uint32_t m = 0; m < n; m += 16) {
+    const __mmask16 valid =
+        n - m >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - m)) - 1);
+    const __m512 x = _mm512_mask_mov_ps(
+        neg_inf, valid,
+        _mm512_mul_ps(_mm512_maskz_loadu_ps(valid, raw + m),
+                      _mm512_set1_ps(scale)));
+    __m512 p = _mm512_max_ps(x, ShiftUp<1>(x, neg_inf));
+    p = _mm512_max_ps(p, ShiftUp<2>(p, neg_inf));
+    p = _mm512_max_ps(p, ShiftUp<4>(p, neg_inf));
+    p = _mm512_max_ps(p, ShiftUp<8>(p, neg_inf));
+    const __m512 carry = _mm512_set1_ps(max);
+    p = _mm512_max_ps(p, carry);
+    const __m512 before = ShiftUp<1>(p, carry);  // the max before each cell
+    const __mmask16 up = _mm512_cmp_ps_mask(x, before, _CMP_GT_OQ) & valid;
+    const __m512 arg = _mm512_mask_sub_ps(_mm512_sub_ps(x, before), up,
+                                          before, x);
+    _mm512_mask_storeu_ps(args + m, valid, arg);
+    rescale[m / 16] = up;
+    max = _mm512_cvtss_f32(_mm512_permutexvar_ps(_mm512_set1_epi32(15), p));
+  }
+  return max;
+}
+
+}  // namespace
+
+KV_AVX512 void SoftmaxTermsRows2Wide(const float* raw, size_t raw_stride,
+                                     uint32_t n, float scale,
+                                     SoftmaxState* st, float* scratch,
+                                     CellTerms* terms, size_t terms_stride) {
+  uint16_t up[2][4];
+  float max[2];
+  for (int h = 0; h < 2; ++h) {
+    max[h] = MaxPass(raw + h * raw_stride, n, scale, st[h].max,
+                     scratch + h * n, up[h]);
+  }
+  ExpInPlace(scratch, 2 * size_t{n});
+  CellTerms* t[2] = {terms, terms + terms_stride};
+  float sum[2] = {st[0].sum, st[1].sum};
+  for (uint32_t m = 0; m < n; ++m) {
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const bool rescale = (up[h][m / 16] >> (m % 16)) & 1;
+      const float e = scratch[h * n + m];
+      CellTerms& c = t[h][m];
+      c = {rescale ? 1.0f : e, rescale ? e : 1.0f, rescale};
       sum[h] = std::fma(sum[h], c.old_scale, c.weight);
     }
   }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "model/attention_simd.h"
+#include "model/attention_simd512.h"
 #include "model/kernels/kernels.h"
 
 namespace kvault {
@@ -128,6 +129,21 @@ KV_AVX2 void ScoreRows2(const TileScratch& t, const float* q, uint32_t dk,
   }
 }
 
+// ScoreRows2 with AVX-512 at head size kDk: 16 cells per Dot16Keys2 call,
+// the rest as ScoreRows2 does them.
+template <uint32_t kDk>
+KV_AVX512 void ScoreRows2Wide(const TileScratch& t, const float* q,
+                              uint32_t n, float* scores) {
+  uint32_t c = 0;
+  for (; c + 16 <= n; c += 16) {
+    Dot16Keys2<kDk>(&t.krows[c], q, q + kDk, scores + c, scores + kBlock + c);
+  }
+  for (; c < n; ++c) {
+    scores[c] = DotOne(t.krows[c], q, kDk);
+    scores[kBlock + c] = DotOne(t.krows[c], q + kDk, kDk);
+  }
+}
+
 // Loads the task's queries (fp16-rounded) and each token's visible count.
 KV_AVX2 void LoadQueries(const AttentionShape& s, const SeqCells& seq,
                          std::span<const uint32_t> tokens,
@@ -158,7 +174,15 @@ KV_AVX2 void TokenBlock(const AttentionShape& s, size_t i, uint32_t n,
   uint32_t j = 0;
   for (; dk % 32 == 0 && j + 2 <= n_gqa; j += 2) {
     const size_t r = i * n_gqa + j;
-    ScoreRows2(t, &t.qs[r * dk], dk, n, &t.scores[r * kBlock]);
+    const float* q = &t.qs[r * dk];
+    float* scores = &t.scores[r * kBlock];
+    if (two_at_once && dk == 64) {
+      ScoreRows2Wide<64>(t, q, n, scores);
+    } else if (two_at_once && dk == 128) {
+      ScoreRows2Wide<128>(t, q, n, scores);
+    } else {
+      ScoreRows2(t, q, dk, n, scores);
+    }
   }
   for (; j < n_gqa; ++j) {
     const size_t r = i * n_gqa + j;
@@ -166,8 +190,9 @@ KV_AVX2 void TokenBlock(const AttentionShape& s, size_t i, uint32_t n,
   }
   for (j = 0; j + 2 <= n_gqa; j += 2) {
     const size_t r = i * n_gqa + j;
-    SoftmaxTermsRows2(&t.scores[r * kBlock], kBlock, n, s.scale, &t.state[r],
-                      t.exps.data(), &t.terms[r * kBlock], kBlock);
+    (two_at_once ? SoftmaxTermsRows2Wide : SoftmaxTermsRows2)(
+        &t.scores[r * kBlock], kBlock, n, s.scale, &t.state[r], t.exps.data(),
+        &t.terms[r * kBlock], kBlock);
   }
   for (; j < n_gqa; ++j) {
     const size_t r = i * n_gqa + j;
