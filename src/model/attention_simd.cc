@@ -104,32 +104,51 @@ KV_AVX512 float MaxPass(const float* raw, uint32_t n, float scale, float max,
   return max;
 }
 
-}  // namespace
-
-KV_AVX512 void SoftmaxTermsRows2Wide(const float* raw, size_t raw_stride,
-                                     uint32_t n, float scale,
-                                     SoftmaxState* st, float* scratch,
-                                     CellTerms* terms, size_t terms_stride) {
-  uint16_t up[2][4];
-  float max[2];
-  for (int h = 0; h < 2; ++h) {
+// SoftmaxTermsRowsWide for kRows rows: the max passes one row at a time,
+// one exp call, then the rows' fused-sum chains interleaved (one fma per
+// cell and row, each chain waiting on its own fma's latency only).
+template <int kRows>
+KV_AVX512 void SoftmaxRows(const float* raw, size_t raw_stride, uint32_t n,
+                           float scale, SoftmaxState* st, float* scratch,
+                           CellTerms* terms, size_t terms_stride) {
+  uint16_t up[kRows][4];
+  float max[kRows], sum[kRows];
+  for (int h = 0; h < kRows; ++h) {
     max[h] = MaxPass(raw + h * raw_stride, n, scale, st[h].max,
                      scratch + h * n, up[h]);
+    sum[h] = st[h].sum;
   }
-  ExpInPlace(scratch, 2 * size_t{n});
-  CellTerms* t[2] = {terms, terms + terms_stride};
-  float sum[2] = {st[0].sum, st[1].sum};
+  ExpInPlace(scratch, kRows * size_t{n});
   for (uint32_t m = 0; m < n; ++m) {
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 4
+    for (int h = 0; h < kRows; ++h) {
       const bool rescale = (up[h][m / 16] >> (m % 16)) & 1;
       const float e = scratch[h * n + m];
-      CellTerms& c = t[h][m];
+      CellTerms& c = terms[h * terms_stride + m];
       c = {rescale ? 1.0f : e, rescale ? e : 1.0f, rescale};
       sum[h] = std::fma(sum[h], c.old_scale, c.weight);
     }
   }
-  for (int h = 0; h < 2; ++h) st[h] = {max[h], sum[h]};
+  for (int h = 0; h < kRows; ++h) st[h] = {max[h], sum[h]};
+}
+
+}  // namespace
+
+void SoftmaxTermsRowsWide(int rows, const float* raw, size_t raw_stride,
+                          uint32_t n, float scale, SoftmaxState* st,
+                          float* scratch, CellTerms* terms,
+                          size_t terms_stride) {
+  switch (rows) {
+    case 4:
+      return SoftmaxRows<4>(raw, raw_stride, n, scale, st, scratch, terms,
+                            terms_stride);
+    case 2:
+      return SoftmaxRows<2>(raw, raw_stride, n, scale, st, scratch, terms,
+                            terms_stride);
+    default:
+      return SoftmaxRows<1>(raw, raw_stride, n, scale, st, scratch, terms,
+                            terms_stride);
+  }
 }
 
 }  // namespace kvault::attention_simd

@@ -91,14 +91,16 @@ Dot16Keys2(const float* const* keys, const float* q0, const float* q1,
   }
 }
 
-// SoftmaxTermsRows2 (attention_simd.h) for n <= 64 cells on an AVX-512
-// machine, same bits: the running max is a prefix max (exact, so any
-// grouping gives the scalar pass's values up to the sign of a zero max,
-// which changes no flag and no exp), 16 cells per step; only the fused
-// sum stays a serial chain.
-void SoftmaxTermsRows2Wide(const float* raw, size_t raw_stride, uint32_t n,
-                           float scale, SoftmaxState* st, float* scratch,
-                           CellTerms* terms, size_t terms_stride);
+// SoftmaxTermsRows2 (attention_simd.h) for `rows` (1, 2 or 4) rows of n
+// <= 64 cells on an AVX-512 machine (scratch: rows x n), same bits: the
+// running max is a prefix max (exact, so any grouping gives the scalar
+// pass's values up to the sign of a zero max, which changes no flag and
+// no exp), 16 cells per step; only the fused sums stay serial chains, the
+// rows' chains interleaved.
+void SoftmaxTermsRowsWide(int rows, const float* raw, size_t raw_stride,
+                          uint32_t n, float scale, SoftmaxState* st,
+                          float* scratch, CellTerms* terms,
+                          size_t terms_stride);
 
 }  // namespace kvault::attention_simd
 #endif  // KVAULT_ATTENTION_FAST

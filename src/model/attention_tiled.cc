@@ -43,7 +43,7 @@ struct TileScratch {
   std::vector<const float*> krows, vrows;  // [kBlock] into the blocks
   std::vector<float> scores;          // [rows, kBlock]
   std::vector<CellTerms> terms;       // [rows, kBlock]
-  std::vector<float> exps;            // [kBlock]
+  std::vector<float> exps;            // [4 kBlock]
 };
 
 // dst[i] = half(src[i]) for i < n (a multiple of 8): exact.
@@ -188,22 +188,58 @@ KV_AVX2 void TokenBlock(const AttentionShape& s, size_t i, uint32_t n,
     const size_t r = i * n_gqa + j;
     ScoreRow(t, &t.qs[r * dk], dk, n, &t.scores[r * kBlock]);
   }
+  if (dv == 64 && two_at_once) return;  // SoftmaxBlock's, AccumulateBlock64's
   for (j = 0; j + 2 <= n_gqa; j += 2) {
     const size_t r = i * n_gqa + j;
-    (two_at_once ? SoftmaxTermsRows2Wide : SoftmaxTermsRows2)(
-        &t.scores[r * kBlock], kBlock, n, s.scale, &t.state[r], t.exps.data(),
-        &t.terms[r * kBlock], kBlock);
+    if (two_at_once) {
+      SoftmaxTermsRowsWide(2, &t.scores[r * kBlock], kBlock, n, s.scale,
+                           &t.state[r], t.exps.data(), &t.terms[r * kBlock],
+                           kBlock);
+    } else {
+      SoftmaxTermsRows2(&t.scores[r * kBlock], kBlock, n, s.scale,
+                        &t.state[r], t.exps.data(), &t.terms[r * kBlock],
+                        kBlock);
+    }
   }
   for (; j < n_gqa; ++j) {
     const size_t r = i * n_gqa + j;
     SoftmaxTermsRow(&t.scores[r * kBlock], 1, n, s.scale, &t.state[r],
                     t.exps.data(), &t.terms[r * kBlock]);
   }
-  if (!(dv == 64 && two_at_once)) {  // else AccumulateBlock64's
-    AccumulateHeads(t.vrows.data(), n, n_gqa, dv, two_at_once,
-                    &t.terms[i * n_gqa * kBlock], kBlock,
-                    &t.acc[i * n_gqa * dv], dv);
+  AccumulateHeads(t.vrows.data(), n, n_gqa, dv, two_at_once,
+                  &t.terms[i * n_gqa * kBlock], kBlock, &t.acc[i * n_gqa * dv],
+                  dv);
+}
+
+// The block's softmax terms at head size 64 with AVX-512: runs of rows
+// that see the same cells (the heads of consecutive tokens) go up to four
+// at a time, so four rows' serial sum chains overlap.
+KV_AVX512 void SoftmaxBlock(float scale, uint32_t n_gqa, uint32_t m0,
+                            uint32_t n, size_t num_tokens, TileScratch& t) {
+  size_t first = 0;
+  uint32_t count = 0, width = 0;  // rows gathered from `first`; their cells
+  auto flush = [&] {
+    for (uint32_t done = 0; done < count;) {
+      const uint32_t left = count - done;
+      const int rows = left >= 4 ? 4 : left >= 2 ? 2 : 1;
+      const size_t r = first + done;
+      SoftmaxTermsRowsWide(rows, &t.scores[r * kBlock], kBlock, width, scale,
+                           &t.state[r], t.exps.data(), &t.terms[r * kBlock],
+                           kBlock);
+      done += rows;
+    }
+    count = 0;
+  };
+  for (size_t i = 0; i < num_tokens; ++i) {
+    if (t.visible[i] <= m0) continue;
+    const uint32_t cells = std::min(n, t.visible[i] - m0);
+    const size_t r = i * n_gqa;
+    if (count > 0 && (cells != width || r != first + count)) flush();
+    if (count == 0) first = r;
+    count += n_gqa;
+    width = cells;
   }
+  if (count > 0) flush();
 }
 
 // The block's V accumulations at head size 64 with AVX-512: runs of four
@@ -253,7 +289,7 @@ void ResizeScratch(const AttentionShape& s, size_t rows, TileScratch& t) {
   }
   t.scores.resize(rows * kBlock);
   t.terms.resize(rows * kBlock);
-  t.exps.resize(2 * kBlock);
+  t.exps.resize(4 * kBlock);
 }
 
 }  // namespace
@@ -279,6 +315,7 @@ void AttendTile(const F16GroupRows& rows, const AttentionShape& s,
       TokenBlock(s, i, std::min(n, t.visible[i] - m0), kTwoAtOnce, t);
     }
     if (dv == 64 && kTwoAtOnce) {
+      SoftmaxBlock(s.scale, n_gqa, m0, n, tokens.size(), t);
       AccumulateBlock64(n_gqa, m0, n, tokens.size(), t);
     }
   }
