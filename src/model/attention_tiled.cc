@@ -18,7 +18,11 @@ bool PositionsIncrease(const SeqCells& seq) {
 }
 
 uint32_t TiledTokensPerTask(const AttentionShape& shape) {
-  constexpr uint32_t kRowsPerTask = 64;
+  // A task converts each cell block's K/V once for all its rows: 128 rows
+  // rather than 64 halve that cost (small Q8_0, pp512 at depth 4,096:
+  // 1,087-1,145 tok/s against 1,034-1,056) and still give a 512-token
+  // prompt 8 tasks per KV head.
+  constexpr uint32_t kRowsPerTask = 128;
   const uint32_t n_gqa = shape.n_head / shape.n_head_kv;
   return std::max(1u, kRowsPerTask / n_gqa);
 }

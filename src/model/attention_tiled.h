@@ -25,7 +25,7 @@ namespace kvault {
 bool PositionsIncrease(const SeqCells& seq);
 
 // The number of a sequence's batch tokens one tiled task takes for
-// `shape`: about 32 query heads' rows.
+// `shape`: about 128 query heads' rows.
 uint32_t TiledTokensPerTask(const AttentionShape& shape);
 
 // For each batch token t in `tokens` (all of sequence `seq`, at most
