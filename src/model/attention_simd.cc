@@ -1,7 +1,9 @@
 #include "model/attention_simd.h"
 
-#include "model/attention_simd512.h"
+#include <algorithm>
+#include <cstddef>
 
+#include "model/attention_simd512.h"
 #include "model/exact_exp.h"
 
 #ifdef KVAULT_ATTENTION_FAST
@@ -104,29 +106,80 @@ KV_AVX512 float MaxPass(const float* raw, uint32_t n, float scale, float max,
   return max;
 }
 
-// SoftmaxTermsRowsWide for kRows rows: the max passes one row at a time,
-// one exp call, then the rows' fused-sum chains interleaved (one fma per
-// cell and row, each chain waiting on its own fma's latency only).
+// Lane l of interleaved store j (of 3) holds float 16 j + l of 16
+// CellTerms: field (16 j + l) % 3 of cell (16 j + l) / 3. kTermsIndex:
+// the permutex2var index picking it from (weights, old scales); its low 4
+// bits pick the cell's rescale flag. kFlagLanes: the lanes that are flags.
+struct TermsLayout {
+  int32_t index[3][16];
+  uint16_t flag_lanes[3];
+};
+constexpr TermsLayout MakeTermsLayout() {
+  TermsLayout t{};
+  for (int k = 0; k < 48; ++k) {
+    t.index[k / 16][k % 16] = (k % 3 == 1 ? 16 : 0) + k / 3;
+    if (k % 3 == 2) t.flag_lanes[k / 16] |= uint16_t(1u << (k % 16));
+  }
+  return t;
+}
+constexpr TermsLayout kTermsLayout = MakeTermsLayout();
+
+// out[0, count) (count <= 16) = {w, o, up} of each cell: three
+// interleaving stores instead of three scalar stores per cell.
+KV_AVX512 inline void StoreTerms(__m512 w, __m512 o, __mmask16 up,
+                                 uint32_t count, CellTerms* out) {
+  static_assert(sizeof(CellTerms) == 12 && offsetof(CellTerms, weight) == 0 &&
+                offsetof(CellTerms, old_scale) == 4 &&
+                offsetof(CellTerms, rescale) == 8);
+  // A flag lane stores 1 or 0 as a 32-bit int: the bool and its padding.
+  const __m512 flags = _mm512_castsi512_ps(
+      _mm512_maskz_mov_epi32(up, _mm512_set1_epi32(1)));
+  float* dst = reinterpret_cast<float*>(out);
+  for (uint32_t j = 0; j < 3 && 16 * j < 3 * count; ++j) {
+    const __m512i index = _mm512_loadu_si512(kTermsLayout.index[j]);
+    const __m512 v = _mm512_mask_blend_ps(
+        kTermsLayout.flag_lanes[j], _mm512_permutex2var_ps(w, index, o),
+        _mm512_permutexvar_ps(index, flags));
+    const uint32_t floats = std::min(16u, 3 * count - 16 * j);
+    _mm512_mask_storeu_ps(dst + 16 * j,
+                          static_cast<__mmask16>((1u << floats) - 1), v);
+  }
+}
+
+// SoftmaxTermsRowsWide for kRows rows: per row the max pass and, after
+// one exp call, the terms 16 cells per step; then the rows' fused-sum
+// chains interleaved (one fma per cell and row, each chain waiting on its
+// own fma's latency only).
 template <int kRows>
 KV_AVX512 void SoftmaxRows(const float* raw, size_t raw_stride, uint32_t n,
                            float scale, SoftmaxState* st, float* scratch,
                            CellTerms* terms, size_t terms_stride) {
   uint16_t up[kRows][4];
-  float max[kRows], sum[kRows];
+  float max[kRows], sum[kRows], olds[kRows][64];
   for (int h = 0; h < kRows; ++h) {
     max[h] = MaxPass(raw + h * raw_stride, n, scale, st[h].max,
                      scratch + h * n, up[h]);
     sum[h] = st[h].sum;
   }
   ExpInPlace(scratch, kRows * size_t{n});
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (int h = 0; h < kRows; ++h) {
+    for (uint32_t m = 0; m < n; m += 16) {
+      const uint32_t count = std::min(16u, n - m);
+      const __mmask16 valid = static_cast<__mmask16>((1u << count) - 1);
+      const __m512 e = _mm512_maskz_loadu_ps(valid, scratch + h * n + m);
+      const __mmask16 u = up[h][m / 16];
+      const __m512 w = _mm512_mask_mov_ps(e, u, one);  // weight
+      const __m512 o = _mm512_mask_mov_ps(one, u, e);  // old_scale
+      StoreTerms(w, o, u, count, terms + h * terms_stride + m);
+      _mm512_mask_storeu_ps(scratch + h * n + m, valid, w);
+      _mm512_mask_storeu_ps(&olds[h][m], valid, o);
+    }
+  }
   for (uint32_t m = 0; m < n; ++m) {
 #pragma GCC unroll 4
     for (int h = 0; h < kRows; ++h) {
-      const bool rescale = (up[h][m / 16] >> (m % 16)) & 1;
-      const float e = scratch[h * n + m];
-      CellTerms& c = terms[h * terms_stride + m];
-      c = {rescale ? 1.0f : e, rescale ? e : 1.0f, rescale};
-      sum[h] = std::fma(sum[h], c.old_scale, c.weight);
+      sum[h] = std::fma(sum[h], olds[h][m], scratch[h * n + m]);
     }
   }
   for (int h = 0; h < kRows; ++h) st[h] = {max[h], sum[h]};
