@@ -6,6 +6,11 @@
 #include "model/attention_simd512.h"
 #include "model/exact_exp.h"
 
+// GCC 12's avx512fintrin.h builds "undefined" vectors from self-initialised
+// locals (__Y = __Y), which -Wuninitialized flags in every caller.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #ifdef KVAULT_ATTENTION_FAST
 namespace kvault::attention_simd {
 

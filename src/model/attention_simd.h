@@ -287,6 +287,12 @@ KV_AVX512VL void AccumulateV2(const T* const* rows, uint32_t n,
 
 #define KV_AVX512 __attribute__((target("avx512f,avx512vl,avx2,fma,f16c")))
 
+// GCC 12's avx512fintrin.h builds "undefined" vectors from self-initialised
+// locals (__Y = __Y), which -Wuninitialized flags in every caller.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 // RoundHalf for 16 values.
 KV_AVX512 inline __m512 RoundHalf16(__m512 x) {
   return _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
@@ -334,6 +340,8 @@ KV_AVX512 void AccumulateRows64(const float* const* rows, uint32_t n,
     for (int d = 0; d < 4; ++d) _mm512_storeu_ps(out[r] + 16 * d, acc[r][d]);
   }
 }
+
+#pragma GCC diagnostic pop
 
 // AccumulateV for any dv (a multiple of 8), the accumulator in out: per
 // cell, on a rescale acc = round(acc * old_scale), then acc = round(fma(

@@ -12,6 +12,11 @@
 #include "model/attention_simd.h"
 
 #ifdef KVAULT_ATTENTION_FAST
+// GCC 12's avx512fintrin.h builds "undefined" vectors from self-initialised
+// locals (__Y = __Y), which -Wuninitialized flags in every caller.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 namespace kvault::attention_simd {
 
 #define KV_AVX512_INLINE \
@@ -103,6 +108,7 @@ void SoftmaxTermsRowsWide(int rows, const float* raw, size_t raw_stride,
                           size_t terms_stride);
 
 }  // namespace kvault::attention_simd
+#pragma GCC diagnostic pop
 #endif  // KVAULT_ATTENTION_FAST
 
 #endif  // KVAULT_MODEL_ATTENTION_SIMD512_H_
