@@ -169,12 +169,11 @@ KV_AVX2 void LoadQueries(const AttentionShape& s, const SeqCells& seq,
   RoundHalfRow(t.qs.data(), static_cast<uint32_t>(t.qs.size()));
 }
 
-// Runs token i's heads over the current block's first n cells.
-KV_AVX2 void TokenBlock(const AttentionShape& s, size_t i, uint32_t n,
-                        bool two_at_once, TileScratch& t) {
+// The scores of token i's heads over the current block's first n cells.
+KV_AVX2 void TokenScores(const AttentionShape& s, size_t i, uint32_t n,
+                         bool two_at_once, TileScratch& t) {
   const uint32_t n_gqa = s.n_head / s.n_head_kv;
   const uint32_t dk = s.head_dim_k;
-  const uint32_t dv = s.head_dim_v;
   uint32_t j = 0;
   for (; dk % 32 == 0 && j + 2 <= n_gqa; j += 2) {
     const size_t r = i * n_gqa + j;
@@ -192,8 +191,17 @@ KV_AVX2 void TokenBlock(const AttentionShape& s, size_t i, uint32_t n,
     const size_t r = i * n_gqa + j;
     ScoreRow(t, &t.qs[r * dk], dk, n, &t.scores[r * kBlock]);
   }
+}
+
+// Runs token i's heads over the current block's first n cells.
+KV_AVX2 void TokenBlock(const AttentionShape& s, size_t i, uint32_t n,
+                        bool two_at_once, TileScratch& t) {
+  const uint32_t n_gqa = s.n_head / s.n_head_kv;
+  const uint32_t dv = s.head_dim_v;
+  TokenScores(s, i, n, two_at_once, t);
   if (dv == 64 && two_at_once) return;  // SoftmaxBlock's, AccumulateBlock64's
-  for (j = 0; j + 2 <= n_gqa; j += 2) {
+  uint32_t j = 0;
+  for (; j + 2 <= n_gqa; j += 2) {
     const size_t r = i * n_gqa + j;
     if (two_at_once) {
       SoftmaxTermsRowsWide(2, &t.scores[r * kBlock], kBlock, n, s.scale,
