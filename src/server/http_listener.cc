@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,6 +22,10 @@ using std::chrono::milliseconds;
 // many may linger at once (beyond that they are closed at once).
 constexpr milliseconds kRejectLinger{500};
 constexpr size_t kMaxLingering = 256;
+// How many accepted connections may wait for their first bytes at once;
+// beyond that a new one is closed at once (the descriptor limit is raised
+// well above this at start-up).
+constexpr size_t kMaxWaiting = 8192;
 // How long accepting pauses when the process is out of descriptors.
 constexpr milliseconds kAcceptPause{100};
 
@@ -79,6 +84,17 @@ uint16_t BoundPort(int fd) {
   return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
 }
 
+// Raises the soft descriptor limit to the hard one: each waiting or served
+// connection holds a descriptor, and the usual soft limit (1024) is below
+// kMaxWaiting.
+void RaiseDescriptorLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
@@ -87,6 +103,7 @@ StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
   std::unique_ptr<HttpListener> l(new HttpListener(options, callbacks));
   l->options_.max_connections = std::max<uint32_t>(1, options.max_connections);
   KV_RETURN_IF_ERROR(l->stop_.Init());
+  RaiseDescriptorLimit();
   KV_RETURN_IF_ERROR(l->Bind());
   for (uint32_t i = 0; i < l->options_.max_connections; ++i) {
     l->workers_.emplace_back([p = l.get()] { p->WorkerLoop(); });
@@ -134,20 +151,31 @@ void HttpListener::AcceptLoop() {
       fds.push_back({l.fd, POLLIN, 0});
       next = std::min(next, l.until);
     }
+    for (const Waiting& w : waiting_) {
+      fds.push_back({w.fd, POLLIN, 0});
+      next = std::min(next, w.until);
+    }
     const auto wait =
         std::chrono::duration_cast<milliseconds>(next - HttpClock::now());
     poll(fds.data(), fds.size(),
          static_cast<int>(std::max<int64_t>(0, wait.count() + 1)));
     if (fds[1].revents != 0) break;
-    std::vector<bool> readable;
+    std::vector<bool> readable;  // lingering, then waiting
     for (size_t i = 2; i < fds.size(); ++i) {
       readable.push_back(fds[i].revents != 0);
     }
+    const auto first_waiting =
+        readable.begin() + static_cast<std::ptrdiff_t>(lingering_.size());
+    const std::vector<bool> waiting_readable(first_waiting, readable.end());
+    readable.erase(first_waiting, readable.end());
     DrainLingering(readable);
+    DispatchWaiting(waiting_readable);
     if (fds[0].revents != 0) AcceptReady();
   }
   for (const Lingering& l : lingering_) close(l.fd);
   lingering_.clear();
+  for (const Waiting& w : waiting_) close(w.fd);
+  waiting_.clear();
 }
 
 void HttpListener::AcceptReady() {
@@ -160,16 +188,43 @@ void HttpListener::AcceptReady() {
       }
       return;
     }
-    std::unique_lock<std::mutex> lock(mu_);
-    if (busy_ >= options_.max_connections) {
-      lock.unlock();
-      Reject(fd);
+    if (waiting_.size() >= kMaxWaiting) {
+      close(fd);
       continue;
     }
-    ++busy_;
-    queue_.push_back(fd);
-    cv_.notify_one();
+    waiting_.push_back(
+        {fd, HttpClock::now() + options_.connection.head_timeout});
   }
+}
+
+void HttpListener::DispatchWaiting(const std::vector<bool>& readable) {
+  // Bytes (or a hang-up) arrived: a worker reads the request, or the
+  // connection gets a fast 503. Silent past the head deadline: closed.
+  std::vector<Waiting> keep;
+  const HttpClock::time_point now = HttpClock::now();
+  for (size_t i = 0; i < waiting_.size(); ++i) {
+    const Waiting& w = waiting_[i];
+    if (i < readable.size() && readable[i]) {
+      Dispatch(w.fd);
+    } else if (now >= w.until) {
+      close(w.fd);
+    } else {
+      keep.push_back(w);
+    }
+  }
+  waiting_ = std::move(keep);
+}
+
+void HttpListener::Dispatch(int fd) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (busy_ >= options_.max_connections) {
+    lock.unlock();
+    Reject(fd);
+    return;
+  }
+  ++busy_;
+  queue_.push_back(fd);
+  cv_.notify_one();
 }
 
 void HttpListener::Reject(int fd) {

@@ -1,8 +1,12 @@
 // The connection server: one acceptor thread and a fixed pool of worker
-// threads, one connection per worker at a time. When every worker is busy
-// a new connection is answered at once with 503 too_many_connections
-// (Connection: close) instead of waiting in a queue, so a flood of idle
-// connections costs the flood, not the clients behind it. Stop closes idle
+// threads, one connection per worker at a time. A new connection waits on
+// the acceptor's poll set (up to kMaxWaiting of them, each for at most the
+// head deadline) until its first bytes arrive, so connections that send
+// nothing hold no worker: /health keeps answering through a flood of idle
+// ones. When every worker is busy, a connection with a request is answered
+// at once with 503 too_many_connections (Connection: close) instead of
+// waiting in a queue, so a flood costs the flood, not the clients behind
+// it. Stop closes idle
 // and half-read connections at once and gives streams a short grace to send
 // their last event and terminating chunk.
 #ifndef KVAULT_SERVER_HTTP_LISTENER_H_
@@ -53,13 +57,20 @@ class HttpListener {
     int fd;
     HttpClock::time_point until;
   };
+  // An accepted connection that has sent nothing yet.
+  struct Waiting {
+    int fd;
+    HttpClock::time_point until;
+  };
   HttpListener(const ListenerOptions& options, const HttpCallbacks* callbacks)
       : options_(options), callbacks_(callbacks) {}
   Status Bind();
   void AcceptLoop();
   void AcceptReady();
+  void Dispatch(int fd);
   void Reject(int fd);
   void DrainLingering(const std::vector<bool>& readable);
+  void DispatchWaiting(const std::vector<bool>& readable);
   void WorkerLoop();
 
   ListenerOptions options_;
@@ -70,6 +81,7 @@ class HttpListener {
   std::thread acceptor_;
   std::vector<std::thread> workers_;
   std::vector<Lingering> lingering_;           // acceptor thread only
+  std::vector<Waiting> waiting_;               // acceptor thread only
   HttpClock::time_point accept_paused_until_;  // acceptor thread only
   std::mutex mu_;
   std::condition_variable cv_;
