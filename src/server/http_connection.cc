@@ -116,12 +116,15 @@ std::string ResponseHead(const HttpResponse& res, int version_minor,
 
 HttpConnection::HttpConnection(int fd, const ConnectionOptions& options,
                                const HttpCallbacks& callbacks,
-                               const StopSignal* stop)
+                               const StopSignal* stop,
+                               std::string_view received)
     : options_(options),
       callbacks_(callbacks),
       stop_(stop),
       socket_(fd, stop),
-      parser_(options.limits) {}
+      parser_(options.limits) {
+  parser_.Append(received);
+}
 
 void HttpConnection::Serve() {
   bool first = true;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "server/http_error.h"
 #include "server/http_message.h"
@@ -51,9 +52,11 @@ std::string ResponseHead(const HttpResponse& res, int version_minor,
 class HttpConnection {
  public:
   // Serves socket `fd` (owned) with `callbacks`; `stop` wakes it when the
-  // server stops.
+  // server stops. `received` holds bytes already read from `fd` (the
+  // listener reads request heads before handing a connection over).
   HttpConnection(int fd, const ConnectionOptions& options,
-                 const HttpCallbacks& callbacks, const StopSignal* stop);
+                 const HttpCallbacks& callbacks, const StopSignal* stop,
+                 std::string_view received = {});
 
   // Serves requests until the client or the server ends the connection,
   // then closes it.

@@ -29,6 +29,15 @@ constexpr size_t kMaxWaiting = 8192;
 // How long accepting pauses when the process is out of descriptors.
 constexpr milliseconds kAcceptPause{100};
 
+std::string RequestTimeoutResponse() {
+  HttpResponse res;
+  SetErrorResponse(MakeHttpError(408, kErrInvalidRequest,
+                                 "the request head did not arrive in time",
+                                 "request_timeout"),
+                   res);
+  return ResponseHead(res, 1, false) + res.body;
+}
+
 std::string TooManyConnectionsResponse() {
   HttpResponse res;
   SetErrorResponse(
@@ -131,7 +140,7 @@ void HttpListener::Stop(milliseconds grace) {
     cv_.notify_all();
   }
   for (std::thread& t : workers_) t.join();
-  for (int fd : queue_) close(fd);
+  for (const Ready& r : queue_) close(r.fd);
   queue_.clear();
   if (listen_fd_ >= 0) close(listen_fd_);
   listen_fd_ = -1;
@@ -193,46 +202,67 @@ void HttpListener::AcceptReady() {
       continue;
     }
     waiting_.push_back(
-        {fd, HttpClock::now() + options_.connection.head_timeout});
+        {fd, HttpClock::now() + options_.connection.head_timeout, ""});
   }
 }
 
 void HttpListener::DispatchWaiting(const std::vector<bool>& readable) {
-  // Bytes (or a hang-up) arrived: a worker reads the request, or the
-  // connection gets a fast 503. Silent past the head deadline: closed.
+  // A complete head (or one at the size limit: the worker answers 431) goes
+  // to a worker, or gets a fast 503; past the head deadline a connection
+  // gets 408 (silent ones are just closed).
   std::vector<Waiting> keep;
   const HttpClock::time_point now = HttpClock::now();
   for (size_t i = 0; i < waiting_.size(); ++i) {
-    const Waiting& w = waiting_[i];
-    if (i < readable.size() && readable[i]) {
-      Dispatch(w.fd);
-    } else if (now >= w.until) {
+    Waiting& w = waiting_[i];
+    if (i < readable.size() && readable[i] && !ReadWaiting(w)) {
+      close(w.fd);
+    } else if (w.received.find("\r\n\r\n") != std::string::npos ||
+               w.received.size() >= options_.connection.limits.max_head_bytes) {
+      Dispatch({w.fd, std::move(w.received)});
+    } else if (now < w.until) {
+      keep.push_back(std::move(w));
+    } else if (w.received.empty()) {
       close(w.fd);
     } else {
-      keep.push_back(w);
+      static const std::string kTimeout = RequestTimeoutResponse();
+      Refuse(w.fd, kTimeout);
     }
   }
   waiting_ = std::move(keep);
 }
 
-void HttpListener::Dispatch(int fd) {
+bool HttpListener::ReadWaiting(Waiting& w) {
+  char buf[4096];
+  const ssize_t n = recv(w.fd, buf, sizeof(buf), MSG_DONTWAIT);
+  if (n > 0) {
+    w.received.append(buf, static_cast<size_t>(n));
+    return true;
+  }
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+}
+
+void HttpListener::Dispatch(Ready ready) {
   std::unique_lock<std::mutex> lock(mu_);
   if (busy_ >= options_.max_connections) {
     lock.unlock();
-    Reject(fd);
+    Reject(ready.fd);
     return;
   }
   ++busy_;
-  queue_.push_back(fd);
+  queue_.push_back(std::move(ready));
   cv_.notify_one();
 }
 
 void HttpListener::Reject(int fd) {
   static const std::string kResponse = TooManyConnectionsResponse();
+  Refuse(fd, kResponse);
+}
+
+void HttpListener::Refuse(int fd, const std::string& response) {
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   // A fresh socket's send buffer takes the small answer at once.
-  [[maybe_unused]] ssize_t n =
-      send(fd, kResponse.data(), kResponse.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  [[maybe_unused]] ssize_t n = send(fd, response.data(), response.size(),
+                                    MSG_NOSIGNAL | MSG_DONTWAIT);
   shutdown(fd, SHUT_WR);
   if (lingering_.size() >= kMaxLingering) {
     close(fd);
@@ -262,15 +292,17 @@ void HttpListener::DrainLingering(const std::vector<bool>& readable) {
 
 void HttpListener::WorkerLoop() {
   while (true) {
-    int fd = -1;
+    Ready ready;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return !queue_.empty() || stop_.stopping(); });
       if (queue_.empty()) return;
-      fd = queue_.front();
+      ready = std::move(queue_.front());
       queue_.pop_front();
     }
-    HttpConnection(fd, options_.connection, *callbacks_, &stop_).Serve();
+    HttpConnection(ready.fd, options_.connection, *callbacks_, &stop_,
+                   ready.received)
+        .Serve();
     std::lock_guard<std::mutex> lock(mu_);
     --busy_;
   }

@@ -1,9 +1,10 @@
 // The connection server: one acceptor thread and a fixed pool of worker
-// threads, one connection per worker at a time. A new connection waits on
-// the acceptor's poll set (up to kMaxWaiting of them, each for at most the
-// head deadline) until its first bytes arrive, so connections that send
-// nothing hold no worker: /health keeps answering through a flood of idle
-// ones. When every worker is busy, a connection with a request is answered
+// threads, one connection per worker at a time. A new connection stays on
+// the acceptor's poll set (up to kMaxWaiting of them) while its request
+// head arrives; the acceptor reads the head (non-blocking, within the head
+// deadline, else 408) and hands the connection and its bytes to a worker.
+// So connections that send nothing, or a head a byte at a time, hold no
+// worker: /health keeps answering through a flood of them. When every worker is busy, a connection with a request is answered
 // at once with 503 too_many_connections (Connection: close) instead of
 // waiting in a queue, so a flood costs the flood, not the clients behind
 // it. Stop closes idle
@@ -57,18 +58,29 @@ class HttpListener {
     int fd;
     HttpClock::time_point until;
   };
-  // An accepted connection that has sent nothing yet.
+  // An accepted connection whose request head has not fully arrived.
   struct Waiting {
     int fd;
     HttpClock::time_point until;
+    std::string received;  // the head so far
+  };
+  // A connection for a worker, with the bytes already read from it.
+  struct Ready {
+    int fd;
+    std::string received;
   };
   HttpListener(const ListenerOptions& options, const HttpCallbacks* callbacks)
       : options_(options), callbacks_(callbacks) {}
   Status Bind();
   void AcceptLoop();
   void AcceptReady();
-  void Dispatch(int fd);
+  // Reads what `w` has sent; returns false when it is to be closed.
+  bool ReadWaiting(Waiting& w);
+  void Dispatch(Ready ready);
+  // Answers 503 too_many_connections and closes `fd` after a short linger.
   void Reject(int fd);
+  // Sends `response` (best effort), then lingers and closes `fd`.
+  void Refuse(int fd, const std::string& response);
   void DrainLingering(const std::vector<bool>& readable);
   void DispatchWaiting(const std::vector<bool>& readable);
   void WorkerLoop();
@@ -85,7 +97,7 @@ class HttpListener {
   HttpClock::time_point accept_paused_until_;  // acceptor thread only
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<int> queue_;  // accepted, not yet taken by a worker
+  std::deque<Ready> queue_;  // not yet taken by a worker
   uint32_t busy_ = 0;      // queued + being served
   std::mutex stop_mu_;
   bool stopped_ = false;

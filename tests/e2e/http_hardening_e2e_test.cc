@@ -88,8 +88,13 @@ TEST(HttpHardeningE2eTest, IdleConnectionFloodIsAnsweredFast) {
   for (int i = 0; i < 200; ++i) {
     flood.push_back(std::make_unique<RawConnection>((*p)->port()));
   }
-  // 200 silent connections against 4 workers: they wait on the acceptor,
-  // holding no worker, so /health is served at once (it once timed out).
+  // 200 silent connections and 70 that send a head a piece at a time,
+  // against 4 workers: they wait on the acceptor, holding no worker, so
+  // /health is served at once (it once timed out).
+  for (int i = 0; i < 70; ++i) {
+    flood.push_back(std::make_unique<RawConnection>((*p)->port()));
+    ASSERT_TRUE(flood.back()->Send("POST /completion HTTP/1.1\r\nHost: t"));
+  }
   const RawClock::time_point start = RawClock::now();
   RawConnection probe((*p)->port());
   ASSERT_TRUE(probe.Send("GET /health HTTP/1.1\r\nHost: t\r\n\r\n"));
@@ -97,12 +102,14 @@ TEST(HttpHardeningE2eTest, IdleConnectionFloodIsAnsweredFast) {
   ASSERT_TRUE(r.has_value());
   EXPECT_LT(RawClock::now() - start, milliseconds(3000));
   EXPECT_EQ(r->status, 200) << r->body;
-  // Connections that did send a request and stall hold workers: past the
-  // 4 workers, the next request gets the fast 503.
+  // Requests whose body stalls hold workers: past the 4 workers, the next
+  // request gets the fast 503.
   std::vector<std::unique_ptr<RawConnection>> stalled;
   for (int i = 0; i < 4; ++i) {
     stalled.push_back(std::make_unique<RawConnection>((*p)->port()));
-    ASSERT_TRUE(stalled.back()->Send("POST /completion HTTP/1.1\r\n"));
+    ASSERT_TRUE(stalled.back()->Send(
+        "POST /completion HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n"
+        "\r\n{"));
   }
   int refused = 0;
   const RawClock::time_point until = RawClock::now() + kReply;
