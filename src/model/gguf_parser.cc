@@ -302,16 +302,28 @@ StatusOr<GgufTensorInfo> ReadTensorInfo(Cursor* in, uint64_t alignment) {
 
 namespace {
 
+// "tensor 'NAME' (q4_K [256, 768]: 110592 bytes; info at offset N)": what
+// a layout error needs to say about a tensor.
+std::string Describe(const GgufTensorInfo& t) {
+  std::string shape;
+  for (size_t i = 0; i < t.shape.size(); ++i) {
+    shape += (i ? ", " : "") + std::to_string(t.shape[i]);
+  }
+  return "tensor " + Quote(t.name) + " (" + std::string(GgmlTypeName(t.type)) +
+         " [" + shape + "]: " + std::to_string(t.size_bytes) +
+         " bytes; info at offset " + std::to_string(t.info_offset) + ")";
+}
+
 // Checks that every tensor's bytes lie inside the data section and that no
-// two tensors share a byte.
+// two tensors share a byte (a tensor whose type and shape need more bytes
+// than the file gives it fails one of the two).
 Status CheckTensorLayout(const std::vector<GgufTensorInfo>& tensors,
                          uint64_t data_offset, uint64_t file_size) {
   const uint64_t data_bytes = file_size - data_offset;
   for (const GgufTensorInfo& t : tensors) {
     if (t.offset > data_bytes || t.size_bytes > data_bytes - t.offset) {
       return CorruptionError(
-          "tensor " + Quote(t.name) + " (info at offset " +
-          std::to_string(t.info_offset) + "): data [" +
+          Describe(t) + ": data [" +
           std::to_string(t.offset) + ", +" + std::to_string(t.size_bytes) +
           ") relative to the data section at " + std::to_string(data_offset) +
           " runs past the end of the file (size " + std::to_string(file_size) +
@@ -328,11 +340,11 @@ Status CheckTensorLayout(const std::vector<GgufTensorInfo>& tensors,
     const GgufTensorInfo& cur = tensors[order[i]];
     if (prev.offset + prev.size_bytes > cur.offset) {
       return CorruptionError(
-          "tensors " + Quote(prev.name) + " [" + std::to_string(prev.offset) +
-          ", " + std::to_string(prev.offset + prev.size_bytes) + ") and " +
-          Quote(cur.name) + " [" + std::to_string(cur.offset) + ", " +
+          Describe(prev) + " at [" + std::to_string(prev.offset) + ", " +
+          std::to_string(prev.offset + prev.size_bytes) + ") overlaps " +
+          Describe(cur) + " at [" + std::to_string(cur.offset) + ", " +
           std::to_string(cur.offset + cur.size_bytes) +
-          ") overlap (offsets relative to the data section at " +
+          ") (offsets relative to the data section at " +
           std::to_string(data_offset) + ")");
     }
   }

@@ -104,19 +104,16 @@ StatusOr<LayerWeights> LoadLayer(const GgufFile& file, const LlamaHparams& h,
 }  // namespace
 
 Status CheckMatrixTypeSupported(GgmlType type, std::string_view tensor_name) {
-  switch (type) {
-    case GgmlType::kF32:
-    case GgmlType::kF16:
-    case GgmlType::kBF16:
-    case GgmlType::kQ8_0:
-    case GgmlType::kQ4_0:
-      return Status::Ok();
-    default:
-      return UnimplementedError("tensor " + std::string(tensor_name) +
-                                " has type " + std::string(GgmlTypeName(type)) +
-                                ", which is not supported (f32, f16, bf16, "
-                                "q8_0, q4_0 are)");
+  if (GetGgmlTypeInfo(type).supported_for_compute) return Status::Ok();
+  std::string supported;
+  for (const GgmlTypeInfo& info : AllGgmlTypes()) {
+    if (!info.supported_for_compute) continue;
+    supported += (supported.empty() ? "" : ", ") + std::string(info.name);
   }
+  return UnimplementedError("tensor " + std::string(tensor_name) +
+                            " has type " + std::string(GgmlTypeName(type)) +
+                            ", which is not supported (supported: " +
+                            supported + ")");
 }
 
 StatusOr<LlamaWeights> LoadLlamaWeights(const GgufFile& file,

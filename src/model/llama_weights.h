@@ -41,8 +41,9 @@ struct LlamaWeights {
   std::vector<LayerWeights> layers;  // [n_layer]
 };
 
-// Returns OK when matrices of `type` can be multiplied (f32, f16, bf16,
-// q8_0, q4_0), else Unimplemented naming the type and `tensor_name`.
+// Returns OK when matrices of `type` can be multiplied (every type the
+// ggml type table marks supported_for_compute), else Unimplemented naming
+// the type, `tensor_name` and the supported types.
 Status CheckMatrixTypeSupported(GgmlType type, std::string_view tensor_name);
 
 // Builds the views for `file` (which must outlive the result). NotFound

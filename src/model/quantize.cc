@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "core/float16.h"
+#include "model/dequantize.h"
 
 namespace kvault {
 namespace {
@@ -154,7 +155,9 @@ Status DequantizeRow(GgmlType type, std::span<const std::byte> src,
       DequantizeRowQ4_0(src, dst);
       return Status::Ok();
     default:
-      return Unsupported(type);
+      if (!HasBlockDequantizer(type)) return Unsupported(type);
+      DequantizeBlocks(type, src, dst);
+      return Status::Ok();
   }
 }
 

@@ -407,7 +407,23 @@ TEST(GgufFileHostileTest, TensorInfoErrors) {
                   .PadTo(32)
                   .Zeros(128)
                   .str(),
-              {"tensors 'a' [0, 64) and 'b' [32, 64) overlap"});
+              {"tensor 'a' (f32 [16]: 64 bytes; info at offset 24) at [0, "
+               "64) overlaps tensor 'b' (f32 [8]: 32 bytes"});
+  // K-quant tensors whose bytes the file cuts short: a Q4_K tensor of 512
+  // values needs 288 bytes; 200 are there, or the next tensor starts at 256.
+  ExpectError(OneTensor({512}, 12, 0, 200),
+              {"tensor 't' (q4_K [512]: 288 bytes; info at offset 24)",
+               "runs past the end"});
+  ExpectError(Bytes()
+                  .Header(2, 0)
+                  .Tensor("a", {512}, 12, 0)
+                  .Tensor("b", {256}, 14, 256)
+                  .PadTo(32)
+                  .Zeros(512)
+                  .str(),
+              {"tensor 'a' (q4_K [512]: 288 bytes", "at [0, 288) overlaps",
+               "tensor 'b' (q6_K [256]: 210 bytes"});
+  ExpectError(OneTensor({200}, 12, 0, 512), {"does not fit type q4_K"});
   ExpectError(Bytes()
                   .Header(2, 0)
                   .Tensor("a", {8}, kF32, 0)

@@ -36,6 +36,7 @@ struct GoldenSpec {
   int exact_tokens;  // leading gen_ids that must match exactly
   double tol;        // bound on each compared logprob; < 0: not checked
   bool portable;     // ggml_compat's portable code instead of AVX2
+  int tol_steps = 1 << 30;  // only the first tol_steps steps' logprobs
 };
 
 std::vector<double> LogSoftmax(const float* logits, size_t n) {
@@ -88,6 +89,7 @@ TEST_P(GoldenTest, GreedyGenerationMatchesLlamaCpp) {
     }
     int num_matching = 0;
     double max_err = 0;
+    double first_err = 0;  // the first step's
     const size_t num_steps =
         std::min<size_t>(gen_ids.size(), std::max(spec.exact_tokens, 0));
     for (size_t step = 0; step < num_steps; ++step) {
@@ -104,14 +106,16 @@ TEST_P(GoldenTest, GreedyGenerationMatchesLlamaCpp) {
         const double err =
             std::abs(logprobs.at(id) - top.at("logprob").get<double>());
         max_err = std::max(max_err, err);
-        if (tol >= 0) {
+        if (step == 0) first_err = std::max(first_err, err);
+        if (tol >= 0 && static_cast<int>(step) < spec.tol_steps) {
           EXPECT_LE(err, tol) << "step " << step << " token " << id;
         }
       }
       batch = {{SeqId(0), next, static_cast<Pos>(prompt.size() + step), true}};
     }
     std::cout << spec.name << ": " << num_matching << "/" << num_steps
-              << " tokens match, max top-5 logprob error " << max_err << "\n";
+              << " tokens match, max top-5 logprob error " << max_err
+              << " (first step " << first_err << ")\n";
     EXPECT_EQ(num_matching, static_cast<int>(num_steps));
   }
 }
@@ -125,12 +129,39 @@ INSTANTIATE_TEST_SUITE_P(
                       // The portable code is slow (scalar std::fma):
                       // fewer steps, still past the first fp16 flips.
                       GoldenSpec{"stories260K", 16, 1e-3, true},
-                      GoldenSpec{"stories260K.f16", 16, 1e-3, true}),
+                      GoldenSpec{"stories260K.f16", 16, 1e-3, true},
+                      // Every quantization type llama.cpp users download
+                      // (st260K-x4: every dimension a multiple of 256).
+                      // Floats agree on all 64 tokens. Quantized types use
+                      // llama.cpp's integer dot products and activation
+                      // quantizers, but not yet its float summation orders
+                      // (vec_dot lanes, repacked GEMMs): on these chaotic
+                      // tiny models that moves the first step's top-5 by up
+                      // to 0.12 and shortens the exact run of some prompts.
+                      // Bounds below are the measured ones (see issue 18).
+                      GoldenSpec{"kquant/st260K-x4.f32", 64, 1e-2, false, 1},
+                      GoldenSpec{"kquant/st260K-x4.f16", 64, 1e-2, false, 1},
+                      GoldenSpec{"kquant/st260K-x4.bf16", 64, 1e-2, false, 1},
+                      GoldenSpec{"kquant/st260K-x4.q8_0", 16, 0.03, false, 1},
+                      GoldenSpec{"kquant/st260K-x4.q6_k", 16, 0.15, false, 1},
+                      GoldenSpec{"kquant/st260K-x4.q5_k_m", 16, 0.15, false, 1},
+                      GoldenSpec{"kquant/st260K-x4.q4_k_m", 16, 0.15, false, 1},
+                      GoldenSpec{"kquant/st260K-x4.q4_k_s", 3, 0.15, false, 1},
+                      GoldenSpec{"kquant/st260K-x4.q3_k_m", 7, 0.15, false, 1},
+                      GoldenSpec{"kquant/st260K-x4.q2_k", 10, 0.15, false, 1},
+                      GoldenSpec{"kquant/st260K-x4.q4_0", 16, 0.15, false, 1},
+                      GoldenSpec{"kquant/st260K-x4.q4_1", 16, 0.15, false, 1},
+                      GoldenSpec{"kquant/st260K-x4.q5_0", 16, 0.15, false, 1},
+                      GoldenSpec{"kquant/st260K-x4.q5_1", 16, 0.15, false, 1},
+                      GoldenSpec{"kquant/st260K-x4.iq4_nl", 16, 0.15, false, 1},
+                      GoldenSpec{"kquant/st260K-x4.iq4_xs", 14, 0.15, false,
+                                 1}),
     [](const auto& info) {
       std::string name = info.param.name;
       if (info.param.portable) name += "_portable";
       std::replace(name.begin(), name.end(), '.', '_');
       std::replace(name.begin(), name.end(), '-', '_');
+      std::replace(name.begin(), name.end(), '/', '_');
       return name;
     });
 

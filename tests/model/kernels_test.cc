@@ -11,6 +11,7 @@
 
 #include "core/thread_pool.h"
 #include "model/ggml_types.h"
+#include "model/kernels/quant_scalar.h"
 #include "model/quantize.h"
 
 namespace kvault::kernels {
@@ -63,9 +64,16 @@ std::vector<float> RandomVector(int64_t n, std::mt19937& rng,
 // The activations a quantized MatMul really multiplies with.
 std::vector<float> EffectiveActivations(GgmlType type,
                                         const std::vector<float>& x) {
+  if (type == GgmlType::kBF16) {  // rounded to bf16, as ggml does
+    std::vector<std::byte> b(2 * x.size());
+    std::vector<float> back(x.size());
+    EXPECT_TRUE(QuantizeRow(GgmlType::kBF16, x, b).ok());
+    EXPECT_TRUE(DequantizeRow(GgmlType::kBF16, b, back).ok());
+    return back;
+  }
   if (!IsQuantized(type)) return x;
   std::vector<std::byte> q(x.size() / 32 * kQ8_0BlockBytes);
-  QuantizeRowQ8_0(x, q);
+  QuantizeRowQ8_0Act(x.data(), static_cast<int64_t>(x.size()), q.data());
   std::vector<float> back(x.size());
   DequantizeRowQ8_0(q, back);
   return back;

@@ -12,6 +12,8 @@
 #include "core/float16.h"
 #include "kv/kv_dtype.h"
 #include "model/kernels/kernels.h"
+#include "model/kernels/quant_scalar.h"
+#include "model/kernels/quant_scalar.h"
 
 namespace kvault::kernels {
 namespace {
@@ -174,7 +176,7 @@ TEST(KernelsVectorTest, QuantizeQ8_0BitIdenticalToScalar) {
         for (int64_t i = 64; i < 96; ++i) x[i] = 0.0f;
       }
       std::vector<std::byte> want(num_blocks * 34), got(num_blocks * 34);
-      QuantizeRowQ8_0(x, want);
+      QuantizeRowQ8_0Act(x.data(), n, want.data());
       ASSERT_TRUE(UseKernelIsa(isa));
       QuantizeQ8_0(x.data(), n, got.data());
       for (size_t i = 0; i < want.size(); ++i) {
@@ -203,7 +205,7 @@ TEST(KernelsVectorTest, QuantizeQ8_0ManyRandomScales) {
       }
     }
     std::vector<std::byte> want(n / 32 * 34), got(n / 32 * 34);
-    QuantizeRowQ8_0(x, want);
+    QuantizeRowQ8_0Act(x.data(), n, want.data());
     ASSERT_TRUE(UseKernelIsa(isa));
     QuantizeQ8_0(x.data(), n, got.data());
     ASSERT_EQ(got, want);

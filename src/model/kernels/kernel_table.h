@@ -14,17 +14,30 @@
 namespace kvault::kernels {
 
 // Weight kinds a MatMul kernel exists for; the index into KernelTable::matmul.
+// The comment names the activation format each kind pairs with (see
+// quant_scalar.h).
 enum WeightKind : int {
   kWeightF32 = 0,
   kWeightF16 = 1,
   kWeightBf16 = 2,
-  kWeightQ8_0 = 3,  // activations quantized to Q8_0
-  kWeightQ4_0 = 4,  // activations quantized to Q8_0
-  kNumWeightKinds = 5,
+  kWeightQ8_0 = 3,    // Q8_0 activations
+  kWeightQ4_0 = 4,    // Q8_0
+  kWeightQ4_1 = 5,    // Q8_1
+  kWeightQ5_0 = 6,    // Q8_0
+  kWeightQ5_1 = 7,    // Q8_1
+  kWeightIq4nl = 8,   // Q8_0
+  kWeightQ2_K = 9,    // Q8_K
+  kWeightQ3_K = 10,   // Q8_K
+  kWeightQ4_K = 11,   // Q8_K
+  kWeightQ5_K = 12,   // Q8_K
+  kWeightQ6_K = 13,   // Q8_K
+  kWeightIq4xs = 14,  // Q8_K
+  kNumWeightKinds = 15,
 };
 
 // One MatMul call as the row kernels see it. For F32/F16/BF16 weights `x`
-// holds f32 rows; for Q8_0/Q4_0 weights it holds Q8_0 rows (34-byte blocks).
+// holds f32 rows; for quantized weights it holds rows of the paired
+// activation format (Q8_0, Q8_1 or Q8_K blocks).
 struct MatMulArgs {
   const std::byte* w = nullptr;  // [rows, w_row_bytes]
   size_t w_row_bytes = 0;
@@ -42,7 +55,9 @@ struct MatMulArgs {
 using MatMulRowsFn = void (*)(const MatMulArgs& args, int64_t row_begin,
                               int64_t row_end);
 
-// One instruction set's kernels; signatures match kernels.h.
+// One instruction set's kernels; signatures match kernels.h. A null entry
+// (a weight kind or vector kernel an ISA has no version of) is taken from
+// the next lower table: AVX-512 from AVX2, AVX2 from scalar.
 struct KernelTable {
   const char* name;
   MatMulRowsFn matmul[kNumWeightKinds];
@@ -55,6 +70,8 @@ struct KernelTable {
   float (*dot_f16_f32)(const std::byte* a, const float* b, int64_t n);
   void (*axpy_f16)(float s, const std::byte* x, int64_t n, float* y);
   void (*quantize_q8_0)(const float* x, int64_t n, std::byte* out);
+  void (*quantize_q8_1)(const float* x, int64_t n, std::byte* out);
+  void (*quantize_q8_k)(const float* x, int64_t n, std::byte* out);
   void (*exp)(const float* x, int64_t n, float* out);
 };
 

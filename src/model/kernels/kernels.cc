@@ -12,6 +12,7 @@
 #include "kv/kv_dtype.h"
 #include "model/kernels/compute_pool.h"
 #include "model/kernels/kernel_table.h"
+#include "model/kernels/quant_blocks.h"
 
 namespace kvault::kernels {
 namespace {
@@ -51,22 +52,36 @@ bool CpuHasAvx512() {
 #endif
 }
 
-// The AVX-512 file has only MatMul kernels; the vector kernels are AVX2's.
+// Fills the null entries of `t` from `base` (see KernelTable).
+KernelTable Merged(KernelTable t, const KernelTable& base) {
+  for (int k = 0; k < kNumWeightKinds; ++k) {
+    if (t.matmul[k] == nullptr) t.matmul[k] = base.matmul[k];
+  }
+  if (t.rms_norm == nullptr) t.rms_norm = base.rms_norm;
+  if (t.softmax == nullptr) t.softmax = base.softmax;
+  if (t.silu_mul == nullptr) t.silu_mul = base.silu_mul;
+  if (t.dot_f32 == nullptr) t.dot_f32 = base.dot_f32;
+  if (t.axpy == nullptr) t.axpy = base.axpy;
+  if (t.dot_f16_f32 == nullptr) t.dot_f16_f32 = base.dot_f16_f32;
+  if (t.axpy_f16 == nullptr) t.axpy_f16 = base.axpy_f16;
+  if (t.quantize_q8_0 == nullptr) t.quantize_q8_0 = base.quantize_q8_0;
+  if (t.quantize_q8_1 == nullptr) t.quantize_q8_1 = base.quantize_q8_1;
+  if (t.quantize_q8_k == nullptr) t.quantize_q8_k = base.quantize_q8_k;
+  if (t.exp == nullptr) t.exp = base.exp;
+  return t;
+}
+
+// AVX2 over scalar.
+const KernelTable* MergedAvx2Table() {
+  static const KernelTable kMerged =
+      Merged(*Avx2KernelTable(), *ScalarKernelTable());
+  return &kMerged;
+}
+
+// AVX-512 over AVX2 (over scalar): the AVX-512 file has MatMul kernels only.
 const KernelTable* MergedAvx512Table() {
-  static const KernelTable kMerged = [] {
-    KernelTable t = *Avx512KernelTable();
-    const KernelTable& base = *Avx2KernelTable();
-    if (t.rms_norm == nullptr) t.rms_norm = base.rms_norm;
-    if (t.softmax == nullptr) t.softmax = base.softmax;
-    if (t.silu_mul == nullptr) t.silu_mul = base.silu_mul;
-    if (t.dot_f32 == nullptr) t.dot_f32 = base.dot_f32;
-    if (t.axpy == nullptr) t.axpy = base.axpy;
-    if (t.dot_f16_f32 == nullptr) t.dot_f16_f32 = base.dot_f16_f32;
-    if (t.axpy_f16 == nullptr) t.axpy_f16 = base.axpy_f16;
-    if (t.quantize_q8_0 == nullptr) t.quantize_q8_0 = base.quantize_q8_0;
-    if (t.exp == nullptr) t.exp = base.exp;
-    return t;
-  }();
+  static const KernelTable kMerged =
+      Merged(*Avx512KernelTable(), *MergedAvx2Table());
   return &kMerged;
 }
 
@@ -74,7 +89,7 @@ const KernelTable* MergedAvx512Table() {
 const KernelTable* TableByName(std::string_view name) {
   if (name == "scalar") return ScalarKernelTable();
   if (name == "avx2" && CpuHasAvx2() && Avx2KernelTable() != nullptr) {
-    return Avx2KernelTable();
+    return MergedAvx2Table();
   }
   if (name == "avx512" && CpuHasAvx512() && Avx512KernelTable() != nullptr &&
       Avx2KernelTable() != nullptr) {
@@ -109,18 +124,83 @@ const KernelTable& Table() {
   return *t;
 }
 
-WeightKind KindOf(GgmlType type) {
-  switch (type) {
-    case GgmlType::kF32: return kWeightF32;
-    case GgmlType::kF16: return kWeightF16;
-    case GgmlType::kBF16: return kWeightBf16;
-    case GgmlType::kQ8_0: return kWeightQ8_0;
-    case GgmlType::kQ4_0: return kWeightQ4_0;
-    default: break;
+// The activation format a weight kind pairs with (see quant_scalar.h).
+// BF16 weights take activations rounded to bf16 (kept as f32 values), as
+// ggml converts them to the weights' vec_dot type: the products are then
+// exact, and results follow llama.cpp's.
+enum class Activation { kF32, kBf16, kQ8_0, kQ8_1, kQ8_K };
+
+struct KindInfo {
+  GgmlType type;
+  WeightKind kind;
+  Activation activation;
+};
+
+constexpr KindInfo kKinds[] = {
+    {GgmlType::kF32, kWeightF32, Activation::kF32},
+    {GgmlType::kF16, kWeightF16, Activation::kF32},
+    {GgmlType::kBF16, kWeightBf16, Activation::kBf16},
+    {GgmlType::kQ8_0, kWeightQ8_0, Activation::kQ8_0},
+    {GgmlType::kQ4_0, kWeightQ4_0, Activation::kQ8_0},
+    {GgmlType::kQ4_1, kWeightQ4_1, Activation::kQ8_1},
+    {GgmlType::kQ5_0, kWeightQ5_0, Activation::kQ8_0},
+    {GgmlType::kQ5_1, kWeightQ5_1, Activation::kQ8_1},
+    {GgmlType::kIQ4_NL, kWeightIq4nl, Activation::kQ8_0},
+    {GgmlType::kQ2_K, kWeightQ2_K, Activation::kQ8_K},
+    {GgmlType::kQ3_K, kWeightQ3_K, Activation::kQ8_K},
+    {GgmlType::kQ4_K, kWeightQ4_K, Activation::kQ8_K},
+    {GgmlType::kQ5_K, kWeightQ5_K, Activation::kQ8_K},
+    {GgmlType::kQ6_K, kWeightQ6_K, Activation::kQ8_K},
+    {GgmlType::kIQ4_XS, kWeightIq4xs, Activation::kQ8_K},
+};
+
+const KindInfo& KindOf(GgmlType type) {
+  for (const KindInfo& k : kKinds) {
+    if (k.type == type) return k;
   }
   KV_CHECK(false) << "MatMul: no kernel for weight type "
                   << GgmlTypeName(type);
-  return kWeightF32;
+  return kKinds[0];
+}
+
+using QuantizeFn = void (*)(const float* x, int64_t n, std::byte* out);
+
+// x rounded to bf16 (nearest even; NaN stays NaN), written as f32 values.
+void RoundToBf16(const float* x, int64_t n, std::byte* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &x[i], sizeof(bits));
+    if ((bits & 0x7FFFFFFFu) > 0x7F800000u) {
+      bits |= 0x00400000u;  // quiet NaN
+    } else {
+      bits += 0x7FFFu + ((bits >> 16) & 1u);
+    }
+    bits &= 0xFFFF0000u;
+    std::memcpy(out + sizeof(float) * i, &bits, sizeof(bits));
+  }
+}
+
+// The quantizer of `activation` and its bytes for `cols` values.
+QuantizeFn ActivationQuantizer(Activation activation, int64_t cols,
+                               size_t* row_bytes) {
+  switch (activation) {
+    case Activation::kQ8_0:
+      *row_bytes = cols / kQ8_0BlockElems * kQ8_0BlockBytes;
+      return Table().quantize_q8_0;
+    case Activation::kQ8_1:
+      *row_bytes = cols / kBlock32 * q8_1::kBytes;
+      return Table().quantize_q8_1;
+    case Activation::kQ8_K:
+      *row_bytes = cols / kBlockK * q8_k::kBytes;
+      return Table().quantize_q8_k;
+    case Activation::kBf16:
+      *row_bytes = cols * sizeof(float);
+      return RoundToBf16;
+    case Activation::kF32:
+      break;
+  }
+  *row_bytes = cols * sizeof(float);
+  return nullptr;
 }
 
 // Runs fn(i) for i < n on as many threads as `pool` has (and the caller),
@@ -141,10 +221,10 @@ void RunParallel(ThreadPool* pool, int64_t n, const Fn& fn) {
   }
 }
 
-// Quantizes every token row of x into Q8_0 rows of `qx`.
-void QuantizeActivations(const float* x, int64_t cols, int64_t num_tokens,
-                         std::byte* qx, size_t q_row_bytes, ThreadPool* pool) {
-  const auto quantize_fn = Table().quantize_q8_0;
+// Quantizes every token row of x with `quantize_fn` into rows of `qx`.
+void QuantizeActivations(QuantizeFn quantize_fn, const float* x, int64_t cols,
+                         int64_t num_tokens, std::byte* qx,
+                         size_t q_row_bytes, ThreadPool* pool) {
   auto quantize = [&](int64_t t) {
     quantize_fn(x + t * cols, cols, qx + t * q_row_bytes);
   };
@@ -160,6 +240,7 @@ void QuantizeActivations(const float* x, int64_t cols, int64_t num_tokens,
 // same pointer, shape and contents (compared in full), so a caller
 // rewriting its buffer in place still gets fresh blocks.
 struct QuantizedCache {
+  QuantizeFn quantize_fn = nullptr;
   const float* x = nullptr;
   int64_t cols = 0;
   int64_t num_tokens = 0;
@@ -167,20 +248,22 @@ struct QuantizedCache {
   std::vector<std::byte> quantized;  // [num_tokens, q_row_bytes]
 };
 
-// Returns x quantized to Q8_0 rows of q_row_bytes, valid until this
-// thread's next call.
-const std::byte* QuantizedActivations(const float* x, int64_t cols,
-                                      int64_t num_tokens, size_t q_row_bytes,
-                                      ThreadPool* pool) {
+// Returns x quantized by `quantize_fn` to rows of q_row_bytes, valid until
+// this thread's next call.
+const std::byte* QuantizedActivations(QuantizeFn quantize_fn, const float* x,
+                                      int64_t cols, int64_t num_tokens,
+                                      size_t q_row_bytes, ThreadPool* pool) {
   thread_local QuantizedCache cache;
   const size_t num_values = static_cast<size_t>(cols * num_tokens);
-  if (cache.x == x && cache.cols == cols && cache.num_tokens == num_tokens &&
+  if (cache.quantize_fn == quantize_fn && cache.x == x && cache.cols == cols &&
+      cache.num_tokens == num_tokens &&
       std::memcmp(cache.x_copy.data(), x, num_values * sizeof(float)) == 0) {
     return cache.quantized.data();
   }
   cache.quantized.resize(q_row_bytes * num_tokens);
-  QuantizeActivations(x, cols, num_tokens, cache.quantized.data(),
-                      q_row_bytes, pool);
+  QuantizeActivations(quantize_fn, x, cols, num_tokens,
+                      cache.quantized.data(), q_row_bytes, pool);
+  cache.quantize_fn = quantize_fn;
   cache.x_copy.assign(x, x + num_values);
   cache.x = x;
   cache.cols = cols;
@@ -215,7 +298,7 @@ std::vector<std::string_view> SupportedIsas() {
 void MatMul(const MatrixView& w, const float* x, int64_t num_tokens, float* y,
             ThreadPool* pool) {
   if (w.rows <= 0 || num_tokens <= 0) return;
-  const WeightKind kind = KindOf(w.type);
+  const KindInfo& kind = KindOf(w.type);
   MatMulArgs args;
   args.w = w.data;
   args.w_row_bytes = w.row_bytes;
@@ -223,16 +306,21 @@ void MatMul(const MatrixView& w, const float* x, int64_t num_tokens, float* y,
   args.num_tokens = num_tokens;
   args.y = y;
   args.y_stride = w.rows;
-  if (kind == kWeightQ8_0 || kind == kWeightQ4_0) {
-    KV_CHECK_EQ(w.cols % kQ8_0BlockElems, 0) << "quantized MatMul cols";
-    const size_t q_row_bytes = w.cols / kQ8_0BlockElems * kQ8_0BlockBytes;
-    args.x = QuantizedActivations(x, w.cols, num_tokens, q_row_bytes, pool);
-    args.x_row_bytes = q_row_bytes;
+  size_t x_row_bytes = 0;
+  const QuantizeFn quantize =
+      ActivationQuantizer(kind.activation, w.cols, &x_row_bytes);
+  args.x_row_bytes = x_row_bytes;
+  if (quantize != nullptr) {
+    const int64_t block = kind.activation == Activation::kQ8_K  ? kBlockK
+                          : kind.activation == Activation::kBf16 ? 1
+                                                                 : kBlock32;
+    KV_CHECK_EQ(w.cols % block, 0) << "quantized MatMul cols";
+    args.x = QuantizedActivations(quantize, x, w.cols, num_tokens,
+                                  x_row_bytes, pool);
   } else {
     args.x = reinterpret_cast<const std::byte*>(x);
-    args.x_row_bytes = w.cols * sizeof(float);
   }
-  const MatMulRowsFn rows_fn = Table().matmul[kind];
+  const MatMulRowsFn rows_fn = Table().matmul[kind.kind];
   // Even a spinning pool costs ~a microsecond per loop; tiny products
   // (stories260K's) are faster on one thread. Results do not change.
   if (w.rows * w.cols * num_tokens < kMinParallelMacs) pool = nullptr;

@@ -50,8 +50,8 @@ std::vector<std::string_view> SupportedIsas();
 
 // y[t, r] = sum_c W[r, c] * x[t, c] for t < num_tokens, r < w.rows.
 // x: [num_tokens, w.cols] f32; y: [num_tokens, w.rows] f32. Quantized
-// weights (Q8_0, Q4_0) quantize x to Q8_0 blocks first and use integer dot
-// products. `pool` may be null (single-threaded); with a pool the rows are
+// weights quantize x first (to Q8_0, Q8_1 or Q8_K blocks, the format
+// llama.cpp pairs with the weight type) and use integer dot products. `pool` may be null (single-threaded); with a pool the rows are
 // split over its workers and the calling thread. Each y element is computed
 // by the same operations whatever num_tokens, the tiling or the split.
 void MatMul(const MatrixView& w, const float* x, int64_t num_tokens, float* y,
@@ -79,8 +79,9 @@ void AxpyF16(float s, const std::byte* x, int64_t n, float* y);
 // caller may batch any set of exponents (e.g. attention's online-softmax
 // rescales) without changing results.
 void ExpF32(const float* x, int64_t n, float* out);
-// Quantizes x[0, n) (n a multiple of 32) into n / 32 Q8_0 blocks at `out`
-// (34 bytes each), bit-identical to kvault::QuantizeRowQ8_0 on every ISA.
+// Quantizes activations x[0, n) (n a multiple of 32) into n / 32 Q8_0
+// blocks at `out` (34 bytes each) the way llama.cpp's x86 build does,
+// bit-identical to QuantizeRowQ8_0Act (quant_scalar.h) on every ISA.
 void QuantizeQ8_0(const float* x, int64_t n, std::byte* out);
 
 }  // namespace kvault::kernels

@@ -243,6 +243,8 @@ constexpr KernelTable kAvx2Table = {
     DotF16F32Avx2,
     AxpyF16Avx2,
     QuantizeQ8_0Avx2,
+    nullptr,  // Q8_1 and Q8_K activations: the scalar quantizers
+    nullptr,
     ExpAvx2Row,
 };
 

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <vector>
 
+#include "model/kernels/kquant_kernels.h"
+
 // GCC 12's avx512fintrin.h builds "undefined" vectors from self-initialised
 // locals (__Y = __Y), which -Wuninitialized flags in every caller.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -422,8 +424,20 @@ constexpr KernelTable kAvx512Table = {
      MatMulRowsTiled<FloatKernel<F16Load>>,
      MatMulRowsTiled<FloatKernel<Bf16Load>>,
      MatMulRowsTiled<QuantKernel<Q8Block>>,
-     MatMulRowsTiled<QuantKernel<Q4Block>>},
+     MatMulRowsTiled<QuantKernel<Q4Block>>,
+     nullptr,  // Q4_1, Q5_0, Q5_1, IQ4_NL: the scalar kernels
+     nullptr,
+     nullptr,
+     nullptr,
+     MatMulRowsQ2KAvx512,
+     MatMulRowsQ3KAvx512,
+     MatMulRowsQ4KAvx512,
+     MatMulRowsQ5KAvx512,
+     MatMulRowsQ6KAvx512,
+     nullptr},  // IQ4_XS: the scalar kernel
     nullptr,  // the vector kernels come from the AVX2 table
+    nullptr,
+    nullptr,
     nullptr,
     nullptr,
     nullptr,

@@ -7,6 +7,7 @@
 #include "core/float16.h"
 #include "kv/kv_dtype.h"
 #include "model/kernels/kernel_table.h"
+#include "model/kernels/quant_scalar.h"
 
 namespace kvault::kernels {
 namespace {
@@ -149,12 +150,6 @@ void AxpyF16(float s, const std::byte* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += s * LoadHalfAsFloat(x + 2 * i);
 }
 
-void QuantizeQ8_0(const float* x, int64_t n, std::byte* out) {
-  const size_t num_bytes = n / kQ8_0BlockElems * kQ8_0BlockBytes;
-  QuantizeRowQ8_0(std::span<const float>(x, n),
-                  std::span<std::byte>(out, num_bytes));
-}
-
 void Exp(const float* x, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = std::exp(x[i]);
 }
@@ -163,7 +158,12 @@ constexpr KernelTable kScalarTable = {
     "scalar",
     {MatMulRowsFloat<DotRowF32>, MatMulRowsFloat<DotRowF16>,
      MatMulRowsFloat<DotRowBf16>, MatMulRowsQuant<DotRowQ8_0>,
-     MatMulRowsQuant<DotRowQ4_0>},
+     MatMulRowsQuant<DotRowQ4_0>, MatMulRowsQuant<DotQ4_1Q8_1>,
+     MatMulRowsQuant<DotQ5_0Q8_0>, MatMulRowsQuant<DotQ5_1Q8_1>,
+     MatMulRowsQuant<DotIq4nlQ8_0>, MatMulRowsQuant<DotQ2KQ8K>,
+     MatMulRowsQuant<DotQ3KQ8K>, MatMulRowsQuant<DotQ4KQ8K>,
+     MatMulRowsQuant<DotQ5KQ8K>, MatMulRowsQuant<DotQ6KQ8K>,
+     MatMulRowsQuant<DotIq4xsQ8K>},
     RmsNorm,
     Softmax,
     SiluMul,
@@ -171,7 +171,9 @@ constexpr KernelTable kScalarTable = {
     Axpy,
     DotF16F32,
     AxpyF16,
-    QuantizeQ8_0,
+    QuantizeRowQ8_0Act,
+    QuantizeRowQ8_1,
+    QuantizeRowQ8_K,
     Exp,
 };
 

@@ -1,0 +1,27 @@
+// The AVX-512 K-quant MatMul kernels (kquants_avx512.cc), declared for
+// kernels_avx512.cc's table. Declarations only (see kernel_table.h).
+#ifndef KVAULT_MODEL_KERNELS_KQUANT_KERNELS_H_
+#define KVAULT_MODEL_KERNELS_KQUANT_KERNELS_H_
+
+#include <cstdint>
+
+#include "model/kernels/kernel_table.h"
+
+namespace kvault::kernels {
+
+// Row kernels (MatMulRowsFn) for weights of each K type against Q8_K
+// activations; defined only in builds with AVX-512 VNNI.
+void MatMulRowsQ2KAvx512(const MatMulArgs& a, int64_t row_begin,
+                         int64_t row_end);
+void MatMulRowsQ3KAvx512(const MatMulArgs& a, int64_t row_begin,
+                         int64_t row_end);
+void MatMulRowsQ4KAvx512(const MatMulArgs& a, int64_t row_begin,
+                         int64_t row_end);
+void MatMulRowsQ5KAvx512(const MatMulArgs& a, int64_t row_begin,
+                         int64_t row_end);
+void MatMulRowsQ6KAvx512(const MatMulArgs& a, int64_t row_begin,
+                         int64_t row_end);
+
+}  // namespace kvault::kernels
+
+#endif  // KVAULT_MODEL_KERNELS_KQUANT_KERNELS_H_

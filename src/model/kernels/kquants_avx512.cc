@@ -1,0 +1,386 @@
+// AVX-512 VNNI MatMul kernels for the K-quants (Q2_K, Q3_K, Q4_K, Q5_K,
+// Q6_K) against Q8_K activations. Compiled with -mavx512* and called only
+// after CPU detection (see kernel_table.h: intrinsics and internal-linkage
+// helpers only).
+//
+// Each weight super-block is unpacked into four zmm of 64 unsigned values
+// in natural order (Q3_K and Q6_K offset to unsigned: q + 4, q + 32), the
+// per-16 scales spread over int32 lanes, and a float vector of per-16
+// "min" terms. Per (row, token, super-block):
+//   p_c   = vpdpbusd(0, w_c, x_c)        4 products per int32 lane; every
+//                                        lane fits in int16 (|p| < 2^15)
+//   isum  = sum_c vpdpwssd(p_c, [s, 0])  lane * its 16-value group's scale
+//   acc  += float(isum) * (d * dx) - mins * (dx * bsums)
+// The integer part is exact; the offsets of Q3_K/Q6_K come back through the
+// Q8_K block sums (value = d * s * (u - k): subtract d * k * s * bsum). A
+// row's result is the fixed-order horizontal sum of its 16 lanes, so every
+// output element depends only on its row and its token.
+#include "model/kernels/kernel_table.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512VNNI__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+
+#include <cstring>
+#include <vector>
+
+#include "model/kernels/kquant_kernels.h"
+#include "model/kernels/quant_blocks.h"
+#include "model/kernels/quant_scalar.h"
+
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace kvault::kernels {
+namespace {
+
+constexpr int kSubRegs = 4;  // zmm of 64 values per super-block
+
+// One weight super-block ready for the dot products.
+struct PackedW {
+  __m512i q[kSubRegs];    // unsigned values, natural order
+  __m512i scale[kSubRegs];  // lane i of reg c: [s(4c + i / 4), 0] as int16
+  __m512 mins;            // per 16-value group: the term times dx * bsum
+  float d;
+};
+
+// One activation super-block.
+struct PackedX {
+  __m512i q[kSubRegs];
+  __m512 bsums;  // dx * bsum per 16-value group
+  float d;
+};
+
+inline float HalfAt(const std::byte* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof(h));
+  return _cvtsh_ss(h);
+}
+
+inline uint8_t ByteAt(const std::byte* p, int i) {
+  return std::to_integer<uint8_t>(p[i]);
+}
+
+// Spreads 16 int32 group scales (values fitting int16) over the lanes of
+// the four registers: lane i of register c takes group 4c + i / 4, as an
+// int16 pair [s, 0] for vpdpwssd.
+inline void SpreadScales(__m512i scales16, PackedW* w) {
+  const __m512i mask16 = _mm512_set1_epi32(0xFFFF);
+  for (int c = 0; c < kSubRegs; ++c) {
+    const __m512i idx = _mm512_set_epi32(
+        4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 2, 4 * c + 2,
+        4 * c + 2, 4 * c + 2, 4 * c + 1, 4 * c + 1, 4 * c + 1, 4 * c + 1,
+        4 * c, 4 * c, 4 * c, 4 * c);
+    w->scale[c] =
+        _mm512_and_si512(_mm512_permutexvar_epi32(idx, scales16), mask16);
+  }
+}
+
+// Two 256-bit halves into one zmm.
+inline __m512i Join(__m256i lo, __m256i hi) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+// Q4_K / Q5_K: 64-value chunk c is the low nibbles of qs[32c, 32c + 32)
+// then their high nibbles; Q5_K's fifth bits are bits 2c and 2c + 1 of
+// qh[l].
+template <bool kQ5>
+void UnpackQ45K(const std::byte* blk, PackedW* w) {
+  const std::byte* qs = blk + (kQ5 ? q5_k::kQs : q4_k::kQs);
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  __m256i qh = _mm256_setzero_si256();
+  if constexpr (kQ5) {
+    qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + q5_k::kQh));
+  }
+  for (int c = 0; c < kSubRegs; ++c) {
+    const __m256i b =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c));
+    __m256i lo = _mm256_and_si256(b, m4);
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), m4);
+    if constexpr (kQ5) {
+      const __m256i bit = _mm256_set1_epi8(0x10);
+      // Bit 2c (low) / 2c + 1 (high) of each qh byte moved to bit 4.
+      const __m256i hl = _mm256_and_si256(
+          c <= 2 ? _mm256_slli_epi16(qh, 4 - 2 * c)
+                 : _mm256_srli_epi16(qh, 2 * c - 4),
+          bit);
+      const __m256i hh = _mm256_and_si256(
+          c <= 1 ? _mm256_slli_epi16(qh, 3 - 2 * c)
+                 : _mm256_srli_epi16(qh, 2 * c - 3),
+          bit);
+      lo = _mm256_or_si256(lo, hl);
+      hi = _mm256_or_si256(hi, hh);
+    }
+    w->q[c] = Join(lo, hi);
+  }
+  uint8_t scales[8], mins[8];
+  UnpackQ4KScales(reinterpret_cast<const uint8_t*>(blk + q4_k::kScales),
+                  scales, mins);
+  // Group g (16 values) takes sub-block g / 2's scale and min.
+  const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1,
+                                       1, 0, 0);
+  uint64_t s8, m8;
+  std::memcpy(&s8, scales, 8);
+  std::memcpy(&m8, mins, 8);
+  const __m512i s16 = _mm512_permutexvar_epi32(
+      dup, _mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(s8))));
+  const __m512i m16 = _mm512_permutexvar_epi32(
+      dup, _mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(m8))));
+  SpreadScales(s16, w);
+  w->d = HalfAt(blk + q4_k::kD);
+  w->mins = _mm512_mul_ps(_mm512_cvtepi32_ps(m16),
+                          _mm512_set1_ps(HalfAt(blk + q4_k::kDmin)));
+}
+
+// Q6_K: per 128-value half n, ql[64n, 64n + 64) low nibbles are values
+// [0, 64), high nibbles [64, 128); bits 2k, 2k + 1 of qh[32n + l] are the
+// high bits of value 32k + l.
+void UnpackQ6K(const std::byte* blk, PackedW* w) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i m30 = _mm512_set1_epi8(0x30);
+  constexpr __mmask64 kUpper = 0xFFFFFFFF00000000ULL;
+  for (int n = 0; n < 2; ++n) {
+    const __m512i ql = _mm512_loadu_si512(blk + q6_k::kQl + 64 * n);
+    const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(blk + q6_k::kQh + 32 * n)));
+    // Bits (0,1) | (2,3) for the low chunk, (4,5) | (6,7) for the high.
+    const __m512i h0 = _mm512_mask_blend_epi8(
+        kUpper, _mm512_slli_epi16(qh, 4), _mm512_slli_epi16(qh, 2));
+    const __m512i h1 =
+        _mm512_mask_blend_epi8(kUpper, qh, _mm512_srli_epi16(qh, 2));
+    w->q[2 * n] = _mm512_or_si512(_mm512_and_si512(ql, m4),
+                                  _mm512_and_si512(h0, m30));
+    w->q[2 * n + 1] = _mm512_or_si512(
+        _mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+        _mm512_and_si512(h1, m30));
+  }
+  const __m512i s16 = _mm512_cvtepi8_epi32(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + q6_k::kScales)));
+  SpreadScales(s16, w);
+  w->d = HalfAt(blk + q6_k::kD);
+  // value = d * s * (u - 32): the offset term is 32 * d * s per group.
+  w->mins = _mm512_mul_ps(_mm512_cvtepi32_ps(s16), _mm512_set1_ps(32 * w->d));
+}
+
+// Q2_K / Q3_K: per 128-value half n, the 2-bit fields of q[32n + l] at
+// shift 2j are values 32j + l; Q3_K adds the high bit 4n + j of hmask[l]
+// (u = q + 4 in [0, 8)).
+template <bool kQ3>
+void UnpackQ23K(const std::byte* blk, PackedW* w) {
+  const __m512i m3 = _mm512_set1_epi8(0x03);
+  constexpr __mmask64 kUpper = 0xFFFFFFFF00000000ULL;
+  const int qs_off = kQ3 ? q3_k::kQs : q2_k::kQs;
+  __m512i hm = _mm512_setzero_si512();
+  if constexpr (kQ3) {
+    hm = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + q3_k::kHmask)));
+  }
+  for (int n = 0; n < 2; ++n) {
+    const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(blk + qs_off + 32 * n)));
+    for (int k = 0; k < 2; ++k) {  // register 2n + k: j = 2k, 2k + 1
+      const int j0 = 2 * k;
+      __m512i u = _mm512_and_si512(
+          _mm512_mask_blend_epi8(kUpper, _mm512_srli_epi16(q, 2 * j0),
+                                 _mm512_srli_epi16(q, 2 * j0 + 2)),
+          m3);
+      if constexpr (kQ3) {
+        const int bit = 4 * n + j0;  // then bit + 1 for the upper half
+        const __m512i sel = _mm512_mask_blend_epi8(
+            kUpper, _mm512_set1_epi8(static_cast<char>(1 << bit)),
+            _mm512_set1_epi8(static_cast<char>(1 << (bit + 1))));
+        const __mmask64 set = _mm512_test_epi8_mask(hm, sel);
+        u = _mm512_mask_add_epi8(u, set, u, _mm512_set1_epi8(4));
+      }
+      w->q[2 * n + k] = u;
+    }
+  }
+  if constexpr (kQ3) {
+    int8_t sc[16];
+    UnpackQ3KScales(reinterpret_cast<const uint8_t*>(blk + q3_k::kScales), sc);
+    const __m512i s16 =
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<__m128i*>(sc)));
+    SpreadScales(s16, w);
+    w->d = HalfAt(blk + q3_k::kD);
+    w->mins = _mm512_mul_ps(_mm512_cvtepi32_ps(s16), _mm512_set1_ps(4 * w->d));
+  } else {
+    const __m512i packed = _mm512_cvtepu8_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + q2_k::kScales)));
+    SpreadScales(_mm512_and_si512(packed, _mm512_set1_epi32(0x0F)), w);
+    w->d = HalfAt(blk + q2_k::kD);
+    w->mins = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(packed, 4)),
+                            _mm512_set1_ps(HalfAt(blk + q2_k::kDmin)));
+  }
+}
+
+void PackX(const std::byte* xb, PackedX* x) {
+  for (int c = 0; c < kSubRegs; ++c) {
+    x->q[c] = _mm512_loadu_si512(xb + q8_k::kQs + 64 * c);
+  }
+  std::memcpy(&x->d, xb + q8_k::kD, sizeof(float));
+  const __m512 bsums = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + q8_k::kBsums))));
+  x->bsums = _mm512_mul_ps(bsums, _mm512_set1_ps(x->d));
+}
+
+// acc += this super-block's contribution for one row and one token.
+inline __attribute__((always_inline)) __m512 Step(const PackedW& w,
+                                                  const PackedX& x,
+                                                  __m512 acc) {
+  const __m512i zero = _mm512_setzero_si512();
+  __m512i isum = zero;
+#pragma GCC unroll 4
+  for (int c = 0; c < kSubRegs; ++c) {
+    const __m512i p = _mm512_dpbusd_epi32(zero, w.q[c], x.q[c]);
+    isum = _mm512_dpwssd_epi32(isum, p, w.scale[c]);
+  }
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(w.d * x.d),
+                        acc);
+  return _mm512_fnmadd_ps(w.mins, x.bsums, acc);
+}
+
+inline float HSum512(__m512 v) {
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v),
+                                 _mm512_extractf32x8_ps(v, 1));
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+using UnpackFn = void (*)(const std::byte* blk, PackedW* w);
+
+// Rows and tokens per tile of the many-token path; a row tile's packed
+// super-blocks are reused by every token tile.
+constexpr int kRowTile = 4;
+constexpr int kTokenTile = 4;
+// Packed activations kept hot while a thread walks its rows.
+constexpr int64_t kTokenChunkBytes = 384 * 1024;
+
+// One token (decode): each row is read once, in address order.
+template <UnpackFn kUnpack, int kBytes>
+void RowsOneToken(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  const int64_t nb = a.cols / kBlockK;
+  thread_local std::vector<PackedX> xs;
+  xs.resize(nb);
+  for (int64_t b = 0; b < nb; ++b) PackX(a.x + b * q8_k::kBytes, &xs[b]);
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const std::byte* row = a.w + r * a.w_row_bytes;
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      _mm_prefetch(reinterpret_cast<const char*>(row + a.w_row_bytes) +
+                       b * kBytes,
+                   _MM_HINT_T0);
+      PackedW w;
+      kUnpack(row + b * kBytes, &w);
+      acc = Step(w, xs[b], acc);
+    }
+    a.y[r] = HSum512(acc);
+  }
+}
+
+template <int R, int T>
+void TileMany(const PackedW* w, const PackedX* x, int64_t nb, int64_t x_stride,
+              float* y, int64_t y_stride) {
+  __m512 acc[R][T];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        acc[r][t] = Step(w[r * nb + b], x[t * x_stride + b], acc[r][t]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) y[t * y_stride + r] = HSum512(acc[r][t]);
+  }
+}
+
+// Rows [r0, r0 + R) against tokens [t0, t1) of the packed chunk.
+template <int R>
+void RowTile(const PackedW* w, const PackedX* xs, int64_t nb, int64_t t0,
+             int64_t t1, int64_t chunk_begin, const MatMulArgs& a, int64_t r0) {
+  int64_t t = t0;
+  for (; t + kTokenTile <= t1; t += kTokenTile) {
+    TileMany<R, kTokenTile>(w, xs + (t - chunk_begin) * nb, nb, nb,
+                            a.y + t * a.y_stride + r0, a.y_stride);
+  }
+  for (; t < t1; ++t) {
+    TileMany<R, 1>(w, xs + (t - chunk_begin) * nb, nb, nb,
+                   a.y + t * a.y_stride + r0, a.y_stride);
+  }
+}
+
+template <UnpackFn kUnpack, int kBytes>
+void RowsManyTokens(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  const int64_t nb = a.cols / kBlockK;
+  thread_local std::vector<PackedX> xs;
+  thread_local std::vector<PackedW> ws;
+  ws.resize(kRowTile * nb);
+  int64_t chunk = kTokenChunkBytes / (nb * int64_t{sizeof(PackedX)});
+  chunk = chunk < kTokenTile ? kTokenTile : chunk / kTokenTile * kTokenTile;
+  for (int64_t tc = 0; tc < a.num_tokens; tc += chunk) {
+    const int64_t te = tc + chunk < a.num_tokens ? tc + chunk : a.num_tokens;
+    xs.resize((te - tc) * nb);
+    for (int64_t t = tc; t < te; ++t) {
+      for (int64_t b = 0; b < nb; ++b) {
+        PackX(a.x + t * a.x_row_bytes + b * q8_k::kBytes,
+              &xs[(t - tc) * nb + b]);
+      }
+    }
+    for (int64_t r = row_begin; r < row_end;) {
+      const int rows = row_end - r >= kRowTile ? kRowTile : 1;
+      for (int i = 0; i < rows; ++i) {
+        const std::byte* row = a.w + (r + i) * a.w_row_bytes;
+        for (int64_t b = 0; b < nb; ++b) {
+          kUnpack(row + b * kBytes, &ws[i * nb + b]);
+        }
+      }
+      if (rows == kRowTile) {
+        RowTile<kRowTile>(ws.data(), xs.data(), nb, tc, te, tc, a, r);
+      } else {
+        RowTile<1>(ws.data(), xs.data(), nb, tc, te, tc, a, r);
+      }
+      r += rows;
+    }
+  }
+}
+
+template <UnpackFn kUnpack, int kBytes>
+void MatMulRowsK(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  if (a.num_tokens == 1) {
+    RowsOneToken<kUnpack, kBytes>(a, row_begin, row_end);
+  } else {
+    RowsManyTokens<kUnpack, kBytes>(a, row_begin, row_end);
+  }
+}
+
+}  // namespace
+
+void MatMulRowsQ2KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
+  MatMulRowsK<UnpackQ23K<false>, q2_k::kBytes>(a, b, e);
+}
+void MatMulRowsQ3KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
+  MatMulRowsK<UnpackQ23K<true>, q3_k::kBytes>(a, b, e);
+}
+void MatMulRowsQ4KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
+  MatMulRowsK<UnpackQ45K<false>, q4_k::kBytes>(a, b, e);
+}
+void MatMulRowsQ5KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
+  MatMulRowsK<UnpackQ45K<true>, q5_k::kBytes>(a, b, e);
+}
+void MatMulRowsQ6KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
+  MatMulRowsK<UnpackQ6K, q6_k::kBytes>(a, b, e);
+}
+
+}  // namespace kvault::kernels
+
+#endif
