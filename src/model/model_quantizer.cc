@@ -67,7 +67,6 @@ Status QuantizeRows(GgmlType to, uint64_t ne0, std::span<const float> values,
 // Streams one converted tensor, a bounded number of rows at a time.
 Status WriteConverted(const GgufFile& in, const GgufTensorInfo& t, GgmlType to,
                       int threads, GgufWriter* w) {
-  KV_RETURN_IF_ERROR(CheckConvertible(t, to));
   const uint64_t ne0 = t.shape[0];
   const uint64_t nrows = t.num_elements / ne0;
   const uint64_t chunk_rows = std::max<uint64_t>(1, kChunkValues / ne0);
@@ -143,6 +142,12 @@ StatusOr<ModelQuantizeResult> QuantizeModel(const GgufFile& in,
       options.threads > 0
           ? options.threads
           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const GgufTensorInfo& t = in.tensors()[i];
+    if (plan[i].type != t.type) {
+      KV_RETURN_IF_ERROR(CheckConvertible(t, plan[i].type));
+    }
+  }
   GgufWriterOptions wo;
   wo.alignment = static_cast<uint32_t>(in.alignment());
   GgufWriter writer(out, wo);
