@@ -80,16 +80,16 @@ void PrintTypeMix(const GgufFile& f) {
   }
   std::vector<std::pair<GgmlType, std::pair<int, uint64_t>>> sorted(
       per_type.begin(), per_type.end());
-  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a,
-                                                    const auto& b) {
-    return a.second.second > b.second.second;
-  });
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) {
+                     return a.second.second > b.second.second;
+                   });
   std::string mix;
   for (const auto& [type, count_bytes] : sorted) {
     char buf[96];
     std::snprintf(buf, sizeof(buf), "%s%s %d tensors (%.2f MiB)",
-                  mix.empty() ? "" : ", ", std::string(GgmlTypeName(type)).c_str(),
-                  count_bytes.first,
+                  mix.empty() ? "" : ", ",
+                  std::string(GgmlTypeName(type)).c_str(), count_bytes.first,
                   static_cast<double>(count_bytes.second) / (1 << 20));
     mix += buf;
   }
@@ -99,8 +99,8 @@ void PrintTypeMix(const GgufFile& f) {
     ftype_name = std::to_string(*ftype);
     for (std::string_view name :
          {"F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K",
-          "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S",
-          "Q5_K_M", "Q6_K", "IQ4_NL", "IQ4_XS"}) {
+          "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M",
+          "Q6_K", "IQ4_NL", "IQ4_XS"}) {
       StatusOr<QuantFileType> t = ParseQuantFileType(name);
       if (t.ok() && static_cast<uint64_t>(*t) == *ftype) {
         ftype_name = std::string(name) + " (" + ftype_name + ")";

@@ -28,8 +28,8 @@ constexpr const char kQuantizeUsage[] =
 constexpr uint64_t kProgressMinBytes = uint64_t{64} << 20;
 
 StatusOr<ModelQuantizeOptions> ParseOptions(const Flags& f) {
-  KV_RETURN_IF_ERROR(f.CheckKnown({"pure", "output-tensor-type",
-                                   "token-embedding-type", "threads"}));
+  KV_RETURN_IF_ERROR(f.CheckKnown(
+      {"pure", "output-tensor-type", "token-embedding-type", "threads"}));
   if (f.positional().size() != 3) {
     return InvalidArgumentError("quantize: expected IN.gguf OUT.gguf TYPE");
   }
@@ -84,7 +84,8 @@ int RunQuantize(const std::vector<std::string>& args) {
   StatusOr<ModelQuantizeResult> r =
       QuantizeModelFile(Env::Default(), in, out, *options);
   if (!r.ok()) {
-    std::fprintf(stderr, "kvault quantize: %s\n", r.status().ToString().c_str());
+    std::fprintf(stderr, "kvault quantize: %s\n",
+                 r.status().ToString().c_str());
     return 1;
   }
   std::printf(

@@ -302,8 +302,8 @@ StatusOr<GenModelResult> GenerateLlamaModel(const GenModelOptions& options,
   }
   std::vector<TensorPlan> plan = PlanTensors(options, n_kv, result.n_vocab);
   if (options.mix) {
-    KV_RETURN_IF_ERROR(ApplyMix(*options.mix, options, n_kv, &plan)
-                           .WithContext("gen-model"));
+    KV_RETURN_IF_ERROR(
+        ApplyMix(*options.mix, options, n_kv, &plan).WithContext("gen-model"));
   }
   for (const TensorPlan& t : plan) {
     KV_RETURN_IF_ERROR(writer.AddTensorInfo(t.name, t.type, t.shape));

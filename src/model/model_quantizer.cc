@@ -53,8 +53,9 @@ Status QuantizeRows(GgmlType to, uint64_t ne0, std::span<const float> values,
   auto work = [&](uint64_t p) {
     const uint64_t r0 = nrows * p / parts;
     const uint64_t r1 = nrows * (p + 1) / parts;
-    status[p] = QuantizeRow(to, values.subspan(r0 * ne0, (r1 - r0) * ne0),
-                            bytes.subspan(r0 * row_bytes, (r1 - r0) * row_bytes));
+    status[p] =
+        QuantizeRow(to, values.subspan(r0 * ne0, (r1 - r0) * ne0),
+                    bytes.subspan(r0 * row_bytes, (r1 - r0) * row_bytes));
   };
   std::vector<std::thread> pool;
   for (uint64_t p = 1; p < parts; ++p) pool.emplace_back(work, p);
@@ -194,7 +195,8 @@ StatusOr<ModelQuantizeResult> QuantizeModelFile(
     const ModelQuantizeOptions& options) {
   KV_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> in, GgufFile::Open(in_path));
   const std::string tmp = out_path + ".tmp";
-  StatusOr<ModelQuantizeResult> result = [&]() -> StatusOr<ModelQuantizeResult> {
+  StatusOr<ModelQuantizeResult> result =
+      [&]() -> StatusOr<ModelQuantizeResult> {
     KV_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file,
                         env->NewWritableFile(tmp));
     KV_ASSIGN_OR_RETURN(ModelQuantizeResult r,

@@ -29,7 +29,8 @@ int NearestLevel(float v) {
   int idx = 0;
   for (int step = 8; step > 0; step >>= 1) {
     const int j = idx + step;
-    const float mid2 = static_cast<float>(kIq4nlValues[j - 1] + kIq4nlValues[j]);
+    const float mid2 =
+        static_cast<float>(kIq4nlValues[j - 1] + kIq4nlValues[j]);
     idx = v2 >= mid2 ? j : idx;
   }
   return idx;

@@ -29,9 +29,9 @@ constexpr int kGroups = kQK / 16;
 void PackTwoBit(const uint8_t* L, std::byte* qs) {
   for (int j = 0; j < kQK; j += 128) {
     for (int l = 0; l < 32; ++l) {
-      qs[j / 4 + l] = static_cast<std::byte>(
-          L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) |
-          (L[j + l + 96] << 6));
+      qs[j / 4 + l] =
+          static_cast<std::byte>(L[j + l] | (L[j + l + 32] << 2) |
+                                 (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
     }
   }
 }
@@ -174,8 +174,8 @@ void QuantizeBlockQ6_K(const float* x, std::byte* y) {
   StoreHalf(1 / iscale, y + 208);
   int8_t sc[kGroups];
   for (int ib = 0; ib < kGroups; ++ib) {
-    sc[ib] = static_cast<int8_t>(
-        std::min(127, NearestInt(iscale * scales[ib])));
+    sc[ib] =
+        static_cast<int8_t>(std::min(127, NearestInt(iscale * scales[ib])));
   }
   std::memcpy(y + 192, sc, kGroups);
   const float d_all = LoadHalf(y + 208);

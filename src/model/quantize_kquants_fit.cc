@@ -1,8 +1,9 @@
+#include "model/quantize_kquants_fit.h"
+
 #include <algorithm>
 #include <cmath>
 
 #include "model/quantize_common.h"
-#include "model/quantize_kquants_fit.h"
 
 namespace kvault::quant_internal {
 namespace {
@@ -40,7 +41,8 @@ void SymmetricSums(int n, int nmax, const float* x, const float* qw,
 void SetSymmetricCodes(int n, int nmax, const float* x, float iscale,
                        int8_t* L) {
   for (int i = 0; i < n; ++i) {
-    L[i] = static_cast<int8_t>(nmax + ClampSym(NearestInt(iscale * x[i]), nmax));
+    L[i] =
+        static_cast<int8_t>(nmax + ClampSym(NearestInt(iscale * x[i]), nmax));
   }
 }
 
@@ -121,8 +123,8 @@ float FitSymmetricGreedy(int n, int nmax, const float* x, int8_t* L) {
 namespace {
 
 // Weighted error of scale * L + min against x.
-float MinFitError(int n, const float* x, const float* weights,
-                  const uint8_t* L, float scale, float min, bool use_mad) {
+float MinFitError(int n, const float* x, const float* weights, const uint8_t* L,
+                  float scale, float min, bool use_mad) {
   float error = 0.0f;
   for (int i = 0; i < n; ++i) {
     float diff = scale * static_cast<float>(L[i]) + min - x[i];

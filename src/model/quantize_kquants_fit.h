@@ -12,8 +12,7 @@ namespace kvault::quant_internal {
 // not null): tries 19 scales around nmax / max|x| and keeps the one of
 // least weighted squared error. Returns the scale (0 for an all-zero
 // group); L[i] = code + nmax.
-float FitSymmetric(int n, int nmax, const float* x, int8_t* L,
-                   const float* qw);
+float FitSymmetric(int n, int nmax, const float* x, int8_t* L, const float* qw);
 // Q3_K's variant: starts at nmax / max|x| and moves single codes while the
 // weighted error drops (at most 5 rounds).
 float FitSymmetricGreedy(int n, int nmax, const float* x, int8_t* L);

@@ -93,12 +93,22 @@ bool AllowsQuantization(const PlanTensor& t) {
   if (NumDims(t.shape) < 2) return false;
   const std::string_view name = t.name;
   if (!name.ends_with("weight")) return false;
-  static constexpr std::string_view kKeep[] = {
-      "_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight",
-      "altup", "laurel", "per_layer_model_proj", "ssm_conv1d",
-      "shortconv.conv.weight", "attn_rel_b.weight", "time_mix_",
-      ".position_embd", ".rel_pos", ".patch_embd", ".patch_merger",
-      "indexer.k_proj.weight", "indexer.q_proj.weight"};
+  static constexpr std::string_view kKeep[] = {"_norm.weight",
+                                               "ffn_gate_inp.weight",
+                                               "ffn_gate_tid2eid.weight",
+                                               "altup",
+                                               "laurel",
+                                               "per_layer_model_proj",
+                                               "ssm_conv1d",
+                                               "shortconv.conv.weight",
+                                               "attn_rel_b.weight",
+                                               "time_mix_",
+                                               ".position_embd",
+                                               ".rel_pos",
+                                               ".patch_embd",
+                                               ".patch_merger",
+                                               "indexer.k_proj.weight",
+                                               "indexer.q_proj.weight"};
   for (std::string_view k : kKeep) {
     if (Contains(name, k)) return false;
   }
@@ -275,7 +285,8 @@ std::vector<size_t> LlamaQuantizeOrder(const std::vector<PlanTensor>& tensors) {
     if (!name.starts_with("blk.")) return -1;
     size_t i = 4;
     long v = 0;
-    while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) {
+    while (i < name.size() &&
+           std::isdigit(static_cast<unsigned char>(name[i]))) {
       v = v * 10 + (name[i++] - '0');
     }
     return i == 4 ? -1 : v;
@@ -295,7 +306,8 @@ StatusOr<std::vector<PlannedType>> PlanQuantization(
     const std::vector<PlanTensor>& tensors, const QuantizeModelShape& model,
     const QuantizePlanOptions& options) {
   if (model.architecture == "falcon") {
-    return InvalidArgumentError("quantize: architecture falcon is not supported");
+    return InvalidArgumentError(
+        "quantize: architecture falcon is not supported");
   }
   if (model.n_expert > 1) {
     return InvalidArgumentError(

@@ -36,9 +36,8 @@
 namespace kvault {
 
 // The 16 levels of IQ4_NL / IQ4_XS (ggml's kvalues_iq4nl).
-inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35,
-                                            -22,  -10,  1,   13,  25,  38,
-                                            53,   69,   89,  113};
+inline constexpr int8_t kIq4nlValues[16] = {
+    -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 void QuantizeRowQ4_1(std::span<const float> src, std::span<std::byte> dst);
 void QuantizeRowQ5_0(std::span<const float> src, std::span<std::byte> dst);

@@ -37,8 +37,10 @@ class QuantizeE2eTest : public ::testing::Test {
     dir_ = ::testing::TempDir() + "/quantize_e2e_test";
     std::filesystem::create_directories(dir_);
     in_ = dir_ + "/in.gguf";
-    CommandRun gen = Kvault("gen-model --n-embd 256 --n-layer 4 --n-head 4 "
-                     "--n-head-kv 1 --n-ff 512 --type f16 -o " + in_);
+    CommandRun gen = Kvault(
+        "gen-model --n-embd 256 --n-layer 4 --n-head 4 "
+        "--n-head-kv 1 --n-ff 512 --type f16 -o " +
+        in_);
     ASSERT_EQ(gen.exit_code, 0) << gen.output;
   }
   std::string dir_;
@@ -79,19 +81,19 @@ TEST_F(QuantizeE2eTest, Q4_K_MLoadsWithTheExpectedTypes) {
 TEST_F(QuantizeE2eTest, PureAndExplicitTypes) {
   const std::string out = dir_ + "/pure.gguf";
   CommandRun r = Kvault("quantize " + in_ + " " + out +
-                 " IQ4_XS --pure --output-tensor-type q8_0"
-                 " --token-embedding-type f16");
+                        " IQ4_XS --pure --output-tensor-type q8_0"
+                        " --token-embedding-type f16");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto f = GgufFile::Open(out);
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ((*f)->FindTensor("output.weight")->type, GgmlType::kQ8_0);
   EXPECT_EQ((*f)->FindTensor("token_embd.weight")->type, GgmlType::kF16);
-  EXPECT_EQ((*f)->FindTensor("blk.3.ffn_down.weight")->type,
-            GgmlType::kIQ4_XS);
+  EXPECT_EQ((*f)->FindTensor("blk.3.ffn_down.weight")->type, GgmlType::kIQ4_XS);
 }
 
 TEST_F(QuantizeE2eTest, Errors) {
-  CommandRun bad_type = Kvault("quantize " + in_ + " " + dir_ + "/x.gguf q4_k_x");
+  CommandRun bad_type =
+      Kvault("quantize " + in_ + " " + dir_ + "/x.gguf q4_k_x");
   EXPECT_EQ(bad_type.exit_code, 2);
   EXPECT_NE(bad_type.output.find("unknown quantization type 'q4_k_x'"),
             std::string::npos)
@@ -106,11 +108,12 @@ TEST_F(QuantizeE2eTest, Errors) {
       << requant.output;
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/y.gguf"));
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/y.gguf.tmp"));
-  CommandRun rows = Kvault("quantize " + in_ + " " + dir_ + "/z.gguf q8_0"
-                    " --output-tensor-type q4_K --threads 1");
+  CommandRun rows = Kvault("quantize " + in_ + " " + dir_ +
+                           "/z.gguf q8_0"
+                           " --output-tensor-type q4_K --threads 1");
   EXPECT_EQ(rows.exit_code, 0) << rows.output;  // 256 divides the rows
-  CommandRun missing = Kvault("quantize " + dir_ + "/none.gguf " + dir_ +
-                       "/w.gguf q4_0");
+  CommandRun missing =
+      Kvault("quantize " + dir_ + "/none.gguf " + dir_ + "/w.gguf q4_0");
   EXPECT_EQ(missing.exit_code, 1);
 }
 

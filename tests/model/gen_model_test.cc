@@ -270,8 +270,8 @@ TEST(GenModelTest, EveryQuantizedType) {
     GenModelOptions o = Options(type);
     o.n_embd = 256;
     o.n_ff = 512;
-    auto f = GgufFile::FromBuffer(
-        std::make_shared<const std::string>(Generate(o)));
+    auto f =
+        GgufFile::FromBuffer(std::make_shared<const std::string>(Generate(o)));
     ASSERT_TRUE(f.ok()) << GgmlTypeName(type) << ": " << f.status();
     EXPECT_EQ(f->get()->FindTensor("blk.1.ffn_down.weight")->type, type);
     EXPECT_EQ(f->get()->FindTensor("output.weight")->type, type);
@@ -284,17 +284,15 @@ TEST(GenModelTest, MixGetsLlamaQuantizeTypes) {
   o.n_embd = 256;
   o.n_ff = 512;
   o.mix = QuantFileType::kQ4_K_M;
-  auto f = GgufFile::FromBuffer(std::make_shared<const std::string>(Generate(o)));
+  auto f =
+      GgufFile::FromBuffer(std::make_shared<const std::string>(Generate(o)));
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(*f->get()->GetUint("general.file_type"), 15u);
   EXPECT_EQ(f->get()->FindTensor("output.weight")->type, GgmlType::kQ6_K);
-  EXPECT_EQ(f->get()->FindTensor("blk.0.attn_q.weight")->type,
-            GgmlType::kQ4_K);
+  EXPECT_EQ(f->get()->FindTensor("blk.0.attn_q.weight")->type, GgmlType::kQ4_K);
   // use_more_bits(i, 2): i < 0 || i >= 1 || ...: layer 1 gets q6_K.
-  EXPECT_EQ(f->get()->FindTensor("blk.0.attn_v.weight")->type,
-            GgmlType::kQ4_K);
-  EXPECT_EQ(f->get()->FindTensor("blk.1.attn_v.weight")->type,
-            GgmlType::kQ6_K);
+  EXPECT_EQ(f->get()->FindTensor("blk.0.attn_v.weight")->type, GgmlType::kQ4_K);
+  EXPECT_EQ(f->get()->FindTensor("blk.1.attn_v.weight")->type, GgmlType::kQ6_K);
   EXPECT_EQ(f->get()->FindTensor("blk.1.attn_norm.weight")->type,
             GgmlType::kF32);
   // n_embd 64: the k types fall back as llama-quantize's do.

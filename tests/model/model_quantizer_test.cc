@@ -41,12 +41,13 @@ StatusOr<std::string> Quantize(const GgufFile& in, const char* mix,
 // byte: tensor types, tensor data, order, metadata and padding.
 TEST(ModelQuantizerTest, ReproducesSharedFilesByteForByte) {
   const std::string f32_path = kDir + "f32.gguf";
-  if (!std::filesystem::exists(f32_path)) GTEST_SKIP() << "missing " << f32_path;
+  if (!std::filesystem::exists(f32_path))
+    GTEST_SKIP() << "missing " << f32_path;
   auto f32 = GgufFile::Open(f32_path);
   ASSERT_TRUE(f32.ok()) << f32.status();
-  for (const char* mix : {"f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m",
-                          "q4_k_s", "q3_k_m", "q2_k", "q4_0", "q4_1", "q5_0",
-                          "q5_1", "iq4_nl", "iq4_xs"}) {
+  for (const char* mix :
+       {"f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_k_s", "q3_k_m",
+        "q2_k", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "iq4_xs"}) {
     StatusOr<std::string> got = Quantize(**f32, mix);
     ASSERT_TRUE(got.ok()) << got.status();
     const std::string want = ReadAll(kDir + mix + ".gguf");
@@ -81,8 +82,7 @@ TEST(ModelQuantizerTest, WritesTypesAndMetadataAndIsThreadIndependent) {
   EXPECT_EQ((*out)->metadata().back().key, "general.file_type");
   EXPECT_EQ((*out)->FindTensor("output.weight")->type, GgmlType::kQ6_K);
   EXPECT_EQ((*out)->FindTensor("blk.0.attn_q.weight")->type, GgmlType::kQ4_K);
-  EXPECT_EQ((*out)->FindTensor("blk.0.attn_norm.weight")->type,
-            GgmlType::kF32);
+  EXPECT_EQ((*out)->FindTensor("blk.0.attn_norm.weight")->type, GgmlType::kF32);
   EXPECT_EQ((*out)->tensors().front().name, "output.weight");
 }
 

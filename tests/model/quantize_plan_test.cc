@@ -44,8 +44,7 @@ std::vector<PlanTensor> LlamaTensors(uint64_t e, uint64_t kv, uint64_t ff,
 }
 
 std::vector<PlannedType> Plan(const std::vector<PlanTensor>& t,
-                              QuantizeModelShape shape,
-                              QuantizePlanOptions o) {
+                              QuantizeModelShape shape, QuantizePlanOptions o) {
   StatusOr<std::vector<PlannedType>> plan = PlanQuantization(t, shape, o);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return plan.ok() ? *plan : std::vector<PlannedType>{};
@@ -67,12 +66,13 @@ QuantizePlanOptions Mix(const char* name) {
 // the plan gives every tensor the type it has there.
 TEST(QuantizePlanTest, MatchesSharedFilesTypeMix) {
   const std::string f32_path = kDir + "f32.gguf";
-  if (!std::filesystem::exists(f32_path)) GTEST_SKIP() << "missing " << f32_path;
+  if (!std::filesystem::exists(f32_path))
+    GTEST_SKIP() << "missing " << f32_path;
   auto f32 = GgufFile::Open(f32_path);
   ASSERT_TRUE(f32.ok()) << f32.status();
-  for (const char* mix : {"f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m",
-                          "q4_k_s", "q3_k_m", "q2_k", "q4_0", "q4_1", "q5_0",
-                          "q5_1", "iq4_nl", "iq4_xs"}) {
+  for (const char* mix :
+       {"f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_k_s", "q3_k_m",
+        "q2_k", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "iq4_xs"}) {
     auto ref = GgufFile::Open(kDir + mix + ".gguf");
     ASSERT_TRUE(ref.ok()) << ref.status();
     auto plan = PlanFileQuantization(**f32, Mix(mix));
@@ -93,11 +93,11 @@ TEST(QuantizePlanTest, SixteenLayersGqa4MatchLlamaQuantize) {
   const auto t = LlamaTensors(256, 64, 512, 259, 16);
   const QuantizeModelShape shape{"llama", 16, 8, 2, 0};
   const std::map<std::string, TypeCounts> want = {
-      {"Q2_K", {{"f32", 33}, {"q2_K", 65}, {"q3_K", 32}, {"q4_K", 16},
-                {"q6_K", 1}}},
+      {"Q2_K",
+       {{"f32", 33}, {"q2_K", 65}, {"q3_K", 32}, {"q4_K", 16}, {"q6_K", 1}}},
       {"Q3_K_S", {{"f32", 33}, {"q3_K", 113}, {"q6_K", 1}}},
-      {"Q3_K_M", {{"f32", 33}, {"q3_K", 65}, {"q4_K", 45}, {"q5_K", 3},
-                  {"q6_K", 1}}},
+      {"Q3_K_M",
+       {{"f32", 33}, {"q3_K", 65}, {"q4_K", 45}, {"q5_K", 3}, {"q6_K", 1}}},
       {"Q3_K_L", {{"f32", 33}, {"q3_K", 65}, {"q5_K", 48}, {"q6_K", 1}}},
       {"Q4_K_S", {{"f32", 33}, {"q4_K", 107}, {"q5_K", 6}, {"q6_K", 1}}},
       {"Q4_K_M", {{"f32", 33}, {"q4_K", 97}, {"q6_K", 17}}},
@@ -120,8 +120,8 @@ TEST(QuantizePlanTest, FallbacksMatchLlamaQuantize) {
   const QuantizeModelShape shape{"llama", 16, 8, 2, 0};
   const std::map<std::string, TypeCounts> want = {
       {"Q2_K", {{"f32", 33}, {"q4_0", 97}, {"q5_0", 16}, {"q8_0", 1}}},
-      {"Q3_K_M", {{"f32", 33}, {"q4_0", 65}, {"q5_0", 45}, {"q5_1", 3},
-                  {"q8_0", 1}}},
+      {"Q3_K_M",
+       {{"f32", 33}, {"q4_0", 65}, {"q5_0", 45}, {"q5_1", 3}, {"q8_0", 1}}},
       {"Q4_K_S", {{"f32", 33}, {"q5_0", 107}, {"q5_1", 6}, {"q8_0", 1}}},
       {"Q4_K_M", {{"f32", 33}, {"q5_0", 97}, {"q8_0", 17}}},
       {"Q6_K", {{"f32", 33}, {"q8_0", 114}}},
@@ -196,12 +196,10 @@ TEST(QuantizePlanTest, ParsesMixNames) {
 }
 
 TEST(QuantizePlanTest, LlamaQuantizeOrder) {
-  const std::vector<PlanTensor> t = {{"token_embd.weight", {}},
-                                     {"blk.10.attn_q.weight", {}},
-                                     {"blk.2.ffn_up.weight", {}},
-                                     {"blk.2.attn_k.weight", {}},
-                                     {"output.weight", {}},
-                                     {"output_norm.weight", {}}};
+  const std::vector<PlanTensor> t = {
+      {"token_embd.weight", {}},   {"blk.10.attn_q.weight", {}},
+      {"blk.2.ffn_up.weight", {}}, {"blk.2.attn_k.weight", {}},
+      {"output.weight", {}},       {"output_norm.weight", {}}};
   EXPECT_EQ(LlamaQuantizeOrder(t), (std::vector<size_t>{4, 5, 0, 3, 2, 1}));
 }
 

@@ -56,8 +56,7 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, QuantizeRowsSharedTest,
                          ::testing::Values("f16", "bf16", "q8_0", "q6_k",
                                            "q5_k_m", "q4_k_m", "q4_k_s",
                                            "q3_k_m", "q2_k", "q4_0", "q4_1",
-                                           "q5_0", "q5_1", "iq4_nl",
-                                           "iq4_xs"));
+                                           "q5_0", "q5_1", "iq4_nl", "iq4_xs"));
 
 }  // namespace
 }  // namespace kvault

@@ -3,6 +3,8 @@
 // epsilon. The expected bytes are those llama.cpp b10573's
 // `llama-quantize --pure` wrote for the same rows (put into a gen-model
 // file's blk.0.attn_q.weight), recorded as FNV-1a 64 hashes.
+#include "model/quantize_rows.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,7 +13,6 @@
 
 #include "core/float16.h"
 #include "model/quantize.h"
-#include "model/quantize_rows.h"
 
 namespace kvault {
 namespace {
@@ -86,11 +87,16 @@ TEST(QuantizeRowsTest, ZeroRowsHaveZeroScales) {
     GgmlType type;
     size_t offset;  // of the f16 super-block scale
   };
-  for (const ScaleAt& s :
-       {ScaleAt{GgmlType::kQ4_1, 0}, {GgmlType::kQ5_0, 0}, {GgmlType::kQ5_1, 0},
-        {GgmlType::kQ2_K, 80}, {GgmlType::kQ3_K, 108}, {GgmlType::kQ4_K, 0},
-        {GgmlType::kQ5_K, 0}, {GgmlType::kQ6_K, 208}, {GgmlType::kIQ4_NL, 0},
-        {GgmlType::kIQ4_XS, 0}}) {
+  for (const ScaleAt& s : {ScaleAt{GgmlType::kQ4_1, 0},
+                           {GgmlType::kQ5_0, 0},
+                           {GgmlType::kQ5_1, 0},
+                           {GgmlType::kQ2_K, 80},
+                           {GgmlType::kQ3_K, 108},
+                           {GgmlType::kQ4_K, 0},
+                           {GgmlType::kQ5_K, 0},
+                           {GgmlType::kQ6_K, 208},
+                           {GgmlType::kIQ4_NL, 0},
+                           {GgmlType::kIQ4_XS, 0}}) {
     std::vector<std::byte> q(*GgmlRowBytes(s.type, kRowLen));
     ASSERT_TRUE(QuantizeRow(s.type, zeros, q).ok());
     EXPECT_EQ(HalfAt(q, s.offset) & 0x7FFF, 0) << GgmlTypeName(s.type);
