@@ -22,6 +22,9 @@ int RunDetokenize(const std::vector<std::string>& args);
 
 // `kvault gen-model [flags] -o out.gguf`: a random-weight Llama GGUF.
 int RunGenModel(const std::vector<std::string>& args);
+// `kvault quantize IN.gguf OUT.gguf TYPE [--pure] ...`: llama-quantize's
+// mixes, bit-exact.
+int RunQuantize(const std::vector<std::string>& args);
 // `kvault inspect FILE [--metadata]`: a GGUF model's or state file's summary.
 int RunInspect(const std::vector<std::string>& args);
 // `kvault run -m MODEL -p PROMPT [-n N] [sampling flags]`: generate text.

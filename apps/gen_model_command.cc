@@ -16,8 +16,13 @@ namespace {
 constexpr const char kGenModelUsage[] =
     "usage: kvault gen-model [--arch llama] [--n-embd E] [--n-layer L]\n"
     "         [--n-head H] [--n-head-kv K] [--n-ff F] [--ctx C]\n"
-    "         [--type f32|f16|bf16|q8_0|q4_0] [--vocab FILE.gguf|bytes]\n"
+    "         [--type T] [--vocab FILE.gguf|bytes]\n"
     "         [--seed S] [--name NAME] -o out.gguf\n"
+    "  --type: a ggml type for every matrix (f32 f16 bf16 q4_0 q4_1 q5_0\n"
+    "  q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs; n_embd and n_ff\n"
+    "  multiples of its block, 256 for the k types and iq4_xs), or a\n"
+    "  llama-quantize mix (q3_k_s/m/l, q4_k_s/m, q5_k_s/m): its per-tensor\n"
+    "  types, as `kvault quantize` would write them from the f32 model.\n"
     "  random weights (normal, std 0.02; norm weights 1), deterministic for\n"
     "  a seed. --vocab copies the tokenizer.* keys of a GGUF, or 'bytes'\n"
     "  (default) generates a 259-token byte-fallback vocab.\n"
@@ -42,7 +47,12 @@ StatusOr<GenModelOptions> ParseOptions(const Flags& f) {
   KV_ASSIGN_OR_RETURN(uint64_t n_ff, f.GetUint("n-ff", 128, 1, 1u << 20));
   KV_ASSIGN_OR_RETURN(uint64_t ctx, f.GetUint("ctx", 2048, 1, 1u << 24));
   KV_ASSIGN_OR_RETURN(o.seed, f.GetUint("seed", 1));
-  KV_ASSIGN_OR_RETURN(o.type, ParseGgmlType(f.GetString("type", "f32")));
+  const std::string type = f.GetString("type", "f32");
+  if (StatusOr<GgmlType> t = ParseGgmlType(type); t.ok()) {
+    o.type = *t;
+  } else {
+    KV_ASSIGN_OR_RETURN(o.mix, ParseQuantFileType(type));
+  }
   o.n_embd = static_cast<uint32_t>(n_embd);
   o.n_layer = static_cast<uint32_t>(n_layer);
   o.n_head = static_cast<uint32_t>(n_head);

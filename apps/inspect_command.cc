@@ -1,10 +1,12 @@
 // `kvault inspect FILE [--metadata]`: summarises a GGUF model (architecture,
 // hyperparameters, tokenizer, tensors, size, fingerprint) or a kvault state
 // file's header.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "apps/commands.h"
@@ -15,6 +17,7 @@
 #include "model/gguf_file.h"
 #include "model/llama_hparams.h"
 #include "model/model_fingerprint.h"
+#include "model/quantize_plan.h"
 
 namespace kvault::apps {
 namespace {
@@ -67,6 +70,47 @@ void PrintTensors(const GgufFile& f) {
               types.c_str(), static_cast<unsigned long long>(params));
 }
 
+// The type mix: each type's tensor count and bytes, largest first, and the
+// llama-quantize mix that general.file_type names.
+void PrintTypeMix(const GgufFile& f) {
+  std::map<GgmlType, std::pair<int, uint64_t>> per_type;
+  for (const GgufTensorInfo& t : f.tensors()) {
+    ++per_type[t.type].first;
+    per_type[t.type].second += t.size_bytes;
+  }
+  std::vector<std::pair<GgmlType, std::pair<int, uint64_t>>> sorted(
+      per_type.begin(), per_type.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) {
+                     return a.second.second > b.second.second;
+                   });
+  std::string mix;
+  for (const auto& [type, count_bytes] : sorted) {
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "%s%s %d tensors (%.2f MiB)",
+                  mix.empty() ? "" : ", ",
+                  std::string(GgmlTypeName(type)).c_str(), count_bytes.first,
+                  static_cast<double>(count_bytes.second) / (1 << 20));
+    mix += buf;
+  }
+  StatusOr<uint64_t> ftype = f.GetUint("general.file_type");
+  std::string ftype_name = "-";
+  if (ftype.ok()) {
+    ftype_name = std::to_string(*ftype);
+    for (std::string_view name :
+         {"F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K",
+          "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M",
+          "Q6_K", "IQ4_NL", "IQ4_XS"}) {
+      StatusOr<QuantFileType> t = ParseQuantFileType(name);
+      if (t.ok() && static_cast<uint64_t>(*t) == *ftype) {
+        ftype_name = std::string(name) + " (" + ftype_name + ")";
+      }
+    }
+  }
+  std::printf("types:         %s\n", mix.c_str());
+  std::printf("file type:     %s\n", ftype_name.c_str());
+}
+
 int InspectGguf(const std::string& path, bool all_metadata) {
   StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
   if (!file.ok()) {
@@ -88,6 +132,7 @@ int InspectGguf(const std::string& path, bool all_metadata) {
               h.ok() ? h->ToString().c_str() : h.status().ToString().c_str());
   PrintTokenizer(f);
   PrintTensors(f);
+  PrintTypeMix(f);
   std::printf("fingerprint:   %s\n",
               ComputeModelFingerprint(f).ToHex().c_str());
   if (all_metadata) {

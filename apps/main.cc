@@ -20,6 +20,8 @@ constexpr const char kUsage[] =
     "                      [--special] [--pieces] TEXT\n"
     "  detokenize          text of token ids: -m FILE.gguf [--special] ID...\n"
     "  gen-model           write a random-weight Llama GGUF (--help for flags)\n"
+    "  quantize            IN.gguf OUT.gguf TYPE: llama-quantize's mixes\n"
+    "                      (Q4_K_M, Q8_0, ...; --help for flags)\n"
     "  inspect             summarise a GGUF model or state file: FILE\n"
     "  run                 generate text: -m MODEL.gguf -p PROMPT [-n N]\n"
     "                      (--help for the sampling flags)\n"
@@ -40,6 +42,7 @@ int main(int argc, char** argv) {
   if (command == "tokenize") return kvault::apps::RunTokenize(args);
   if (command == "detokenize") return kvault::apps::RunDetokenize(args);
   if (command == "gen-model") return kvault::apps::RunGenModel(args);
+  if (command == "quantize") return kvault::apps::RunQuantize(args);
   if (command == "inspect") return kvault::apps::RunInspect(args);
   if (command == "serve") return kvault::apps::RunServe(args);
   if (command == "run") return kvault::apps::RunRun(args);

@@ -96,13 +96,30 @@ std::vector<TensorPlan> PlanTensors(const GenModelOptions& o, uint32_t n_kv,
   return plan;
 }
 
+// Gives each matrix llama-quantize's type for `mix` (the tensors are f32
+// before quantization).
+Status ApplyMix(QuantFileType mix, const GenModelOptions& o, uint32_t n_kv,
+                std::vector<TensorPlan>* plan) {
+  std::vector<PlanTensor> tensors;
+  for (const TensorPlan& t : *plan) {
+    tensors.push_back({t.name, t.shape, GgmlType::kF32});
+  }
+  QuantizePlanOptions options;
+  options.ftype = mix;
+  KV_ASSIGN_OR_RETURN(
+      std::vector<PlannedType> types,
+      PlanQuantization(tensors, {"llama", o.n_layer, o.n_head, n_kv, 0},
+                       options));
+  for (size_t i = 0; i < plan->size(); ++i) (*plan)[i].type = types[i].type;
+  return Status::Ok();
+}
+
 Status ValidateOptions(const GenModelOptions& o, uint32_t n_kv) {
-  if (o.type != GgmlType::kF32 && o.type != GgmlType::kF16 &&
-      o.type != GgmlType::kBF16 && o.type != GgmlType::kQ8_0 &&
-      o.type != GgmlType::kQ4_0) {
+  if (!QuantFileTypeForBaseType(o.type).ok()) {
     return InvalidArgumentError(
-        "gen-model: --type must be f32, f16, bf16, q8_0 or "
-        "q4_0, got " +
+        "gen-model: --type must be f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, "
+        "q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs or a mix name "
+        "(q4_k_m, ...), got " +
         std::string(GgmlTypeName(o.type)));
   }
   if (o.n_head == 0 || o.n_embd % o.n_head != 0) {
@@ -111,7 +128,7 @@ Status ValidateOptions(const GenModelOptions& o, uint32_t n_kv) {
         " is not a multiple of n_head " + std::to_string(o.n_head));
   }
   const uint32_t block = GetGgmlTypeInfo(o.type).block_size;
-  if (o.n_embd % block != 0 || o.n_ff % block != 0) {
+  if (!o.mix && (o.n_embd % block != 0 || o.n_ff % block != 0)) {
     return InvalidArgumentError(
         "gen-model: type " + std::string(GgmlTypeName(o.type)) +
         " needs n_embd (" + std::to_string(o.n_embd) + ") and n_ff (" +
@@ -183,20 +200,17 @@ uint32_t VocabSize(const std::vector<GgufMetadataEntry>& vocab) {
   return 0;
 }
 
-// llama.cpp's llama_ftype values for the four types.
-uint32_t FileType(GgmlType type) {
-  switch (type) {
-    case GgmlType::kF16:
-      return 1;  // MOSTLY_F16
-    case GgmlType::kQ4_0:
-      return 2;  // MOSTLY_Q4_0
-    case GgmlType::kQ8_0:
-      return 7;  // MOSTLY_Q8_0
-    case GgmlType::kBF16:
-      return 32;  // MOSTLY_BF16
-    default:
-      return 0;  // ALL_F32
-  }
+// llama.cpp's llama_ftype (general.file_type) of the options: the mix's,
+// or the one llama-quantize --pure writes for the type (q4_K: Q4_K_M).
+uint32_t FileType(const GenModelOptions& o) {
+  if (o.mix) return static_cast<uint32_t>(*o.mix);
+  StatusOr<QuantFileType> ftype = QuantFileTypeForBaseType(o.type);
+  return ftype.ok() ? static_cast<uint32_t>(*ftype) : 0;
+}
+
+bool IsQuantizedModel(const GenModelOptions& o) {
+  return o.mix || (o.type != GgmlType::kF32 && o.type != GgmlType::kF16 &&
+                   o.type != GgmlType::kBF16);
 }
 
 Status AddModelMetadata(const GenModelOptions& o, uint32_t n_kv,
@@ -207,8 +221,8 @@ Status AddModelMetadata(const GenModelOptions& o, uint32_t n_kv,
   KV_RETURN_IF_ERROR(w->AddMetadata("general.alignment",
                                     GgufValue::Uint32(kGgufDefaultAlignment)));
   KV_RETURN_IF_ERROR(
-      w->AddMetadata("general.file_type", GgufValue::Uint32(FileType(o.type))));
-  if (o.type == GgmlType::kQ8_0 || o.type == GgmlType::kQ4_0) {
+      w->AddMetadata("general.file_type", GgufValue::Uint32(FileType(o))));
+  if (IsQuantizedModel(o)) {
     KV_RETURN_IF_ERROR(
         w->AddMetadata("general.quantization_version", GgufValue::Uint32(2)));
   }
@@ -286,8 +300,11 @@ StatusOr<GenModelResult> GenerateLlamaModel(const GenModelOptions& options,
     KV_RETURN_IF_ERROR(
         writer.AddMetadata(std::move(e.key), std::move(e.value)));
   }
-  const std::vector<TensorPlan> plan =
-      PlanTensors(options, n_kv, result.n_vocab);
+  std::vector<TensorPlan> plan = PlanTensors(options, n_kv, result.n_vocab);
+  if (options.mix) {
+    KV_RETURN_IF_ERROR(
+        ApplyMix(*options.mix, options, n_kv, &plan).WithContext("gen-model"));
+  }
   for (const TensorPlan& t : plan) {
     KV_RETURN_IF_ERROR(writer.AddTensorInfo(t.name, t.type, t.shape));
   }

@@ -9,6 +9,7 @@
 #define KVAULT_MODEL_GEN_MODEL_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -16,6 +17,7 @@
 #include "core/env.h"
 #include "core/status_or.h"
 #include "model/ggml_types.h"
+#include "model/quantize_plan.h"
 
 namespace kvault {
 
@@ -31,9 +33,17 @@ struct GenModelOptions {
   uint32_t n_ctx = 2048;
   float rope_freq_base = 10000.0f;
   float rms_norm_eps = 1e-5f;
-  // Type of the 2-D weight matrices (token_embd and output included):
-  // f32, f16, bf16, q8_0 or q4_0. Norm weights are always f32.
+  // Type of every 2-D weight matrix (token_embd and output included), like
+  // llama-quantize --pure: f32, f16, bf16 or any type kvault quantizes
+  // (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl,
+  // iq4_xs); n_embd and n_ff must be multiples of its block size (32, or
+  // 256 for the k types and iq4_xs). Norm weights are always f32.
   GgmlType type = GgmlType::kF32;
+  // When set, replaces `type`: each matrix gets the type llama-quantize
+  // chooses for this mix (e.g. Q4_K_M: q4_K, q6_K for output.weight and
+  // some attn_v / ffn_down), with its fallbacks for rows that are not a
+  // multiple of 256; the values are those of the f32 model, quantized.
+  std::optional<QuantFileType> mix;
   // kGenModelByteVocab: a generated 259-token SentencePiece-style byte
   // vocab; otherwise the path of a GGUF whose tokenizer.* keys are copied.
   std::string vocab = kGenModelByteVocab;
@@ -49,8 +59,9 @@ struct GenModelResult {
 
 // Writes the model to `out` (neither synced nor closed). InvalidArgument
 // for bad options (zero sizes, n_embd % n_head, n_head % n_head_kv, an odd
-// head dim, a type other than the four, or n_embd / n_ff not multiples of
-// 32 for q8_0 / q4_0); errors of opening or reading the vocab GGUF.
+// head dim, a type kvault cannot write, n_embd / n_ff not multiples of the
+// type's block size, or a mix whose type for some tensor has no fallback
+// for its rows); errors of opening or reading the vocab GGUF.
 StatusOr<GenModelResult> GenerateLlamaModel(const GenModelOptions& options,
                                             WritableFile* out);
 

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "core/check.h"
 #include "core/float16.h"
 #include "model/dequantize.h"
+#include "model/quantize_rows.h"
 
 namespace kvault {
 namespace {
@@ -127,8 +129,28 @@ Status QuantizeRow(GgmlType type, std::span<const float> src,
       QuantizeRowQ4_0(src, dst);
       return Status::Ok();
     default:
-      return Unsupported(type);
+      break;
   }
+  using RowFn = void (*)(std::span<const float>, std::span<std::byte>);
+  static constexpr std::pair<GgmlType, RowFn> kRowQuantizers[] = {
+      {GgmlType::kQ4_1, QuantizeRowQ4_1},
+      {GgmlType::kQ5_0, QuantizeRowQ5_0},
+      {GgmlType::kQ5_1, QuantizeRowQ5_1},
+      {GgmlType::kQ2_K, QuantizeRowQ2_K},
+      {GgmlType::kQ3_K, QuantizeRowQ3_K},
+      {GgmlType::kQ4_K, QuantizeRowQ4_K},
+      {GgmlType::kQ5_K, QuantizeRowQ5_K},
+      {GgmlType::kQ6_K, QuantizeRowQ6_K},
+      {GgmlType::kIQ4_NL, QuantizeRowIQ4_NL},
+      {GgmlType::kIQ4_XS, QuantizeRowIQ4_XS},
+  };
+  for (const auto& [t, fn] : kRowQuantizers) {
+    if (t == type) {
+      fn(src, dst);
+      return Status::Ok();
+    }
+  }
+  return Unsupported(type);
 }
 
 Status DequantizeRow(GgmlType type, std::span<const std::byte> src,

@@ -31,9 +31,11 @@ void QuantizeRowQ4_0(std::span<const float> src, std::span<std::byte> dst);
 // Expands Q4_0 blocks `src` into `dst` (dst.size()/32 * 18 == src.size()).
 void DequantizeRowQ4_0(std::span<const std::byte> src, std::span<float> dst);
 
-// Converts floats to `type` (f32, f16, bf16, q8_0 or q4_0). InvalidArgument
-// when dst.size() is not the row size of src.size() elements of `type`;
-// Unimplemented for other types.
+// Converts floats to `type`: f32, f16, bf16, q8_0, q4_0 and the types of
+// quantize_rows.h (q4_1, q5_0, q5_1, q2_K..q6_K, iq4_nl, iq4_xs), all
+// bit-exact with llama-quantize without an importance matrix.
+// InvalidArgument when dst.size() is not the row size of src.size()
+// elements of `type`; Unimplemented for other types.
 Status QuantizeRow(GgmlType type, std::span<const float> src,
                    std::span<std::byte> dst);
 // Converts a row of `type` (f32, f16, bf16, q8_0 or q4_0) to floats; the

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <string>
 
 #include "core/memory_file.h"
 #include "model/gguf_file.h"
@@ -224,8 +226,10 @@ TEST(GenModelTest, RejectsBadOptions) {
     EXPECT_THAT(s.ToString(), HasSubstr(what));
   };
   GenModelOptions o = Options();
-  o.type = GgmlType::kQ4_1;
-  expect(o, StatusCode::kInvalidArgument, "q4_1");
+  o.type = GgmlType::kIQ2_XS;
+  expect(o, StatusCode::kInvalidArgument, "iq2_xs");
+  o = Options(GgmlType::kQ4_K);  // n_embd 64 < 256
+  expect(o, StatusCode::kInvalidArgument, "multiples of 256");
   o = Options(GgmlType::kQ8_0);
   o.n_ff = 100;
   expect(o, StatusCode::kInvalidArgument, "multiples of 32");
@@ -256,6 +260,50 @@ TEST(GenModelTest, WritesAFileAtomically) {
   for (const GgufTensorInfo& t : (*f)->tensors()) params += t.num_elements;
   EXPECT_EQ(r->num_parameters, params);
   std::filesystem::remove(path);
+}
+
+TEST(GenModelTest, EveryQuantizedType) {
+  for (GgmlType type :
+       {GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ2_K,
+        GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
+        GgmlType::kIQ4_NL, GgmlType::kIQ4_XS}) {
+    GenModelOptions o = Options(type);
+    o.n_embd = 256;
+    o.n_ff = 512;
+    auto f =
+        GgufFile::FromBuffer(std::make_shared<const std::string>(Generate(o)));
+    ASSERT_TRUE(f.ok()) << GgmlTypeName(type) << ": " << f.status();
+    EXPECT_EQ(f->get()->FindTensor("blk.1.ffn_down.weight")->type, type);
+    EXPECT_EQ(f->get()->FindTensor("output.weight")->type, type);
+    EXPECT_EQ(*f->get()->GetUint("general.quantization_version"), 2u);
+  }
+}
+
+TEST(GenModelTest, MixGetsLlamaQuantizeTypes) {
+  GenModelOptions o = Options();
+  o.n_embd = 256;
+  o.n_ff = 512;
+  o.mix = QuantFileType::kQ4_K_M;
+  auto f =
+      GgufFile::FromBuffer(std::make_shared<const std::string>(Generate(o)));
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(*f->get()->GetUint("general.file_type"), 15u);
+  EXPECT_EQ(f->get()->FindTensor("output.weight")->type, GgmlType::kQ6_K);
+  EXPECT_EQ(f->get()->FindTensor("blk.0.attn_q.weight")->type, GgmlType::kQ4_K);
+  // use_more_bits(i, 2): i < 0 || i >= 1 || ...: layer 1 gets q6_K.
+  EXPECT_EQ(f->get()->FindTensor("blk.0.attn_v.weight")->type, GgmlType::kQ4_K);
+  EXPECT_EQ(f->get()->FindTensor("blk.1.attn_v.weight")->type, GgmlType::kQ6_K);
+  EXPECT_EQ(f->get()->FindTensor("blk.1.attn_norm.weight")->type,
+            GgmlType::kF32);
+  // n_embd 64: the k types fall back as llama-quantize's do.
+  o.n_embd = 64;
+  o.n_ff = 96;
+  auto small =
+      GgufFile::FromBuffer(std::make_shared<const std::string>(Generate(o)));
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ(small->get()->FindTensor("blk.0.attn_q.weight")->type,
+            GgmlType::kQ5_0);
+  EXPECT_EQ(small->get()->FindTensor("output.weight")->type, GgmlType::kQ8_0);
 }
 
 }  // namespace

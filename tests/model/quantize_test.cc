@@ -117,9 +117,9 @@ TEST(QuantizeTest, DispatchAndErrors) {
   EXPECT_NEAR(back[3], 65504.0f, 256.0f);
   EXPECT_THAT(QuantizeRow(GgmlType::kF16, x, f32).ToString(),
               HasSubstr("take 8 bytes, got 16"));
-  std::vector<float> row(32);
-  std::vector<std::byte> q(20);
-  EXPECT_EQ(QuantizeRow(GgmlType::kQ4_1, row, q).code(),
+  std::vector<float> row(256);
+  std::vector<std::byte> q(*GgmlRowBytes(GgmlType::kIQ2_XS, 256));
+  EXPECT_EQ(QuantizeRow(GgmlType::kIQ2_XS, row, q).code(),
             StatusCode::kUnimplemented);
   EXPECT_EQ(DequantizeRow(GgmlType::kQ8_0, q, row).code(),
             StatusCode::kInvalidArgument);
