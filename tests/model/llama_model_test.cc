@@ -187,11 +187,11 @@ TEST(LlamaModelTest, UnsupportedTypeIsUnimplemented) {
   auto model = EditedModel([](auto*, auto* tensors, auto* data) {
     const size_t i = IndexOf(*tensors, "blk.0.attn_q.weight");
     auto& t = (*tensors)[i];
-    t.type = GgmlType::kQ4_1;  // 20 bytes per 32 values
-    (*data)[i].assign(t.shape[0] / 32 * 20 * t.shape[1], '\0');
+    t.type = GgmlType::kMXFP4;  // 17 bytes per 32 values, no kernels
+    (*data)[i].assign(t.shape[0] / 32 * 17 * t.shape[1], '\0');
   });
   EXPECT_EQ(model.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(model.status().message().find("q4_1"), std::string::npos);
+  EXPECT_NE(model.status().message().find("mxfp4"), std::string::npos);
   EXPECT_NE(model.status().message().find("blk.0.attn_q.weight"),
             std::string::npos);
 }

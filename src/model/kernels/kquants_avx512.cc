@@ -61,81 +61,109 @@ inline uint8_t ByteAt(const std::byte* p, int i) {
   return std::to_integer<uint8_t>(p[i]);
 }
 
+// Lane i of register c holds values 64c + 4i .. 64c + 4i + 3: group
+// 4c + i / 4 of 16 values, sub-block 2c + i / 8 of 32.
+alignas(64) constexpr int32_t kGroupOfLane[kSubRegs][16] = {
+    {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3},
+    {4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7},
+    {8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 11, 11, 11, 11},
+    {12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15}};
+alignas(64) constexpr int32_t kSubBlockOfLane[kSubRegs][16] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+    {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5},
+    {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7}};
+// Group g of 16 values takes the min of sub-block g / 2, which sits in lane
+// 8 + g / 2 of the [scales | mins] vector of Q4_K/Q5_K.
+alignas(64) constexpr int32_t kMinOfGroup[16] = {8,  8,  9,  9,  10, 10,
+                                                 11, 11, 12, 12, 13, 13,
+                                                 14, 14, 15, 15};
+
+inline __m512i LoadIdx(const int32_t* idx) {
+  return _mm512_load_si512(reinterpret_cast<const __m512i*>(idx));
+}
+
 // Spreads 16 int32 group scales (values fitting int16) over the lanes of
-// the four registers: lane i of register c takes group 4c + i / 4, as an
-// int16 pair [s, 0] for vpdpwssd.
-inline void SpreadScales(__m512i scales16, PackedW* w) {
+// the four registers as int16 pairs [s, 0] for vpdpwssd.
+inline __attribute__((always_inline)) void SpreadScales(__m512i scales16,
+                                                        PackedW* w) {
   const __m512i mask16 = _mm512_set1_epi32(0xFFFF);
+#pragma GCC unroll 4
   for (int c = 0; c < kSubRegs; ++c) {
-    const __m512i idx = _mm512_set_epi32(
-        4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 2, 4 * c + 2,
-        4 * c + 2, 4 * c + 2, 4 * c + 1, 4 * c + 1, 4 * c + 1, 4 * c + 1,
-        4 * c, 4 * c, 4 * c, 4 * c);
-    w->scale[c] =
-        _mm512_and_si512(_mm512_permutexvar_epi32(idx, scales16), mask16);
+    w->scale[c] = _mm512_and_si512(
+        _mm512_permutexvar_epi32(LoadIdx(kGroupOfLane[c]), scales16), mask16);
   }
 }
 
-// Two 256-bit halves into one zmm.
-inline __m512i Join(__m256i lo, __m256i hi) {
-  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+// The eight 6-bit scales and mins of Q4_K/Q5_K as 16 bytes [scales |
+// mins]. Packed: bytes 0-3 hold scales 0-3 (low 6 bits) and the top bits
+// of scales 4-7; bytes 4-7 mins 0-3 and the top bits of mins 4-7; bytes
+// 8-11 the low nibbles of scales 4-7 (low) and mins 4-7 (high).
+inline __m128i ScalesAndMinsQ4K(const std::byte* packed) {
+  uint32_t w[3];
+  std::memcpy(w, packed, sizeof(w));
+  constexpr uint32_t kLow6 = 0x3F3F3F3F, kLow4 = 0x0F0F0F0F,
+                     kLow2 = 0x03030303;
+  const uint32_t scales_lo = w[0] & kLow6;
+  const uint32_t mins_lo = w[1] & kLow6;
+  const uint32_t scales_hi = (w[2] & kLow4) | (((w[0] >> 6) & kLow2) << 4);
+  const uint32_t mins_hi = ((w[2] >> 4) & kLow4) | (((w[1] >> 6) & kLow2) << 4);
+  return _mm_set_epi32(static_cast<int>(mins_hi), static_cast<int>(mins_lo),
+                       static_cast<int>(scales_hi),
+                       static_cast<int>(scales_lo));
 }
 
 // Q4_K / Q5_K: 64-value chunk c is the low nibbles of qs[32c, 32c + 32)
 // then their high nibbles; Q5_K's fifth bits are bits 2c and 2c + 1 of
 // qh[l].
 template <bool kQ5>
-void UnpackQ45K(const std::byte* blk, PackedW* w) {
+inline __attribute__((always_inline)) void UnpackQ45K(const std::byte* blk,
+                                                      PackedW* w) {
   const std::byte* qs = blk + (kQ5 ? q5_k::kQs : q4_k::kQs);
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  __m256i qh = _mm256_setzero_si256();
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 2
+  for (int k = 0; k < 2; ++k) {  // qs bytes [64k, 64k + 64): chunks 2k, 2k+1
+    const __m512i b = _mm512_loadu_si512(qs + 64 * k);
+    const __m512i lo = _mm512_and_si512(b, m4);
+    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(b, 4), m4);
+    // [lo0 lo1 | lo2 lo3] [hi0 hi1 | hi2 hi3] (128-bit quarters) ->
+    // chunk 2k = [lo0 lo1 hi0 hi1], chunk 2k + 1 = [lo2 lo3 hi2 hi3].
+    w->q[2 * k] = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));
+    w->q[2 * k + 1] = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(3, 2, 3, 2));
+  }
   if constexpr (kQ5) {
-    qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + q5_k::kQh));
-  }
-  for (int c = 0; c < kSubRegs; ++c) {
-    const __m256i b =
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c));
-    __m256i lo = _mm256_and_si256(b, m4);
-    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), m4);
-    if constexpr (kQ5) {
-      const __m256i bit = _mm256_set1_epi8(0x10);
-      // Bit 2c (low) / 2c + 1 (high) of each qh byte moved to bit 4.
-      const __m256i hl = _mm256_and_si256(
-          c <= 2 ? _mm256_slli_epi16(qh, 4 - 2 * c)
-                 : _mm256_srli_epi16(qh, 2 * c - 4),
-          bit);
-      const __m256i hh = _mm256_and_si256(
-          c <= 1 ? _mm256_slli_epi16(qh, 3 - 2 * c)
-                 : _mm256_srli_epi16(qh, 2 * c - 3),
-          bit);
-      lo = _mm256_or_si256(lo, hl);
-      hi = _mm256_or_si256(hi, hh);
+    const __m512i qh = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + q5_k::kQh)));
+    const __m512i bit = _mm512_set1_epi8(0x10);
+    constexpr __mmask64 kUpper = 0xFFFFFFFF00000000ULL;
+#pragma GCC unroll 4
+    for (int c = 0; c < kSubRegs; ++c) {
+      // Bit 2c (low half) / 2c + 1 (high half) of qh[l] moved to bit 4.
+      const __m512i lo = c <= 2 ? _mm512_slli_epi16(qh, 4 - 2 * c)
+                                : _mm512_srli_epi16(qh, 2 * c - 4);
+      const __m512i hi = c <= 1 ? _mm512_slli_epi16(qh, 3 - 2 * c)
+                                : _mm512_srli_epi16(qh, 2 * c - 3);
+      w->q[c] = _mm512_or_si512(
+          w->q[c], _mm512_and_si512(_mm512_mask_blend_epi8(kUpper, lo, hi), bit));
     }
-    w->q[c] = Join(lo, hi);
   }
-  uint8_t scales[8], mins[8];
-  UnpackQ4KScales(reinterpret_cast<const uint8_t*>(blk + q4_k::kScales),
-                  scales, mins);
-  // Group g (16 values) takes sub-block g / 2's scale and min.
-  const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1,
-                                       1, 0, 0);
-  uint64_t s8, m8;
-  std::memcpy(&s8, scales, 8);
-  std::memcpy(&m8, mins, 8);
-  const __m512i s16 = _mm512_permutexvar_epi32(
-      dup, _mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(s8))));
-  const __m512i m16 = _mm512_permutexvar_epi32(
-      dup, _mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(m8))));
-  SpreadScales(s16, w);
+  const __m512i sm =
+      _mm512_cvtepu8_epi32(ScalesAndMinsQ4K(blk + q4_k::kScales));
+#pragma GCC unroll 4
+  for (int c = 0; c < kSubRegs; ++c) {
+    w->scale[c] = _mm512_permutexvar_epi32(LoadIdx(kSubBlockOfLane[c]), sm);
+  }
   w->d = HalfAt(blk + q4_k::kD);
-  w->mins = _mm512_mul_ps(_mm512_cvtepi32_ps(m16),
-                          _mm512_set1_ps(HalfAt(blk + q4_k::kDmin)));
+  w->mins = _mm512_mul_ps(
+      _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(LoadIdx(kMinOfGroup), sm)),
+      _mm512_set1_ps(HalfAt(blk + q4_k::kDmin)));
 }
 
 // Q6_K: per 128-value half n, ql[64n, 64n + 64) low nibbles are values
 // [0, 64), high nibbles [64, 128); bits 2k, 2k + 1 of qh[32n + l] are the
 // high bits of value 32k + l.
-void UnpackQ6K(const std::byte* blk, PackedW* w) {
+inline __attribute__((always_inline)) void UnpackQ6K(const std::byte* blk,
+                                                     PackedW* w) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i m30 = _mm512_set1_epi8(0x30);
   constexpr __mmask64 kUpper = 0xFFFFFFFF00000000ULL;
@@ -166,7 +194,7 @@ void UnpackQ6K(const std::byte* blk, PackedW* w) {
 // shift 2j are values 32j + l; Q3_K adds the high bit 4n + j of hmask[l]
 // (u = q + 4 in [0, 8)).
 template <bool kQ3>
-void UnpackQ23K(const std::byte* blk, PackedW* w) {
+inline __attribute__((always_inline)) void UnpackQ23K(const std::byte* blk, PackedW* w) {
   const __m512i m3 = _mm512_set1_epi8(0x03);
   constexpr __mmask64 kUpper = 0xFFFFFFFF00000000ULL;
   const int qs_off = kQ3 ? q3_k::kQs : q2_k::kQs;
