@@ -3,6 +3,9 @@
 // every metadata key, every tensor's bytes read, its hyperparameters read
 // and its fingerprint computed. Properties checked on accepted files:
 //   - every tensor's bytes lie inside the file, after the data offset;
+//   - every tensor of a type kvault computes with (the K-quants, legacy and
+//     IQ4 types included) dequantizes row by row, and a small 2-D one runs
+//     through MatMul, whatever its bytes (NaN scales included);
 //   - rewriting the file with GgufWriter (same version and alignment) gives
 //     a file that parses to equal metadata, tensor infos and bytes, and the
 //     same fingerprint (the fingerprint ignores layout).
@@ -15,6 +18,8 @@
 #include <vector>
 
 #include "model/gguf_file.h"
+#include "model/kernels/kernels.h"
+#include "model/quantize.h"
 #include "model/gguf_writer.h"
 #include "model/llama_hparams.h"
 #include "model/model_fingerprint.h"
@@ -52,6 +57,34 @@ void CallEveryAccessor(const GgufFile& f) {
     (void)sink;
   }
   (void)ReadLlamaHparams(f);
+}
+
+// Dequantizes the first rows of every computable tensor and multiplies a
+// small 2-D one by a vector: the block decoders and dot kernels must accept
+// any bytes.
+void ExerciseKernels(const GgufFile& f) {
+  constexpr uint64_t kMaxValues = 1 << 16;
+  for (const GgufTensorInfo& t : f.tensors()) {
+    if (!GetGgmlTypeInfo(t.type).supported_for_compute) continue;
+    const uint64_t cols = t.ne(0);
+    const uint64_t rows = t.num_elements / cols;
+    if (cols > kMaxValues) continue;
+    const size_t row_bytes = t.size_bytes / rows;
+    const auto data = f.TensorData(t);
+    std::vector<float> row(cols);
+    for (uint64_t r = 0; r < rows && r < 2; ++r) {
+      const Status s =
+          DequantizeRow(t.type, data.subspan(r * row_bytes, row_bytes), row);
+      FUZZ_ASSERT(s.ok());
+    }
+    if (t.shape.size() == 2 && rows * cols <= kMaxValues) {
+      std::vector<float> x(2 * cols, 0.5f), y(2 * rows);
+      const kernels::MatrixView view{t.type, static_cast<int64_t>(rows),
+                                     static_cast<int64_t>(cols), data.data(),
+                                     row_bytes};
+      kernels::MatMul(view, x.data(), 2, y.data(), nullptr);
+    }
+  }
 }
 
 void CheckRewrite(const GgufFile& f, const ModelFingerprint& fp) {
@@ -103,6 +136,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   CallEveryAccessor(**file);
+  ExerciseKernels(**file);
   const ModelFingerprint fp = ComputeModelFingerprint(**file);
   FUZZ_ASSERT(ComputeModelFingerprint(**file) == fp);
   CheckRewrite(**file, fp);

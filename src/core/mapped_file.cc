@@ -5,12 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
 #include <utility>
 
 #include "core/check.h"
 #include "core/env.h"
+#include "core/log.h"
 #include "core/status.h"
 
 namespace kvault {
@@ -18,11 +20,24 @@ namespace kvault {
 namespace {
 
 // Reads `fd`'s first `size` bytes into `dst`.
+// Reads of at most this many bytes, so a large file's read can report
+// progress between them.
+constexpr size_t kReadChunkBytes = size_t{64} << 20;
+// Files from this size on log their read progress (a model of several GiB
+// takes seconds to read).
+constexpr size_t kProgressMinBytes = size_t{256} << 20;
+
 Status ReadAll(int fd, size_t size, const std::string& path, std::byte* dst) {
   size_t done = 0;
+  size_t next_report = kReadChunkBytes * 4;
   while (done < size) {
-    const ssize_t n =
-        ::pread(fd, dst + done, size - done, static_cast<off_t>(done));
+    if (size >= kProgressMinBytes && done >= next_report) {
+      KV_LOG(INFO) << "reading " << path << ": " << (done >> 20) << " / "
+                   << (size >> 20) << " MiB (" << done * 100 / size << "%)";
+      next_report += kReadChunkBytes * 4;
+    }
+    const size_t want = std::min(size - done, kReadChunkBytes);
+    const ssize_t n = ::pread(fd, dst + done, want, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return ErrnoError("read", path, errno);
     if (n == 0) {
