@@ -296,9 +296,14 @@ void RowsOneToken(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
     const std::byte* row = a.w + r * a.w_row_bytes;
     __m512 acc = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-      _mm_prefetch(reinterpret_cast<const char*>(row + a.w_row_bytes) +
-                       b * kBytes,
-                   _MM_HINT_T0);
+      // Every cache line of the same super-block of the next row (the
+      // prefetchers stop at 4 KiB pages; rows are often about one page).
+      const char* next =
+          reinterpret_cast<const char*>(row + a.w_row_bytes) + b * kBytes;
+#pragma GCC unroll 4
+      for (int line = 0; line <= kBytes / 64; ++line) {
+        _mm_prefetch(next + 64 * line, _MM_HINT_T0);
+      }
       PackedW w;
       kUnpack(row + b * kBytes, &w);
       acc = Step(w, xs[b], acc);
