@@ -168,6 +168,12 @@ struct Q8Block {
   static __m512i Pair(const std::byte* b0, const std::byte* b1) {
     return Join(One(b0), b1 == nullptr ? _mm256_setzero_si256() : One(b1));
   }
+  // The pair offset to unsigned (w + kOffset) for the decode path.
+  static constexpr int kOffset = 128;
+  static __m512i PairUnsigned(const std::byte* b0, const std::byte* b1) {
+    return _mm512_xor_si512(Pair(b0, b1),
+                            _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
 };
 
 struct Q4Block {
@@ -196,6 +202,47 @@ struct Q4Block {
     const __m512i z = _mm512_shuffle_i64x2(Join(lo, hi), Join(lo, hi),
                                            _MM_SHUFFLE(3, 1, 2, 0));
     return _mm512_sub_epi8(z, _mm512_set1_epi8(8));
+  }
+  // A whole pair (2 x 18 bytes) with one masked load (no byte past the pair
+  // is touched): the nibbles as stored (w + 8) in the paired lane order and
+  // the scales [d0 x 8 | d1 x 8]. All offsets are even, so word permutes
+  // place them.
+  static void LoadFullPair(const std::byte* b0, __m512i* wq, __m512* dw) {
+    const __m512i z =
+        _mm512_maskz_loadu_epi8((__mmask64{1} << 36) - 1, b0);
+    // Words 1-8 are block 0's 16 bytes, 10-17 block 1's: [q0 q0 q1 q1].
+    const __m512i qidx = _mm512_set_epi16(
+        17, 16, 15, 14, 13, 12, 11, 10, 17, 16, 15, 14, 13, 12, 11, 10, 8, 7,
+        6, 5, 4, 3, 2, 1, 8, 7, 6, 5, 4, 3, 2, 1);
+    const __m512i q = _mm512_permutexvar_epi16(qidx, z);
+    // Quarters 1 and 3 take the high nibbles.
+    constexpr __mmask64 kHigh = 0xFFFF0000FFFF0000ULL;
+    *wq = _mm512_and_si512(
+        _mm512_mask_blend_epi8(kHigh, q, _mm512_srli_epi16(q, 4)),
+        _mm512_set1_epi8(0x0F));
+    const __m512i didx = _mm512_set_epi16(
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 9, 9, 9, 9, 9, 9, 9,
+        0, 0, 0, 0, 0, 0, 0, 0);
+    *dw = _mm512_cvtph_ps(
+        _mm512_castsi512_si256(_mm512_permutexvar_epi16(didx, z)));
+  }
+
+  // The pair's nibbles as stored (w + 8) for the decode path; a missing
+  // second block reads as zeros.
+  static constexpr int kOffset = 8;
+  static __m512i PairUnsigned(const std::byte* b0, const std::byte* b1) {
+    const __m128i bytes0 =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2));
+    const __m128i bytes1 =
+        b1 == nullptr
+            ? _mm_setzero_si128()
+            : _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + 2));
+    const __m256i bytes = _mm256_set_m128i(bytes1, bytes0);
+    const __m256i mask = _mm256_set1_epi8(0x0F);
+    const __m256i lo = _mm256_and_si256(bytes, mask);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
+    return _mm512_shuffle_i64x2(Join(lo, hi), Join(lo, hi),
+                                _MM_SHUFFLE(3, 1, 2, 0));
   }
 };
 
@@ -315,68 +362,69 @@ struct QuantKernel {
     }
   }
 
-  // Adds block b of one token to acc[r][kHalf] for every row r.
-  template <int R, int kHalf>
-  static inline __attribute__((always_inline)) void OneTokenBlock(
-      const std::byte* const* w, const std::byte* x, int64_t b,
-      __m256 (&acc)[R][2]) {
-    const __m256i k80 = _mm256_set1_epi8(static_cast<char>(0x80));
-    const std::byte* xb = x + b * kQ8Bytes;
-    const __m256i xq = Q8Block::One(xb);
-    const __m256i corr =
-        _mm256_sub_epi32(_mm256_setzero_si256(),
-                         _mm256_dpbusd_epi32(_mm256_setzero_si256(), k80, xq));
-    const float dx = HalfAt(xb);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const std::byte* blk = w[r] + b * Block::kBytes;
-      const __m256i wu = _mm256_xor_si256(Block::One(blk), k80);
-      const __m256 p = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(corr, wu, xq));
-      acc[r][kHalf] =
-          _mm256_fmadd_ps(p, _mm256_set1_ps(HalfAt(blk) * dx), acc[r][kHalf]);
-    }
-  }
+  // One token's block pair for DecodeRows: signed x, the correction
+  // -kOffset * (sum of each lane's 4 x) and the scales.
+  struct DecodeX {
+    __m512i xs;
+    __m512i corr;
+    __m512 dx;
+  };
 
-  // The one-token tile (decode) in 256-bit halves: the even blocks'
-  // accumulator is the zmm's low half, the odd blocks' its high half, so
-  // every lane sees exactly the operations of the paired path (bit-equal
-  // results) without the pairing shuffles, which only pay off when several
-  // tokens share them. Here the offset goes on the weights instead
-  // (w + 128 against signed x, corrected by -128 * sum(x) per lane): the
-  // same exact int32 lanes, and the correction depends on x only, so a
-  // tile's rows share it.
-  template <int R>
-  static void TileOneToken(const MatMulArgs& a, int64_t r0, int64_t t0) {
-    const std::byte* w[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.w_row_bytes;
-    const std::byte* x = a.x + t0 * a.x_row_bytes;
-    __m256 acc[R][2];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      acc[r][0] = _mm256_setzero_ps();
-      acc[r][1] = _mm256_setzero_ps();
-    }
+  // One token (decode): rows one at a time in address order. The weights
+  // stay offset to unsigned (w + kOffset, as Q4_0 stores them) against
+  // signed x, and the per-token correction -kOffset * sum(x) restores the
+  // exact int32 lanes of the paired path; the float steps are the paired
+  // path's too, so a token's result is bit-identical to its value in a
+  // batch.
+  static void DecodeRows(const MatMulArgs& a, int64_t row_begin,
+                         int64_t row_end) {
     const int64_t num_blocks = a.cols / kBlock;
-    int64_t b = 0;
-    // Blocks two at a time so the accumulator index is a constant (a
-    // run-time acc[r][b & 1] kept them in memory). The prefetches stay
-    // here: GCC 12 dropped them from the always_inline helper, and decode
-    // was ~30% slower without them.
-    for (; b + 2 <= num_blocks; b += 2) {
-      PrefetchNextRows<R>(w, a.w_row_bytes, b * Block::kBytes);
-      PrefetchNextRows<R>(w, a.w_row_bytes, (b + 1) * Block::kBytes);
-      OneTokenBlock<R, 0>(w, x, b, acc);
-      OneTokenBlock<R, 1>(w, x, b + 1, acc);
+    const int64_t num_pairs = (num_blocks + 1) / 2;
+    thread_local std::vector<DecodeX> xs;
+    xs.resize(num_pairs);
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (int64_t p = 0; p < num_pairs; ++p) {
+      const std::byte* b0 = a.x + 2 * p * kQ8Bytes;
+      const std::byte* b1 = 2 * p + 1 < num_blocks ? b0 + kQ8Bytes : nullptr;
+      DecodeX& d = xs[p];
+      d.xs = Q8Block::Pair(b0, b1);
+      const __m512i sums =
+          _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, d.xs);
+      d.corr = _mm512_mullo_epi32(sums, _mm512_set1_epi32(-Block::kOffset));
+      d.dx = PairScales(b0, b1);
     }
-    if (b < num_blocks) {
-      PrefetchNextRows<R>(w, a.w_row_bytes, b * Block::kBytes);
-      OneTokenBlock<R, 0>(w, x, b, acc);
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      a.y[t0 * a.y_stride + r0 + r] =
-          HSum256(_mm256_add_ps(acc[r][0], acc[r][1]));
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      const std::byte* row = a.w + r * a.w_row_bytes;
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t p = 0; p < num_pairs; ++p) {
+        const std::byte* b0 = row + 2 * p * Block::kBytes;
+        const std::byte* b1 =
+            2 * p + 1 < num_blocks ? b0 + Block::kBytes : nullptr;
+        // The next row's same pair (rows are often about one 4 KiB page,
+        // where the hardware prefetchers stop).
+        const char* next = reinterpret_cast<const char*>(b0 + a.w_row_bytes);
+        _mm_prefetch(next, _MM_HINT_T0);
+        if constexpr (2 * Block::kBytes > 64) {
+          _mm_prefetch(next + 64, _MM_HINT_T0);
+        }
+        __m512i wq;
+        __m512 dw;
+        if constexpr (requires { Block::LoadFullPair(b0, &wq, &dw); }) {
+          if (b1 != nullptr) {
+            Block::LoadFullPair(b0, &wq, &dw);
+          } else {
+            wq = Block::PairUnsigned(b0, b1);
+            dw = PairScales(b0, b1);
+          }
+        } else {
+          wq = Block::PairUnsigned(b0, b1);
+          dw = PairScales(b0, b1);
+        }
+        const __m512i isum = _mm512_dpbusd_epi32(xs[p].corr, wq, xs[p].xs);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
+                              _mm512_mul_ps(dw, xs[p].dx), acc);
+      }
+      a.y[r] = HSum512(acc);
     }
   }
 
@@ -406,10 +454,16 @@ struct QuantKernel {
     }
   }
 
+  // Tiles of a batch; one token (T == 1, a batch's leftover tokens) takes
+  // the same per-pair steps.
   template <int R, int T>
   static void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     if constexpr (T == 1) {
-      TileOneToken<R>(a, r0, t0);
+      MatMulArgs one = a;
+      one.x = a.x + t0 * a.x_row_bytes;
+      one.num_tokens = 1;
+      one.y = a.y + t0 * a.y_stride;
+      DecodeRows(one, r0, r0 + R);
     } else {
       TileMulti<R, T>(a, r0, t0);
     }
