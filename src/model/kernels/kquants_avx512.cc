@@ -47,8 +47,22 @@ struct PackedW {
 // One activation super-block.
 struct PackedX {
   __m512i q[kSubRegs];
+  __m512i corr32[kSubRegs];  // -32 * (sum of each lane's 4 values)
   __m512 bsums;  // dx * bsum per 16-value group
   float d;
+};
+
+// How a super-block's integer lanes become floats.
+enum class Combine {
+  // 16 lanes; offsets and mins through the block sums (a float term).
+  kMins,
+  // Q6_K as ggml's AVX2 vec_dot sums it, bit for bit: the -32 offset
+  // inside each int32 lane, lanes i and i + 8 added (ggml's 8 lanes, each
+  // 4 values of every 32-value chunk), then acc8 = fma(dx * d, lanes, acc8)
+  // per super-block and ggml's 8-lane horizontal sum. llama.cpp's greedy
+  // outputs on small models flip with the last bit of such sums (fp16
+  // roundings of K/V and Q), so matching the order matters.
+  kGgmlLanes8,
 };
 
 inline float HalfAt(const std::byte* p) {
@@ -245,6 +259,12 @@ void PackX(const std::byte* xb, PackedX* x) {
   for (int c = 0; c < kSubRegs; ++c) {
     x->q[c] = _mm512_loadu_si512(xb + q8_k::kQs + 64 * c);
   }
+  const __m512i k32 = _mm512_set1_epi8(32);
+  for (int c = 0; c < kSubRegs; ++c) {
+    x->corr32[c] = _mm512_sub_epi32(
+        _mm512_setzero_si512(),
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), k32, x->q[c]));
+  }
   std::memcpy(&x->d, xb + q8_k::kD, sizeof(float));
   const __m512 bsums = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(
       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + q8_k::kBsums))));
@@ -252,6 +272,7 @@ void PackX(const std::byte* xb, PackedX* x) {
 }
 
 // acc += this super-block's contribution for one row and one token.
+template <Combine kCombine>
 inline __attribute__((always_inline)) __m512 Step(const PackedW& w,
                                                   const PackedX& x,
                                                   __m512 acc) {
@@ -259,12 +280,23 @@ inline __attribute__((always_inline)) __m512 Step(const PackedW& w,
   __m512i isum = zero;
 #pragma GCC unroll 4
   for (int c = 0; c < kSubRegs; ++c) {
-    const __m512i p = _mm512_dpbusd_epi32(zero, w.q[c], x.q[c]);
+    const __m512i init = kCombine == Combine::kGgmlLanes8 ? x.corr32[c] : zero;
+    const __m512i p = _mm512_dpbusd_epi32(init, w.q[c], x.q[c]);
     isum = _mm512_dpwssd_epi32(isum, p, w.scale[c]);
   }
-  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(w.d * x.d),
-                        acc);
-  return _mm512_fnmadd_ps(w.mins, x.bsums, acc);
+  if constexpr (kCombine == Combine::kGgmlLanes8) {
+    // acc holds 8 lanes in its low half; the high half stays zero.
+    const __m256i lanes = _mm256_add_epi32(_mm512_castsi512_si256(isum),
+                                           _mm512_extracti64x4_epi64(isum, 1));
+    const __m256 acc8 =
+        _mm256_fmadd_ps(_mm256_set1_ps(x.d * w.d), _mm256_cvtepi32_ps(lanes),
+                        _mm512_castps512_ps256(acc));
+    return _mm512_zextps256_ps512(acc8);
+  } else {
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
+                          _mm512_set1_ps(w.d * x.d), acc);
+    return _mm512_fnmadd_ps(w.mins, x.bsums, acc);
+  }
 }
 
 inline float HSum512(__m512 v) {
@@ -286,7 +318,7 @@ constexpr int kTokenTile = 4;
 constexpr int64_t kTokenChunkBytes = 384 * 1024;
 
 // One token (decode): each row is read once, in address order.
-template <UnpackFn kUnpack, int kBytes>
+template <UnpackFn kUnpack, int kBytes, Combine kCombine>
 void RowsOneToken(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   const int64_t nb = a.cols / kBlockK;
   thread_local std::vector<PackedX> xs;
@@ -306,13 +338,13 @@ void RowsOneToken(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
       }
       PackedW w;
       kUnpack(row + b * kBytes, &w);
-      acc = Step(w, xs[b], acc);
+      acc = Step<kCombine>(w, xs[b], acc);
     }
     a.y[r] = HSum512(acc);
   }
 }
 
-template <int R, int T>
+template <Combine kCombine, int R, int T>
 void TileMany(const PackedW* w, const PackedX* x, int64_t nb, int64_t x_stride,
               float* y, int64_t y_stride) {
   __m512 acc[R][T];
@@ -326,7 +358,8 @@ void TileMany(const PackedW* w, const PackedX* x, int64_t nb, int64_t x_stride,
     for (int t = 0; t < T; ++t) {
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        acc[r][t] = Step(w[r * nb + b], x[t * x_stride + b], acc[r][t]);
+        acc[r][t] =
+            Step<kCombine>(w[r * nb + b], x[t * x_stride + b], acc[r][t]);
       }
     }
   }
@@ -338,21 +371,21 @@ void TileMany(const PackedW* w, const PackedX* x, int64_t nb, int64_t x_stride,
 }
 
 // Rows [r0, r0 + R) against tokens [t0, t1) of the packed chunk.
-template <int R>
+template <Combine kCombine, int R>
 void RowTile(const PackedW* w, const PackedX* xs, int64_t nb, int64_t t0,
              int64_t t1, int64_t chunk_begin, const MatMulArgs& a, int64_t r0) {
   int64_t t = t0;
   for (; t + kTokenTile <= t1; t += kTokenTile) {
-    TileMany<R, kTokenTile>(w, xs + (t - chunk_begin) * nb, nb, nb,
+    TileMany<kCombine, R, kTokenTile>(w, xs + (t - chunk_begin) * nb, nb, nb,
                             a.y + t * a.y_stride + r0, a.y_stride);
   }
   for (; t < t1; ++t) {
-    TileMany<R, 1>(w, xs + (t - chunk_begin) * nb, nb, nb,
+    TileMany<kCombine, R, 1>(w, xs + (t - chunk_begin) * nb, nb, nb,
                    a.y + t * a.y_stride + r0, a.y_stride);
   }
 }
 
-template <UnpackFn kUnpack, int kBytes>
+template <UnpackFn kUnpack, int kBytes, Combine kCombine>
 void RowsManyTokens(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   const int64_t nb = a.cols / kBlockK;
   thread_local std::vector<PackedX> xs;
@@ -378,21 +411,21 @@ void RowsManyTokens(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
         }
       }
       if (rows == kRowTile) {
-        RowTile<kRowTile>(ws.data(), xs.data(), nb, tc, te, tc, a, r);
+        RowTile<kCombine, kRowTile>(ws.data(), xs.data(), nb, tc, te, tc, a, r);
       } else {
-        RowTile<1>(ws.data(), xs.data(), nb, tc, te, tc, a, r);
+        RowTile<kCombine, 1>(ws.data(), xs.data(), nb, tc, te, tc, a, r);
       }
       r += rows;
     }
   }
 }
 
-template <UnpackFn kUnpack, int kBytes>
+template <UnpackFn kUnpack, int kBytes, Combine kCombine = Combine::kMins>
 void MatMulRowsK(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   if (a.num_tokens == 1) {
-    RowsOneToken<kUnpack, kBytes>(a, row_begin, row_end);
+    RowsOneToken<kUnpack, kBytes, kCombine>(a, row_begin, row_end);
   } else {
-    RowsManyTokens<kUnpack, kBytes>(a, row_begin, row_end);
+    RowsManyTokens<kUnpack, kBytes, kCombine>(a, row_begin, row_end);
   }
 }
 
@@ -411,7 +444,7 @@ void MatMulRowsQ5KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
   MatMulRowsK<UnpackQ45K<true>, q5_k::kBytes>(a, b, e);
 }
 void MatMulRowsQ6KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
-  MatMulRowsK<UnpackQ6K, q6_k::kBytes>(a, b, e);
+  MatMulRowsK<UnpackQ6K, q6_k::kBytes, Combine::kGgmlLanes8>(a, b, e);
 }
 
 }  // namespace kvault::kernels
