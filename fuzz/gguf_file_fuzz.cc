@@ -17,14 +17,13 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_assert.h"
 #include "model/gguf_file.h"
-#include "model/kernels/kernels.h"
-#include "model/quantize.h"
 #include "model/gguf_writer.h"
+#include "model/kernels/kernels.h"
 #include "model/llama_hparams.h"
 #include "model/model_fingerprint.h"
-#include "fuzz_assert.h"
-
+#include "model/quantize.h"
 
 namespace kvault {
 namespace {

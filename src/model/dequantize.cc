@@ -22,7 +22,10 @@ constexpr Kind kKinds[] = {
     {GgmlType::kQ4_1, false, kernels::q4_1::kBytes, Block32Type::kQ4_1, {}},
     {GgmlType::kQ5_0, false, kernels::q5_0::kBytes, Block32Type::kQ5_0, {}},
     {GgmlType::kQ5_1, false, kernels::q5_1::kBytes, Block32Type::kQ5_1, {}},
-    {GgmlType::kIQ4_NL, false, kernels::iq4_nl::kBytes, Block32Type::kIQ4_NL,
+    {GgmlType::kIQ4_NL,
+     false,
+     kernels::iq4_nl::kBytes,
+     Block32Type::kIQ4_NL,
      {}},
     {GgmlType::kQ2_K, true, kernels::q2_k::kBytes, {}, BlockKType::kQ2_K},
     {GgmlType::kQ3_K, true, kernels::q3_k::kBytes, {}, BlockKType::kQ3_K},
@@ -63,7 +66,8 @@ void DequantizeBlocks(GgmlType type, std::span<const std::byte> src,
                       std::span<float> dst) {
   const Kind* kind = FindKind(type);
   KV_CHECK(kind != nullptr) << "no dequantizer for " << GgmlTypeName(type);
-  const size_t values = kind->super_block ? kernels::kBlockK : kernels::kBlock32;
+  const size_t values =
+      kind->super_block ? kernels::kBlockK : kernels::kBlock32;
   const size_t num_blocks = dst.size() / values;
   KV_CHECK_EQ(num_blocks * kind->block_bytes, src.size());
   for (size_t b = 0; b < num_blocks; ++b) {

@@ -20,16 +20,16 @@ constexpr std::array<GgmlTypeInfo, 32> kTypes = {{
     {GgmlType::kF32, "f32", 1, 4, true},
     {GgmlType::kF16, "f16", 1, 2, true},
     {GgmlType::kQ4_0, "q4_0", 32, 18, true},     // f16 d + 16 nibble bytes
-    {GgmlType::kQ4_1, "q4_1", 32, 20, true},    // f16 d, m + 16
-    {GgmlType::kQ5_0, "q5_0", 32, 22, true},    // f16 d + 4 qh + 16
-    {GgmlType::kQ5_1, "q5_1", 32, 24, true},    // f16 d, m + 4 + 16
+    {GgmlType::kQ4_1, "q4_1", 32, 20, true},     // f16 d, m + 16
+    {GgmlType::kQ5_0, "q5_0", 32, 22, true},     // f16 d + 4 qh + 16
+    {GgmlType::kQ5_1, "q5_1", 32, 24, true},     // f16 d, m + 4 + 16
     {GgmlType::kQ8_0, "q8_0", 32, 34, true},     // f16 d + 32 int8
     {GgmlType::kQ8_1, "q8_1", 32, 36, false},    // f16 d, s + 32 int8
-    {GgmlType::kQ2_K, "q2_K", 256, 84, true},   // 16 + 64 + 2 f16
-    {GgmlType::kQ3_K, "q3_K", 256, 110, true},  // 32 + 64 + 12 + f16
-    {GgmlType::kQ4_K, "q4_K", 256, 144, true},  // 2 f16 + 12 + 128
-    {GgmlType::kQ5_K, "q5_K", 256, 176, true},  // 2 f16 + 12 + 32 + 128
-    {GgmlType::kQ6_K, "q6_K", 256, 210, true},  // 128 + 64 + 16 + f16
+    {GgmlType::kQ2_K, "q2_K", 256, 84, true},    // 16 + 64 + 2 f16
+    {GgmlType::kQ3_K, "q3_K", 256, 110, true},   // 32 + 64 + 12 + f16
+    {GgmlType::kQ4_K, "q4_K", 256, 144, true},   // 2 f16 + 12 + 128
+    {GgmlType::kQ5_K, "q5_K", 256, 176, true},   // 2 f16 + 12 + 32 + 128
+    {GgmlType::kQ6_K, "q6_K", 256, 210, true},   // 128 + 64 + 16 + f16
     {GgmlType::kQ8_K, "q8_K", 256, 292, false},  // f32 d + 256 + 16 i16
     {GgmlType::kIQ2_XXS, "iq2_xxs", 256, 66, false},
     {GgmlType::kIQ2_XS, "iq2_xs", 256, 74, false},

@@ -323,9 +323,9 @@ Status CheckTensorLayout(const std::vector<GgufTensorInfo>& tensors,
   for (const GgufTensorInfo& t : tensors) {
     if (t.offset > data_bytes || t.size_bytes > data_bytes - t.offset) {
       return CorruptionError(
-          Describe(t) + ": data [" +
-          std::to_string(t.offset) + ", +" + std::to_string(t.size_bytes) +
-          ") relative to the data section at " + std::to_string(data_offset) +
+          Describe(t) + ": data [" + std::to_string(t.offset) + ", +" +
+          std::to_string(t.size_bytes) + ") relative to the data section at " +
+          std::to_string(data_offset) +
           " runs past the end of the file (size " + std::to_string(file_size) +
           ")");
     }

@@ -110,10 +110,10 @@ Status CheckMatrixTypeSupported(GgmlType type, std::string_view tensor_name) {
     if (!info.supported_for_compute) continue;
     supported += (supported.empty() ? "" : ", ") + std::string(info.name);
   }
-  return UnimplementedError("tensor " + std::string(tensor_name) +
-                            " has type " + std::string(GgmlTypeName(type)) +
-                            ", which is not supported (supported: " +
-                            supported + ")");
+  return UnimplementedError(
+      "tensor " + std::string(tensor_name) + " has type " +
+      std::string(GgmlTypeName(type)) +
+      ", which is not supported (supported: " + supported + ")");
 }
 
 StatusOr<LlamaWeights> LoadLlamaWeights(const GgufFile& file,

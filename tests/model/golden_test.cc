@@ -32,10 +32,10 @@ const std::string kShared = std::string(KVAULT_SOURCE_DIR) + "/../shared";
 // whose activation quantization differs from llama.cpp's on some ISAs, so
 // only its first tokens are compared.
 struct GoldenSpec {
-  std::string name;  // file stem in models/ and golden/
-  int exact_tokens;  // leading gen_ids that must match exactly
-  double tol;        // bound on each compared logprob; < 0: not checked
-  bool portable;     // ggml_compat's portable code instead of AVX2
+  std::string name;         // file stem in models/ and golden/
+  int exact_tokens;         // leading gen_ids that must match exactly
+  double tol;               // bound on each compared logprob; < 0: not checked
+  bool portable;            // ggml_compat's portable code instead of AVX2
   int tol_steps = 1 << 30;  // only the first tol_steps steps' logprobs
 };
 

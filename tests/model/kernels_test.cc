@@ -1,13 +1,13 @@
 #include "model/kernels/kernels.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/thread_pool.h"
 #include "model/ggml_types.h"
@@ -126,8 +126,8 @@ TEST(KernelsTest, ScalarMatMulMatchesDequantizedProduct) {
     const std::vector<float> y = RunMatMul(m.view, x, num_tokens);
     for (int64_t t = 0; t < num_tokens; ++t) {
       const std::vector<float> xt = EffectiveActivations(
-          type, std::vector<float>(x.begin() + t * cols,
-                                   x.begin() + (t + 1) * cols));
+          type,
+          std::vector<float>(x.begin() + t * cols, x.begin() + (t + 1) * cols));
       for (int64_t r = 0; r < rows; ++r) {
         double want = 0, mag = 0;
         for (int64_t c = 0; c < cols; ++c) {

@@ -1,5 +1,7 @@
 // The vector kernels (norm, softmax, SiLU, dot/axpy over f32 and f16) of
 // every instruction set against the scalar reference.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -7,12 +9,9 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "core/float16.h"
 #include "kv/kv_dtype.h"
 #include "model/kernels/kernels.h"
-#include "model/kernels/quant_scalar.h"
 #include "model/kernels/quant_scalar.h"
 
 namespace kvault::kernels {
@@ -167,7 +166,9 @@ TEST(KernelsVectorTest, QuantizeQ8_0BitIdenticalToScalar) {
         const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
                                   std::numeric_limits<float>::infinity(),
                                   -std::numeric_limits<float>::infinity(),
-                                  1e-40f, -1e38f, 1e38f};
+                                  1e-40f,
+                                  -1e38f,
+                                  1e38f};
         for (size_t i = 0; i < std::size(specials); ++i) {
           x[32 + 3 * i] = specials[i];
         }

@@ -98,9 +98,8 @@ TEST(LlamaModelTest, LoadsStories260K) {
 }
 
 TEST(LlamaModelTest, LoadsEveryGeneratedWeightType) {
-  for (GgmlType type :
-       {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
-        GgmlType::kQ4_0}) {
+  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16,
+                        GgmlType::kQ8_0, GgmlType::kQ4_0}) {
     SCOPED_TRACE(std::string(GgmlTypeName(type)));
     auto model = FromImage(GenImage(type));
     ASSERT_TRUE(model.ok()) << model.status().ToString();

@@ -26,7 +26,7 @@ const std::string kDir =
     std::string(KVAULT_SOURCE_DIR) + "/../shared/models/kquant/";
 
 struct FileCase {
-  std::string stem;  // st260K-x4.STEM.gguf
+  std::string stem;     // st260K-x4.STEM.gguf
   double max_rel_rmse;  // dequantized vs F32, over a whole tensor
 };
 
@@ -43,8 +43,7 @@ std::unique_ptr<GgufFile> OpenOrNull(const std::string& stem) {
   return file.ok() ? std::move(*file) : nullptr;
 }
 
-std::vector<float> Dequantized(const GgufFile& file,
-                               const GgufTensorInfo& t) {
+std::vector<float> Dequantized(const GgufFile& file, const GgufTensorInfo& t) {
   std::vector<float> out(t.num_elements);
   const Status s = DequantizeRow(t.type, file.TensorData(t), out);
   EXPECT_TRUE(s.ok()) << t.name << ": " << s.ToString();
@@ -186,8 +185,8 @@ TEST(QuantKernelsTest, Q8KQuantizerKeepsScaleSignAndSums) {
   std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
   std::vector<float> x(512);
   for (float& v : x) v = dist(rng);
-  x[17] = -5.0f;   // block 0's largest magnitude is negative
-  x[300] = 4.0f;   // block 1's is positive
+  x[17] = -5.0f;  // block 0's largest magnitude is negative
+  x[300] = 4.0f;  // block 1's is positive
   std::vector<std::byte> q(2 * q8_k::kBytes);
   QuantizeRowQ8_K(x.data(), 512, q.data());
   for (int b = 0; b < 2; ++b) {

@@ -41,11 +41,11 @@ enum WeightKind : int {
 struct MatMulArgs {
   const std::byte* w = nullptr;  // [rows, w_row_bytes]
   size_t w_row_bytes = 0;
-  int64_t cols = 0;              // elements per row (block multiple if quantized)
+  int64_t cols = 0;  // elements per row (block multiple if quantized)
   const std::byte* x = nullptr;  // [num_tokens, x_row_bytes]
   size_t x_row_bytes = 0;
   int64_t num_tokens = 0;
-  float* y = nullptr;            // [num_tokens, y_stride]
+  float* y = nullptr;  // [num_tokens, y_stride]
   int64_t y_stride = 0;
 };
 

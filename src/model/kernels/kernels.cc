@@ -158,8 +158,7 @@ const KindInfo& KindOf(GgmlType type) {
   for (const KindInfo& k : kKinds) {
     if (k.type == type) return k;
   }
-  KV_CHECK(false) << "MatMul: no kernel for weight type "
-                  << GgmlTypeName(type);
+  KV_CHECK(false) << "MatMul: no kernel for weight type " << GgmlTypeName(type);
   return kKinds[0];
 }
 
@@ -223,8 +222,8 @@ void RunParallel(ThreadPool* pool, int64_t n, const Fn& fn) {
 
 // Quantizes every token row of x with `quantize_fn` into rows of `qx`.
 void QuantizeActivations(QuantizeFn quantize_fn, const float* x, int64_t cols,
-                         int64_t num_tokens, std::byte* qx,
-                         size_t q_row_bytes, ThreadPool* pool) {
+                         int64_t num_tokens, std::byte* qx, size_t q_row_bytes,
+                         ThreadPool* pool) {
   auto quantize = [&](int64_t t) {
     quantize_fn(x + t * cols, cols, qx + t * q_row_bytes);
   };
@@ -261,8 +260,8 @@ const std::byte* QuantizedActivations(QuantizeFn quantize_fn, const float* x,
     return cache.quantized.data();
   }
   cache.quantized.resize(q_row_bytes * num_tokens);
-  QuantizeActivations(quantize_fn, x, cols, num_tokens,
-                      cache.quantized.data(), q_row_bytes, pool);
+  QuantizeActivations(quantize_fn, x, cols, num_tokens, cache.quantized.data(),
+                      q_row_bytes, pool);
   cache.quantize_fn = quantize_fn;
   cache.x_copy.assign(x, x + num_values);
   cache.x = x;
@@ -311,12 +310,12 @@ void MatMul(const MatrixView& w, const float* x, int64_t num_tokens, float* y,
       ActivationQuantizer(kind.activation, w.cols, &x_row_bytes);
   args.x_row_bytes = x_row_bytes;
   if (quantize != nullptr) {
-    const int64_t block = kind.activation == Activation::kQ8_K  ? kBlockK
+    const int64_t block = kind.activation == Activation::kQ8_K   ? kBlockK
                           : kind.activation == Activation::kBf16 ? 1
                                                                  : kBlock32;
     KV_CHECK_EQ(w.cols % block, 0) << "quantized MatMul cols";
-    args.x = QuantizedActivations(quantize, x, w.cols, num_tokens,
-                                  x_row_bytes, pool);
+    args.x = QuantizedActivations(quantize, x, w.cols, num_tokens, x_row_bytes,
+                                  pool);
   } else {
     args.x = reinterpret_cast<const std::byte*>(x);
   }
@@ -328,8 +327,8 @@ void MatMul(const MatrixView& w, const float* x, int64_t num_tokens, float* y,
       pool == nullptr ? 1 : static_cast<int64_t>(pool->num_threads()) + 1;
   const int64_t num_chunks_wanted = num_threads * kChunksPerThread;
   int64_t chunk = (w.rows + num_chunks_wanted - 1) / num_chunks_wanted;
-  chunk = std::max<int64_t>(kRowChunk, (chunk + kRowChunk - 1) / kRowChunk *
-                                           kRowChunk);
+  chunk = std::max<int64_t>(kRowChunk,
+                            (chunk + kRowChunk - 1) / kRowChunk * kRowChunk);
   const int64_t num_chunks = (w.rows + chunk - 1) / chunk;
   RunParallel(pool, num_chunks, [&](int64_t i) {
     rows_fn(args, i * chunk, std::min(w.rows, (i + 1) * chunk));

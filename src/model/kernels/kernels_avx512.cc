@@ -208,21 +208,20 @@ struct Q4Block {
   // the scales [d0 x 8 | d1 x 8]. All offsets are even, so word permutes
   // place them.
   static void LoadFullPair(const std::byte* b0, __m512i* wq, __m512* dw) {
-    const __m512i z =
-        _mm512_maskz_loadu_epi8((__mmask64{1} << 36) - 1, b0);
+    const __m512i z = _mm512_maskz_loadu_epi8((__mmask64{1} << 36) - 1, b0);
     // Words 1-8 are block 0's 16 bytes, 10-17 block 1's: [q0 q0 q1 q1].
     const __m512i qidx = _mm512_set_epi16(
-        17, 16, 15, 14, 13, 12, 11, 10, 17, 16, 15, 14, 13, 12, 11, 10, 8, 7,
-        6, 5, 4, 3, 2, 1, 8, 7, 6, 5, 4, 3, 2, 1);
+        17, 16, 15, 14, 13, 12, 11, 10, 17, 16, 15, 14, 13, 12, 11, 10, 8, 7, 6,
+        5, 4, 3, 2, 1, 8, 7, 6, 5, 4, 3, 2, 1);
     const __m512i q = _mm512_permutexvar_epi16(qidx, z);
     // Quarters 1 and 3 take the high nibbles.
     constexpr __mmask64 kHigh = 0xFFFF0000FFFF0000ULL;
     *wq = _mm512_and_si512(
         _mm512_mask_blend_epi8(kHigh, q, _mm512_srli_epi16(q, 4)),
         _mm512_set1_epi8(0x0F));
-    const __m512i didx = _mm512_set_epi16(
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 9, 9, 9, 9, 9, 9, 9,
-        0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i didx =
+        _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 9,
+                         9, 9, 9, 9, 9, 9, 0, 0, 0, 0, 0, 0, 0, 0);
     *dw = _mm512_cvtph_ps(
         _mm512_castsi512_si256(_mm512_permutexvar_epi16(didx, z)));
   }
@@ -480,16 +479,10 @@ constexpr KernelTable kAvx512Table = {
      MatMulRowsTiled<QuantKernel<Q8Block>>,
      MatMulRowsTiled<QuantKernel<Q4Block>>,
      nullptr,  // Q4_1, Q5_0, Q5_1, IQ4_NL: the scalar kernels
-     nullptr,
-     nullptr,
-     nullptr,
-     MatMulRowsQ2KAvx512,
-     MatMulRowsQ3KAvx512,
-     MatMulRowsQ4KAvx512,
-     MatMulRowsQ5KAvx512,
-     MatMulRowsQ6KAvx512,
+     nullptr, nullptr, nullptr, MatMulRowsQ2KAvx512, MatMulRowsQ3KAvx512,
+     MatMulRowsQ4KAvx512, MatMulRowsQ5KAvx512, MatMulRowsQ6KAvx512,
      nullptr},  // IQ4_XS: the scalar kernel
-    nullptr,  // the vector kernels come from the AVX2 table
+    nullptr,    // the vector kernels come from the AVX2 table
     nullptr,
     nullptr,
     nullptr,

@@ -38,9 +38,9 @@ constexpr int kSubRegs = 4;  // zmm of 64 values per super-block
 
 // One weight super-block ready for the dot products.
 struct PackedW {
-  __m512i q[kSubRegs];    // unsigned values, natural order
+  __m512i q[kSubRegs];      // unsigned values, natural order
   __m512i scale[kSubRegs];  // lane i of reg c: [s(4c + i / 4), 0] as int16
-  __m512 mins;            // per 16-value group: the term times dx * bsum
+  __m512 mins;              // per 16-value group: the term times dx * bsum
   float d;
 };
 
@@ -48,7 +48,7 @@ struct PackedW {
 struct PackedX {
   __m512i q[kSubRegs];
   __m512i corr32[kSubRegs];  // -32 * (sum of each lane's 4 values)
-  __m512 bsums;  // dx * bsum per 16-value group
+  __m512 bsums;              // dx * bsum per 16-value group
   float d;
 };
 
@@ -89,9 +89,8 @@ alignas(64) constexpr int32_t kSubBlockOfLane[kSubRegs][16] = {
     {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7}};
 // Group g of 16 values takes the min of sub-block g / 2, which sits in lane
 // 8 + g / 2 of the [scales | mins] vector of Q4_K/Q5_K.
-alignas(64) constexpr int32_t kMinOfGroup[16] = {8,  8,  9,  9,  10, 10,
-                                                 11, 11, 12, 12, 13, 13,
-                                                 14, 14, 15, 15};
+alignas(64) constexpr int32_t kMinOfGroup[16] = {
+    8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15};
 
 inline __m512i LoadIdx(const int32_t* idx) {
   return _mm512_load_si512(reinterpret_cast<const __m512i*>(idx));
@@ -116,8 +115,7 @@ inline __attribute__((always_inline)) void SpreadScales(__m512i scales16,
 inline __m128i ScalesAndMinsQ4K(const std::byte* packed) {
   uint32_t w[3];
   std::memcpy(w, packed, sizeof(w));
-  constexpr uint32_t kLow6 = 0x3F3F3F3F, kLow4 = 0x0F0F0F0F,
-                     kLow2 = 0x03030303;
+  constexpr uint32_t kLow6 = 0x3F3F3F3F, kLow4 = 0x0F0F0F0F, kLow2 = 0x03030303;
   const uint32_t scales_lo = w[0] & kLow6;
   const uint32_t mins_lo = w[1] & kLow6;
   const uint32_t scales_hi = (w[2] & kLow4) | (((w[0] >> 6) & kLow2) << 4);
@@ -158,7 +156,8 @@ inline __attribute__((always_inline)) void UnpackQ45K(const std::byte* blk,
       const __m512i hi = c <= 1 ? _mm512_slli_epi16(qh, 3 - 2 * c)
                                 : _mm512_srli_epi16(qh, 2 * c - 3);
       w->q[c] = _mm512_or_si512(
-          w->q[c], _mm512_and_si512(_mm512_mask_blend_epi8(kUpper, lo, hi), bit));
+          w->q[c],
+          _mm512_and_si512(_mm512_mask_blend_epi8(kUpper, lo, hi), bit));
     }
   }
   const __m512i sm =
@@ -186,15 +185,15 @@ inline __attribute__((always_inline)) void UnpackQ6K(const std::byte* blk,
     const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(
         reinterpret_cast<const __m256i*>(blk + q6_k::kQh + 32 * n)));
     // Bits (0,1) | (2,3) for the low chunk, (4,5) | (6,7) for the high.
-    const __m512i h0 = _mm512_mask_blend_epi8(
-        kUpper, _mm512_slli_epi16(qh, 4), _mm512_slli_epi16(qh, 2));
+    const __m512i h0 = _mm512_mask_blend_epi8(kUpper, _mm512_slli_epi16(qh, 4),
+                                              _mm512_slli_epi16(qh, 2));
     const __m512i h1 =
         _mm512_mask_blend_epi8(kUpper, qh, _mm512_srli_epi16(qh, 2));
-    w->q[2 * n] = _mm512_or_si512(_mm512_and_si512(ql, m4),
-                                  _mm512_and_si512(h0, m30));
-    w->q[2 * n + 1] = _mm512_or_si512(
-        _mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
-        _mm512_and_si512(h1, m30));
+    w->q[2 * n] =
+        _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(h0, m30));
+    w->q[2 * n + 1] =
+        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                        _mm512_and_si512(h1, m30));
   }
   const __m512i s16 = _mm512_cvtepi8_epi32(
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + q6_k::kScales)));
@@ -208,14 +207,15 @@ inline __attribute__((always_inline)) void UnpackQ6K(const std::byte* blk,
 // shift 2j are values 32j + l; Q3_K adds the high bit 4n + j of hmask[l]
 // (u = q + 4 in [0, 8)).
 template <bool kQ3>
-inline __attribute__((always_inline)) void UnpackQ23K(const std::byte* blk, PackedW* w) {
+inline __attribute__((always_inline)) void UnpackQ23K(const std::byte* blk,
+                                                      PackedW* w) {
   const __m512i m3 = _mm512_set1_epi8(0x03);
   constexpr __mmask64 kUpper = 0xFFFFFFFF00000000ULL;
   const int qs_off = kQ3 ? q3_k::kQs : q2_k::kQs;
   __m512i hm = _mm512_setzero_si512();
   if constexpr (kQ3) {
-    hm = _mm512_broadcast_i64x4(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + q3_k::kHmask)));
+    hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(blk + q3_k::kHmask)));
   }
   for (int n = 0; n < 2; ++n) {
     const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256(
@@ -293,15 +293,15 @@ inline __attribute__((always_inline)) __m512 Step(const PackedW& w,
                         _mm512_castps512_ps256(acc));
     return _mm512_zextps256_ps512(acc8);
   } else {
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
-                          _mm512_set1_ps(w.d * x.d), acc);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(w.d * x.d),
+                          acc);
     return _mm512_fnmadd_ps(w.mins, x.bsums, acc);
   }
 }
 
 inline float HSum512(__m512 v) {
-  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v),
-                                 _mm512_extractf32x8_ps(v, 1));
+  const __m256 h =
+      _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -377,11 +377,11 @@ void RowTile(const PackedW* w, const PackedX* xs, int64_t nb, int64_t t0,
   int64_t t = t0;
   for (; t + kTokenTile <= t1; t += kTokenTile) {
     TileMany<kCombine, R, kTokenTile>(w, xs + (t - chunk_begin) * nb, nb, nb,
-                            a.y + t * a.y_stride + r0, a.y_stride);
+                                      a.y + t * a.y_stride + r0, a.y_stride);
   }
   for (; t < t1; ++t) {
     TileMany<kCombine, R, 1>(w, xs + (t - chunk_begin) * nb, nb, nb,
-                   a.y + t * a.y_stride + r0, a.y_stride);
+                             a.y + t * a.y_stride + r0, a.y_stride);
   }
 }
 

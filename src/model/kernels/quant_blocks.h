@@ -14,8 +14,8 @@
 
 namespace kvault::kernels {
 
-inline constexpr int64_t kBlock32 = 32;   // values per legacy block
-inline constexpr int64_t kBlockK = 256;   // values per K super-block
+inline constexpr int64_t kBlock32 = 32;  // values per legacy block
+inline constexpr int64_t kBlockK = 256;  // values per K super-block
 
 // Q4_1: f16 d, f16 m, 16 nibble bytes; value = q * d + m.
 namespace q4_1 {
@@ -46,8 +46,7 @@ inline constexpr int kScales = 0, kQs = 16, kD = 80, kDmin = 82, kBytes = 84;
 // sixteen 6-bit scales (biased by 32), f16 d; value = d * (s - 32) * (q - 4
 // if the high bit is clear, else q).
 namespace q3_k {
-inline constexpr int kHmask = 0, kQs = 32, kScales = 96, kD = 108,
-                     kBytes = 110;
+inline constexpr int kHmask = 0, kQs = 32, kScales = 96, kD = 108, kBytes = 110;
 }
 // Q4_K: f16 d, f16 dmin, 12 bytes of eight 6-bit scales and mins, 128
 // nibble bytes; value = d * scale * q - dmin * min, per 32 values.
@@ -62,14 +61,12 @@ inline constexpr int kD = 0, kDmin = 2, kScales = 4, kQh = 16, kQs = 48,
 // Q6_K: 128 bytes of low nibbles, 64 bytes of 2-bit highs, 16 int8 scales
 // (one per 16 values), f16 d; value = d * scale * (q - 32).
 namespace q6_k {
-inline constexpr int kQl = 0, kQh = 128, kScales = 192, kD = 208,
-                     kBytes = 210;
+inline constexpr int kQl = 0, kQh = 128, kScales = 192, kD = 208, kBytes = 210;
 }
 // IQ4_XS: f16 d, u16 high scale bits, 4 bytes of low scale nibbles, 128
 // nibble bytes; value = d * (scale - 32) * kIq4nlValues[q], per 32 values.
 namespace iq4_xs {
-inline constexpr int kD = 0, kScalesH = 2, kScalesL = 4, kQs = 8,
-                     kBytes = 136;
+inline constexpr int kD = 0, kScalesH = 2, kScalesL = 4, kQs = 8, kBytes = 136;
 }
 // Q8_K (activations only): f32 d, 256 int8, 16 int16 sums of 16 values.
 namespace q8_k {
@@ -77,9 +74,8 @@ inline constexpr int kD = 0, kQs = 4, kBsums = 260, kBytes = 292;
 }
 
 // The 16 non-uniform levels of IQ4_NL and IQ4_XS.
-inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35,
-                                            -22,  -10,  1,   13,  25,  38,
-                                            53,   69,   89,  113};
+inline constexpr int8_t kIq4nlValues[16] = {
+    -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 }  // namespace kvault::kernels
 

@@ -102,8 +102,8 @@ void UnpackQ45K(const std::byte* blk, const std::byte* qs, const std::byte* qh,
     }
   }
   uint8_t scales[8], mins[8];
-  UnpackQ4KScales(reinterpret_cast<const uint8_t*>(blk + q4_k::kScales),
-                  scales, mins);
+  UnpackQ4KScales(reinterpret_cast<const uint8_t*>(blk + q4_k::kScales), scales,
+                  mins);
   for (int g = 0; g < 16; ++g) {
     u->scale[g] = scales[g / 2];
     u->min[g] = mins[g / 2];
@@ -123,8 +123,8 @@ void UnpackQ6K(const std::byte* blk, UnpackedK* u) {
       q[l] = static_cast<int8_t>(((ByteAt(ql, l) & 0xF) | ((h & 3) << 4)) - 32);
       q[l + 32] = static_cast<int8_t>(
           ((ByteAt(ql, l + 32) & 0xF) | (((h >> 2) & 3) << 4)) - 32);
-      q[l + 64] =
-          static_cast<int8_t>(((ByteAt(ql, l) >> 4) | (((h >> 4) & 3) << 4)) - 32);
+      q[l + 64] = static_cast<int8_t>(
+          ((ByteAt(ql, l) >> 4) | (((h >> 4) & 3) << 4)) - 32);
       q[l + 96] = static_cast<int8_t>(
           ((ByteAt(ql, l + 32) >> 4) | (((h >> 6) & 3) << 4)) - 32);
     }
@@ -271,13 +271,18 @@ void UnpackBlock32(Block32Type type, const std::byte* blk, Unpacked32* u) {
 
 void UnpackBlockK(BlockKType type, const std::byte* blk, UnpackedK* u) {
   switch (type) {
-    case BlockKType::kQ2_K: return UnpackQ2K(blk, u);
-    case BlockKType::kQ3_K: return UnpackQ3K(blk, u);
-    case BlockKType::kQ4_K: return UnpackQ45K(blk, blk + q4_k::kQs, nullptr, u);
+    case BlockKType::kQ2_K:
+      return UnpackQ2K(blk, u);
+    case BlockKType::kQ3_K:
+      return UnpackQ3K(blk, u);
+    case BlockKType::kQ4_K:
+      return UnpackQ45K(blk, blk + q4_k::kQs, nullptr, u);
     case BlockKType::kQ5_K:
       return UnpackQ45K(blk, blk + q5_k::kQs, blk + q5_k::kQh, u);
-    case BlockKType::kQ6_K: return UnpackQ6K(blk, u);
-    case BlockKType::kIQ4_XS: return UnpackIq4xs(blk, u);
+    case BlockKType::kQ6_K:
+      return UnpackQ6K(blk, u);
+    case BlockKType::kIQ4_XS:
+      return UnpackIq4xs(blk, u);
   }
 }
 

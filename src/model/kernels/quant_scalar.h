@@ -45,8 +45,7 @@ void UnpackBlock32(Block32Type type, const std::byte* blk, Unpacked32* out);
 void UnpackBlockK(BlockKType type, const std::byte* blk, UnpackedK* out);
 
 // Eight 6-bit scales and mins of Q4_K/Q5_K from their 12 packed bytes.
-void UnpackQ4KScales(const uint8_t* packed, uint8_t scales[8],
-                     uint8_t mins[8]);
+void UnpackQ4KScales(const uint8_t* packed, uint8_t scales[8], uint8_t mins[8]);
 // Sixteen 6-bit Q3_K scales from their 12 packed bytes, minus the bias 32.
 void UnpackQ3KScales(const uint8_t* packed, int8_t scales[16]);
 
