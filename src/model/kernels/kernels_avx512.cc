@@ -23,7 +23,6 @@ namespace kvault::kernels {
 namespace {
 
 constexpr int64_t kQ8Bytes = 34;  // Q8_0 block: f16 d + 32 int8
-constexpr int64_t kQ4Bytes = 18;  // Q4_0 block: f16 d + 16 nibble pairs
 constexpr int64_t kBlock = 32;
 
 inline float HalfAt(const std::byte* p) {
@@ -176,75 +175,6 @@ struct Q8Block {
   }
 };
 
-struct Q4Block {
-  static constexpr int64_t kBytes = kQ4Bytes;
-  // Byte j holds value j (low nibble) and value j + 16 (high nibble).
-  static __m256i One(const std::byte* blk) {
-    const __m128i bytes =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
-    const __m128i mask = _mm_set1_epi8(0x0F);
-    const __m128i lo = _mm_and_si128(bytes, mask);
-    const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask);
-    return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
-  }
-  static __m512i Pair(const std::byte* b0, const std::byte* b1) {
-    const __m128i bytes0 =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2));
-    const __m128i bytes1 =
-        b1 == nullptr
-            ? _mm_set1_epi8(-0x78)  // nibbles 8 and 8: value 0 after -8
-            : _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + 2));
-    const __m256i bytes = _mm256_set_m128i(bytes1, bytes0);
-    const __m256i mask = _mm256_set1_epi8(0x0F);
-    const __m256i lo = _mm256_and_si256(bytes, mask);  // [lo0 | lo1]
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
-    // [lo0 lo1 hi0 hi1] -> [lo0 hi0 lo1 hi1] (128-bit lanes).
-    const __m512i z = _mm512_shuffle_i64x2(Join(lo, hi), Join(lo, hi),
-                                           _MM_SHUFFLE(3, 1, 2, 0));
-    return _mm512_sub_epi8(z, _mm512_set1_epi8(8));
-  }
-  // A whole pair (2 x 18 bytes) with one masked load (no byte past the pair
-  // is touched): the nibbles as stored (w + 8) in the paired lane order and
-  // the scales [d0 x 8 | d1 x 8]. All offsets are even, so word permutes
-  // place them.
-  static void LoadFullPair(const std::byte* b0, __m512i* wq, __m512* dw) {
-    const __m512i z = _mm512_maskz_loadu_epi8((__mmask64{1} << 36) - 1, b0);
-    // Words 1-8 are block 0's 16 bytes, 10-17 block 1's: [q0 q0 q1 q1].
-    const __m512i qidx = _mm512_set_epi16(
-        17, 16, 15, 14, 13, 12, 11, 10, 17, 16, 15, 14, 13, 12, 11, 10, 8, 7, 6,
-        5, 4, 3, 2, 1, 8, 7, 6, 5, 4, 3, 2, 1);
-    const __m512i q = _mm512_permutexvar_epi16(qidx, z);
-    // Quarters 1 and 3 take the high nibbles.
-    constexpr __mmask64 kHigh = 0xFFFF0000FFFF0000ULL;
-    *wq = _mm512_and_si512(
-        _mm512_mask_blend_epi8(kHigh, q, _mm512_srli_epi16(q, 4)),
-        _mm512_set1_epi8(0x0F));
-    const __m512i didx =
-        _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 9,
-                         9, 9, 9, 9, 9, 9, 0, 0, 0, 0, 0, 0, 0, 0);
-    *dw = _mm512_cvtph_ps(
-        _mm512_castsi512_si256(_mm512_permutexvar_epi16(didx, z)));
-  }
-
-  // The pair's nibbles as stored (w + 8) for the decode path; a missing
-  // second block reads as zeros.
-  static constexpr int kOffset = 8;
-  static __m512i PairUnsigned(const std::byte* b0, const std::byte* b1) {
-    const __m128i bytes0 =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2));
-    const __m128i bytes1 =
-        b1 == nullptr
-            ? _mm_setzero_si128()
-            : _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + 2));
-    const __m256i bytes = _mm256_set_m128i(bytes1, bytes0);
-    const __m256i mask = _mm256_set1_epi8(0x0F);
-    const __m256i lo = _mm256_and_si256(bytes, mask);
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
-    return _mm512_shuffle_i64x2(Join(lo, hi), Join(lo, hi),
-                                _MM_SHUFFLE(3, 1, 2, 0));
-  }
-};
-
 // Both scales of a block pair: [d0 x 8 | d1 x 8] (d1 = 0 when absent).
 inline __m512 PairScales(const std::byte* b0, const std::byte* b1) {
   const __m256 lo = _mm256_set1_ps(HalfAt(b0));
@@ -370,7 +300,7 @@ struct QuantKernel {
   };
 
   // One token (decode): rows one at a time in address order. The weights
-  // stay offset to unsigned (w + kOffset, as Q4_0 stores them) against
+  // stay offset to unsigned (w + kOffset) against
   // signed x, and the per-token correction -kOffset * sum(x) restores the
   // exact int32 lanes of the paired path; the float steps are the paired
   // path's too, so a token's result is bit-identical to its value in a
@@ -406,19 +336,8 @@ struct QuantKernel {
         if constexpr (2 * Block::kBytes > 64) {
           _mm_prefetch(next + 64, _MM_HINT_T0);
         }
-        __m512i wq;
-        __m512 dw;
-        if constexpr (requires { Block::LoadFullPair(b0, &wq, &dw); }) {
-          if (b1 != nullptr) {
-            Block::LoadFullPair(b0, &wq, &dw);
-          } else {
-            wq = Block::PairUnsigned(b0, b1);
-            dw = PairScales(b0, b1);
-          }
-        } else {
-          wq = Block::PairUnsigned(b0, b1);
-          dw = PairScales(b0, b1);
-        }
+        const __m512i wq = Block::PairUnsigned(b0, b1);
+        const __m512 dw = PairScales(b0, b1);
         const __m512i isum = _mm512_dpbusd_epi32(xs[p].corr, wq, xs[p].xs);
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
                               _mm512_mul_ps(dw, xs[p].dx), acc);
@@ -476,8 +395,7 @@ constexpr KernelTable kAvx512Table = {
     {MatMulRowsTiled<FloatKernel<F32Load>>,
      MatMulRowsTiled<FloatKernel<F16Load>>,
      MatMulRowsTiled<FloatKernel<Bf16Load>>,
-     MatMulRowsTiled<QuantKernel<Q8Block>>,
-     MatMulRowsTiled<QuantKernel<Q4Block>>,
+     MatMulRowsTiled<QuantKernel<Q8Block>>, MatMulRowsQ4_0LanesAvx512,
      nullptr,  // Q4_1, Q5_0, Q5_1, IQ4_NL: the scalar kernels
      nullptr, nullptr, nullptr, MatMulRowsQ2KAvx512, MatMulRowsQ3KAvx512,
      MatMulRowsQ4KAvx512, MatMulRowsQ5KAvx512, MatMulRowsQ6KAvx512,

@@ -1,4 +1,5 @@
-// The AVX-512 K-quant MatMul kernels (kquants_avx512.cc), declared for
+// AVX-512 MatMul kernels defined outside kernels_avx512.cc (the K-quants
+// in kquants_avx512.cc, Q4_0 in q4_0_lanes_avx512.cc), declared for
 // kernels_avx512.cc's table. Declarations only (see kernel_table.h).
 #ifndef KVAULT_MODEL_KERNELS_KQUANT_KERNELS_H_
 #define KVAULT_MODEL_KERNELS_KQUANT_KERNELS_H_
@@ -21,6 +22,9 @@ void MatMulRowsQ5KAvx512(const MatMulArgs& a, int64_t row_begin,
                          int64_t row_end);
 void MatMulRowsQ6KAvx512(const MatMulArgs& a, int64_t row_begin,
                          int64_t row_end);
+// Q4_0 against Q8_0 with 16 rows in the lanes (q4_0_lanes_avx512.cc).
+void MatMulRowsQ4_0LanesAvx512(const MatMulArgs& a, int64_t row_begin,
+                               int64_t row_end);
 
 }  // namespace kvault::kernels
 
