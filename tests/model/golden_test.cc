@@ -125,7 +125,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(GoldenSpec{"stories260K", 64, 1e-3, false},
                       GoldenSpec{"stories260K.f16", 64, 1e-3, false},
                       GoldenSpec{"tiny-random-f32", 64, 1e-3, false},
-                      GoldenSpec{"stories260K.q8_0", 8, -1, false},
+                      GoldenSpec{"stories260K.q8_0", 64, 1e-3, false},
                       // The portable code is slow (scalar std::fma):
                       // fewer steps, still past the first fp16 flips.
                       GoldenSpec{"stories260K", 16, 1e-3, true},
@@ -145,7 +145,7 @@ INSTANTIATE_TEST_SUITE_P(
                       GoldenSpec{"kquant/st260K-x4.f32", 64, 1e-2, false, 1},
                       GoldenSpec{"kquant/st260K-x4.f16", 64, 1e-2, false, 1},
                       GoldenSpec{"kquant/st260K-x4.bf16", 64, 1e-2, false, 1},
-                      GoldenSpec{"kquant/st260K-x4.q8_0", 16, 0.03, false, 1},
+                      GoldenSpec{"kquant/st260K-x4.q8_0", 64, 1e-3, false},
                       GoldenSpec{"kquant/st260K-x4.q6_k", 16, 0.15, false, 1},
                       GoldenSpec{"kquant/st260K-x4.q5_k_m", 16, 0.15, false, 1},
                       GoldenSpec{"kquant/st260K-x4.q4_k_m", 16, 0.15, false, 1},

@@ -175,6 +175,20 @@ struct Q8Block {
   }
 };
 
+// acc (8 lanes in its low half, the high half zero) += the block pair's
+// products, the even block then the odd one: one 8-lane fma per block in
+// block order, as ggml's Q8_0 vec_dot and tinyBLAS sum, so with their
+// horizontal sum the result is theirs bit for bit. A missing odd block
+// has product and scale 0, which leaves acc unchanged.
+inline __m512 PairFma(__m512 prod, __m512 scale, __m512 acc) {
+  __m256 a = _mm512_castps512_ps256(acc);
+  a = _mm256_fmadd_ps(_mm512_castps512_ps256(prod),
+                      _mm512_castps512_ps256(scale), a);
+  a = _mm256_fmadd_ps(_mm512_extractf32x8_ps(prod, 1),
+                      _mm512_extractf32x8_ps(scale, 1), a);
+  return _mm512_zextps256_ps512(a);
+}
+
 // Both scales of a block pair: [d0 x 8 | d1 x 8] (d1 = 0 when absent).
 inline __m512 PairScales(const std::byte* b0, const std::byte* b1) {
   const __m256 lo = _mm256_set1_ps(HalfAt(b0));
@@ -286,7 +300,7 @@ struct QuantKernel {
         const PackedPair& pp = rows[p * R + r];
         const __m512 prod =
             _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(pp.corr, xu, pp.wq));
-        acc[r][t] = _mm512_fmadd_ps(prod, _mm512_mul_ps(pp.dw, dx), acc[r][t]);
+        acc[r][t] = PairFma(prod, _mm512_mul_ps(pp.dw, dx), acc[r][t]);
       }
     }
   }
@@ -339,8 +353,8 @@ struct QuantKernel {
         const __m512i wq = Block::PairUnsigned(b0, b1);
         const __m512 dw = PairScales(b0, b1);
         const __m512i isum = _mm512_dpbusd_epi32(xs[p].corr, wq, xs[p].xs);
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
-                              _mm512_mul_ps(dw, xs[p].dx), acc);
+        acc =
+            PairFma(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, xs[p].dx), acc);
       }
       a.y[r] = HSum512(acc);
     }
