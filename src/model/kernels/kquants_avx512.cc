@@ -41,7 +41,9 @@ struct PackedW {
   __m512i q[kSubRegs];      // unsigned values, natural order
   __m512i scale[kSubRegs];  // lane i of reg c: [s(4c + i / 4), 0] as int16
   __m512 mins;              // per 16-value group: the term times dx * bsum
+  __m128i mins8;            // Q4_K/Q5_K: the 8 sub-block mins as int16
   float d;
+  float dmin;  // Q4_K/Q5_K
 };
 
 // One activation super-block.
@@ -49,6 +51,7 @@ struct PackedX {
   __m512i q[kSubRegs];
   __m512i corr32[kSubRegs];  // -32 * (sum of each lane's 4 values)
   __m512 bsums;              // dx * bsum per 16-value group
+  __m128i sums8;  // int16 sums of each 32-value sub-block (bsum pairs)
   float d;
 };
 
@@ -56,6 +59,13 @@ struct PackedX {
 enum class Combine {
   // 16 lanes; offsets and mins through the block sums (a float term).
   kMins,
+  // Q5_K as ggml's AVX2 vec_dot sums it: the scales' int32 lanes folded
+  // to 8 (i and i + 8) and acc8 = fma(dx * d, lanes, acc8) per super-block;
+  // the mins' integer sum (sub-block mins times bsum pairs) into a scalar,
+  // summs = summs + (-dx * dmin) * sum (two roundings), kept in lane 8;
+  // result hsum8(acc8) + summs. (Q4_K is not summed this way: ggml
+  // repacks it for batches, in another order.)
+  kGgmlQ5K,
   // Q6_K as ggml's AVX2 vec_dot sums it, bit for bit: the -32 offset
   // inside each int32 lane, lanes i and i + 8 added (ggml's 8 lanes, each
   // 4 values of every 32-value chunk), then acc8 = fma(dx * d, lanes, acc8)
@@ -160,16 +170,18 @@ inline __attribute__((always_inline)) void UnpackQ45K(const std::byte* blk,
           _mm512_and_si512(_mm512_mask_blend_epi8(kUpper, lo, hi), bit));
     }
   }
-  const __m512i sm =
-      _mm512_cvtepu8_epi32(ScalesAndMinsQ4K(blk + q4_k::kScales));
+  const __m128i sm_bytes = ScalesAndMinsQ4K(blk + q4_k::kScales);
+  const __m512i sm = _mm512_cvtepu8_epi32(sm_bytes);
 #pragma GCC unroll 4
   for (int c = 0; c < kSubRegs; ++c) {
     w->scale[c] = _mm512_permutexvar_epi32(LoadIdx(kSubBlockOfLane[c]), sm);
   }
   w->d = HalfAt(blk + q4_k::kD);
+  w->dmin = HalfAt(blk + q4_k::kDmin);
+  w->mins8 = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(sm_bytes, sm_bytes));
   w->mins = _mm512_mul_ps(
       _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(LoadIdx(kMinOfGroup), sm)),
-      _mm512_set1_ps(HalfAt(blk + q4_k::kDmin)));
+      _mm512_set1_ps(w->dmin));
 }
 
 // Q6_K: per 128-value half n, ql[64n, 64n + 64) low nibbles are values
@@ -269,6 +281,10 @@ void PackX(const std::byte* xb, PackedX* x) {
   const __m512 bsums = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(
       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + q8_k::kBsums))));
   x->bsums = _mm512_mul_ps(bsums, _mm512_set1_ps(x->d));
+  const __m256i b16 =
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + q8_k::kBsums));
+  x->sums8 = _mm_hadd_epi16(_mm256_castsi256_si128(b16),
+                            _mm256_extracti128_si256(b16, 1));
 }
 
 // acc += this super-block's contribution for one row and one token.
@@ -284,7 +300,21 @@ inline __attribute__((always_inline)) __m512 Step(const PackedW& w,
     const __m512i p = _mm512_dpbusd_epi32(init, w.q[c], x.q[c]);
     isum = _mm512_dpwssd_epi32(isum, p, w.scale[c]);
   }
-  if constexpr (kCombine == Combine::kGgmlLanes8) {
+  if constexpr (kCombine == Combine::kGgmlQ5K) {
+    const __m256i lanes = _mm256_add_epi32(_mm512_castsi512_si256(isum),
+                                           _mm512_extracti64x4_epi64(isum, 1));
+    const __m128i prod = _mm_madd_epi16(w.mins8, x.sums8);
+    const __m256 acc8 =
+        _mm256_fmadd_ps(_mm256_set1_ps(x.d * w.d), _mm256_cvtepi32_ps(lanes),
+                        _mm512_castps512_ps256(acc));
+    const float dmin = -x.d * w.dmin;
+    const __m128i h = _mm_add_epi32(prod, _mm_unpackhi_epi64(prod, prod));
+    const int32_t sum = _mm_cvtsi128_si32(h) + _mm_extract_epi32(h, 1);
+    const __m128 tail = _mm_add_ss(
+        _mm512_extractf32x4_ps(acc, 2),
+        _mm_mul_ss(_mm_set_ss(dmin), _mm_set_ss(static_cast<float>(sum))));
+    return _mm512_insertf32x4(_mm512_zextps256_ps512(acc8), tail, 2);
+  } else if constexpr (kCombine == Combine::kGgmlLanes8) {
     // acc holds 8 lanes in its low half; the high half stays zero.
     const __m256i lanes = _mm256_add_epi32(_mm512_castsi512_si256(isum),
                                            _mm512_extracti64x4_epi64(isum, 1));
@@ -306,6 +336,22 @@ inline float HSum512(__m512 v) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+// A row's result from its accumulator (see Combine).
+template <Combine kCombine>
+inline float Finish(__m512 acc) {
+  if constexpr (kCombine == Combine::kGgmlQ5K) {
+    const __m256 a8 = _mm512_castps512_ps256(acc);
+    __m128 s =
+        _mm_add_ps(_mm256_castps256_ps128(a8), _mm256_extractf128_ps(a8, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    const __m128 m = _mm512_extractf32x4_ps(acc, 2);
+    return _mm_cvtss_f32(s) + _mm_cvtss_f32(m);
+  } else {
+    return HSum512(acc);
+  }
 }
 
 using UnpackFn = void (*)(const std::byte* blk, PackedW* w);
@@ -340,7 +386,7 @@ void RowsOneToken(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
       kUnpack(row + b * kBytes, &w);
       acc = Step<kCombine>(w, xs[b], acc);
     }
-    a.y[r] = HSum512(acc);
+    a.y[r] = Finish<kCombine>(acc);
   }
 }
 
@@ -366,7 +412,9 @@ void TileMany(const PackedW* w, const PackedX* x, int64_t nb, int64_t x_stride,
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) y[t * y_stride + r] = HSum512(acc[r][t]);
+    for (int t = 0; t < T; ++t) {
+      y[t * y_stride + r] = Finish<kCombine>(acc[r][t]);
+    }
   }
 }
 
@@ -441,7 +489,7 @@ void MatMulRowsQ4KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
   MatMulRowsK<UnpackQ45K<false>, q4_k::kBytes>(a, b, e);
 }
 void MatMulRowsQ5KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
-  MatMulRowsK<UnpackQ45K<true>, q5_k::kBytes>(a, b, e);
+  MatMulRowsK<UnpackQ45K<true>, q5_k::kBytes, Combine::kGgmlQ5K>(a, b, e);
 }
 void MatMulRowsQ6KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
   MatMulRowsK<UnpackQ6K, q6_k::kBytes, Combine::kGgmlLanes8>(a, b, e);
