@@ -122,43 +122,46 @@ TEST_P(GoldenTest, GreedyGenerationMatchesLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, GoldenTest,
-    ::testing::Values(GoldenSpec{"stories260K", 64, 1e-3, false},
-                      GoldenSpec{"stories260K.f16", 64, 1e-3, false},
-                      GoldenSpec{"tiny-random-f32", 64, 1e-3, false},
-                      GoldenSpec{"stories260K.q8_0", 64, 1e-3, false},
-                      // The portable code is slow (scalar std::fma):
-                      // fewer steps, still past the first fp16 flips.
-                      GoldenSpec{"stories260K", 16, 1e-3, true},
-                      GoldenSpec{"stories260K.f16", 16, 1e-3, true},
-                      // Every quantization type llama.cpp users download
-                      // (st260K-x4: every dimension a multiple of 256).
-                      // Floats agree on all 64 tokens. Quantized types use
-                      // llama.cpp's integer dot products and activation
-                      // quantizers; Q6_K also its AVX2 float order. These
-                      // tiny models flip with the last bit of a sum (fp16
-                      // roundings of Q, K, V): llama.cpp itself moves the
-                      // first step's top-5 by 0.03-0.08 with -fa off, and
-                      // Q4_0/Q4_K results change with --no-repack. Until the
-                      // remaining orders (repacked GEMMs, the other vec_dot
-                      // lanes, batched attention) match, the bounds below
-                      // are the measured ones (see issue 18).
-                      GoldenSpec{"kquant/st260K-x4.f32", 64, 1e-2, false, 1},
-                      GoldenSpec{"kquant/st260K-x4.f16", 64, 1e-2, false, 1},
-                      GoldenSpec{"kquant/st260K-x4.bf16", 64, 1e-2, false, 1},
-                      GoldenSpec{"kquant/st260K-x4.q8_0", 64, 1e-3, false},
-                      GoldenSpec{"kquant/st260K-x4.q6_k", 16, 0.15, false, 1},
-                      GoldenSpec{"kquant/st260K-x4.q5_k_m", 16, 0.15, false, 1},
-                      GoldenSpec{"kquant/st260K-x4.q4_k_m", 16, 0.15, false, 1},
-                      GoldenSpec{"kquant/st260K-x4.q4_k_s", 3, 0.15, false, 1},
-                      GoldenSpec{"kquant/st260K-x4.q3_k_m", 7, 0.15, false, 1},
-                      GoldenSpec{"kquant/st260K-x4.q2_k", 10, 0.15, false, 1},
-                      GoldenSpec{"kquant/st260K-x4.q4_0", 64, 1e-3, false},
-                      GoldenSpec{"kquant/st260K-x4.q4_1", 16, 0.15, false, 1},
-                      GoldenSpec{"kquant/st260K-x4.q5_0", 16, 0.15, false, 1},
-                      GoldenSpec{"kquant/st260K-x4.q5_1", 16, 0.15, false, 1},
-                      GoldenSpec{"kquant/st260K-x4.iq4_nl", 16, 0.15, false, 1},
-                      GoldenSpec{"kquant/st260K-x4.iq4_xs", 14, 0.15, false,
-                                 1}),
+    ::testing::Values(
+        GoldenSpec{"stories260K", 64, 1e-3, false},
+        GoldenSpec{"stories260K.f16", 64, 1e-3, false},
+        GoldenSpec{"tiny-random-f32", 64, 1e-3, false},
+        GoldenSpec{"stories260K.q8_0", 64, 1e-3, false},
+        // The portable code is slow (scalar std::fma):
+        // fewer steps, still past the first fp16 flips.
+        GoldenSpec{"stories260K", 16, 1e-3, true},
+        GoldenSpec{"stories260K.f16", 16, 1e-3, true},
+        // Every quantization type llama.cpp users download
+        // (st260K-x4: every dimension a multiple of 256).
+        // Floats and Q4_0 (16 rows in lanes: llama.cpp's
+        // repacked order), Q8_0 (8-lane vec_dot order) agree
+        // on all 64 tokens. The others use llama.cpp's integer
+        // dot products and activation quantizers; Q5_K and
+        // Q6_K also its AVX2 float orders. These tiny models
+        // flip with the last bit of a sum (fp16 roundings of
+        // Q, K, V): llama.cpp itself moves the first step's
+        // top-5 by 0.03-0.08 with -fa off, and its repacked
+        // Q4_K/IQ4_NL differ from its own --no-repack results.
+        // Until the remaining orders match (repacked K-quant
+        // GEMMs, the legacy/IQ vec_dot lanes, the AVX-512
+        // build's exp and tinyBLAS for floats), the bounds
+        // below are the measured ones (issue 18).
+        GoldenSpec{"kquant/st260K-x4.f32", 64, 1e-2, false, 1},
+        GoldenSpec{"kquant/st260K-x4.f16", 64, 1e-2, false, 1},
+        GoldenSpec{"kquant/st260K-x4.bf16", 64, 1e-2, false, 1},
+        GoldenSpec{"kquant/st260K-x4.q8_0", 64, 1e-3, false},
+        GoldenSpec{"kquant/st260K-x4.q6_k", 64, 0.08, false, 1},
+        GoldenSpec{"kquant/st260K-x4.q5_k_m", 64, 0.06, false, 1},
+        GoldenSpec{"kquant/st260K-x4.q4_k_m", 18, 0.1, false, 1},
+        GoldenSpec{"kquant/st260K-x4.q4_k_s", 3, 0.07, false, 1},
+        GoldenSpec{"kquant/st260K-x4.q3_k_m", 7, 0.12, false, 1},
+        GoldenSpec{"kquant/st260K-x4.q2_k", 10, 0.15, false, 1},
+        GoldenSpec{"kquant/st260K-x4.q4_0", 64, 1e-3, false},
+        GoldenSpec{"kquant/st260K-x4.q4_1", 64, 0.06, false, 1},
+        GoldenSpec{"kquant/st260K-x4.q5_0", 64, 0.04, false, 1},
+        GoldenSpec{"kquant/st260K-x4.q5_1", 58, 0.1, false, 1},
+        GoldenSpec{"kquant/st260K-x4.iq4_nl", 50, 0.035, false, 1},
+        GoldenSpec{"kquant/st260K-x4.iq4_xs", 14, 0.08, false, 1}),
     [](const auto& info) {
       std::string name = info.param.name;
       if (info.param.portable) name += "_portable";
