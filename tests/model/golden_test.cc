@@ -136,8 +136,9 @@ INSTANTIATE_TEST_SUITE_P(
         // Floats and Q4_0 (16 rows in lanes: llama.cpp's
         // repacked order), Q8_0 (8-lane vec_dot order) agree
         // on all 64 tokens. The others use llama.cpp's integer
-        // dot products and activation quantizers; Q5_K and
-        // Q6_K also its AVX2 float orders. These tiny models
+        // dot products and activation quantizers; Q5_K also
+        // its vec_dot float order (Q6_K that of the AVX2
+        // source, not of this build). These tiny models
         // flip with the last bit of a sum (fp16 roundings of
         // Q, K, V): llama.cpp itself moves the first step's
         // top-5 by 0.03-0.08 with -fa off, and its repacked

@@ -66,12 +66,13 @@ enum class Combine {
   // result hsum8(acc8) + summs. (Q4_K is not summed this way: ggml
   // repacks it for batches, in another order.)
   kGgmlQ5K,
-  // Q6_K as ggml's AVX2 vec_dot sums it, bit for bit: the -32 offset
-  // inside each int32 lane, lanes i and i + 8 added (ggml's 8 lanes, each
-  // 4 values of every 32-value chunk), then acc8 = fma(dx * d, lanes, acc8)
-  // per super-block and ggml's 8-lane horizontal sum. llama.cpp's greedy
-  // outputs on small models flip with the last bit of such sums (fp16
-  // roundings of K/V and Q), so matching the order matters.
+  // Q6_K in the order of ggml's AVX2 vec_dot source: the -32 offset
+  // inside each int32 lane, lanes i and i + 8 added (8 lanes, each 4
+  // values of every 32-value chunk), then acc8 = fma(dx * d, lanes, acc8)
+  // per super-block and an 8-lane horizontal sum. (The prebuilt llama.cpp
+  // b10573 sums Q6_K in yet another order: only ~30% of rows agree bit
+  // for bit; see issue 18.) llama.cpp's greedy outputs on small models
+  // flip with the last bit of such sums (fp16 roundings of K/V and Q).
   kGgmlLanes8,
 };
 
