@@ -135,7 +135,9 @@ INSTANTIATE_TEST_SUITE_P(
         // (st260K-x4: every dimension a multiple of 256).
         // Floats and Q4_0 (16 rows in lanes: llama.cpp's
         // repacked order), Q8_0 (8-lane vec_dot order) agree
-        // on all 64 tokens. The others use llama.cpp's integer
+        // on all 64 tokens; Q4_1, Q5_0, Q5_1 (vec_dot order)
+        // on the first step within 3e-6, later steps only
+        // through the Q6_K output matrix. The others use llama.cpp's integer
         // dot products and activation quantizers; Q5_K also
         // its vec_dot float order (Q6_K that of the AVX2
         // source, not of this build). These tiny models
@@ -158,9 +160,9 @@ INSTANTIATE_TEST_SUITE_P(
         GoldenSpec{"kquant/st260K-x4.q3_k_m", 7, 0.12, false, 1},
         GoldenSpec{"kquant/st260K-x4.q2_k", 10, 0.15, false, 1},
         GoldenSpec{"kquant/st260K-x4.q4_0", 64, 1e-3, false},
-        GoldenSpec{"kquant/st260K-x4.q4_1", 64, 0.06, false, 1},
-        GoldenSpec{"kquant/st260K-x4.q5_0", 64, 0.04, false, 1},
-        GoldenSpec{"kquant/st260K-x4.q5_1", 58, 0.1, false, 1},
+        GoldenSpec{"kquant/st260K-x4.q4_1", 64, 0.01, false, 1},
+        GoldenSpec{"kquant/st260K-x4.q5_0", 64, 0.01, false, 1},
+        GoldenSpec{"kquant/st260K-x4.q5_1", 58, 0.01, false, 1},
         GoldenSpec{"kquant/st260K-x4.iq4_nl", 50, 0.035, false, 1},
         GoldenSpec{"kquant/st260K-x4.iq4_xs", 14, 0.08, false, 1}),
     [](const auto& info) {
