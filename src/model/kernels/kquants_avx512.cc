@@ -179,10 +179,13 @@ inline __attribute__((always_inline)) void UnpackQ45K(const std::byte* blk,
   }
   w->d = HalfAt(blk + q4_k::kD);
   w->dmin = HalfAt(blk + q4_k::kDmin);
-  w->mins8 = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(sm_bytes, sm_bytes));
-  w->mins = _mm512_mul_ps(
-      _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(LoadIdx(kMinOfGroup), sm)),
-      _mm512_set1_ps(w->dmin));
+  if constexpr (kQ5) {  // Combine::kGgmlQ5K reads the mins as int16
+    w->mins8 = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(sm_bytes, sm_bytes));
+  } else {  // Combine::kMins reads them per 16-value group, scaled
+    w->mins = _mm512_mul_ps(
+        _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(LoadIdx(kMinOfGroup), sm)),
+        _mm512_set1_ps(w->dmin));
+  }
 }
 
 // Q6_K: per 128-value half n, ql[64n, 64n + 64) low nibbles are values
@@ -211,9 +214,9 @@ inline __attribute__((always_inline)) void UnpackQ6K(const std::byte* blk,
   const __m512i s16 = _mm512_cvtepi8_epi32(
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + q6_k::kScales)));
   SpreadScales(s16, w);
+  // value = d * s * (u - 32): Combine::kGgmlLanes8 takes the offset inside
+  // the integer lanes, so no float min term is needed.
   w->d = HalfAt(blk + q6_k::kD);
-  // value = d * s * (u - 32): the offset term is 32 * d * s per group.
-  w->mins = _mm512_mul_ps(_mm512_cvtepi32_ps(s16), _mm512_set1_ps(32 * w->d));
 }
 
 // Q2_K / Q3_K: per 128-value half n, the 2-bit fields of q[32n + l] at
@@ -268,24 +271,31 @@ inline __attribute__((always_inline)) void UnpackQ23K(const std::byte* blk,
   }
 }
 
+// Packs one activation super-block with what `kCombine` reads: the block
+// sums as floats (kMins), the offset correction (kGgmlLanes8) or the
+// sub-block sums (kGgmlQ5K).
+template <Combine kCombine>
 void PackX(const std::byte* xb, PackedX* x) {
   for (int c = 0; c < kSubRegs; ++c) {
     x->q[c] = _mm512_loadu_si512(xb + q8_k::kQs + 64 * c);
   }
-  const __m512i k32 = _mm512_set1_epi8(32);
-  for (int c = 0; c < kSubRegs; ++c) {
-    x->corr32[c] = _mm512_sub_epi32(
-        _mm512_setzero_si512(),
-        _mm512_dpbusd_epi32(_mm512_setzero_si512(), k32, x->q[c]));
-  }
   std::memcpy(&x->d, xb + q8_k::kD, sizeof(float));
-  const __m512 bsums = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(
-      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + q8_k::kBsums))));
-  x->bsums = _mm512_mul_ps(bsums, _mm512_set1_ps(x->d));
   const __m256i b16 =
       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + q8_k::kBsums));
-  x->sums8 = _mm_hadd_epi16(_mm256_castsi256_si128(b16),
-                            _mm256_extracti128_si256(b16, 1));
+  if constexpr (kCombine == Combine::kMins) {
+    x->bsums = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(b16)),
+                             _mm512_set1_ps(x->d));
+  } else if constexpr (kCombine == Combine::kGgmlLanes8) {
+    const __m512i k32 = _mm512_set1_epi8(32);
+    for (int c = 0; c < kSubRegs; ++c) {
+      x->corr32[c] = _mm512_sub_epi32(
+          _mm512_setzero_si512(),
+          _mm512_dpbusd_epi32(_mm512_setzero_si512(), k32, x->q[c]));
+    }
+  } else {
+    x->sums8 = _mm_hadd_epi16(_mm256_castsi256_si128(b16),
+                              _mm256_extracti128_si256(b16, 1));
+  }
 }
 
 // acc += this super-block's contribution for one row and one token.
@@ -370,7 +380,8 @@ void RowsOneToken(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   const int64_t nb = a.cols / kBlockK;
   thread_local std::vector<PackedX> xs;
   xs.resize(nb);
-  for (int64_t b = 0; b < nb; ++b) PackX(a.x + b * q8_k::kBytes, &xs[b]);
+  for (int64_t b = 0; b < nb; ++b)
+    PackX<kCombine>(a.x + b * q8_k::kBytes, &xs[b]);
   for (int64_t r = row_begin; r < row_end; ++r) {
     const std::byte* row = a.w + r * a.w_row_bytes;
     __m512 acc = _mm512_setzero_ps();
@@ -447,8 +458,8 @@ void RowsManyTokens(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
     xs.resize((te - tc) * nb);
     for (int64_t t = tc; t < te; ++t) {
       for (int64_t b = 0; b < nb; ++b) {
-        PackX(a.x + t * a.x_row_bytes + b * q8_k::kBytes,
-              &xs[(t - tc) * nb + b]);
+        PackX<kCombine>(a.x + t * a.x_row_bytes + b * q8_k::kBytes,
+                        &xs[(t - tc) * nb + b]);
       }
     }
     for (int64_t r = row_begin; r < row_end;) {
