@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -140,6 +141,25 @@ float VExpf(float x) {
   const float s2 = std::bit_cast<float>(e - g);
   if (abs_n > 192.0f) return s1 * s1;
   return std::fma(s2, j, s2) * s1;
+}
+
+// ggml_v_expf as builds with AVX-512F compile it: the same reduction and
+// polynomial, but 1 + p(b) is rounded on its own and scaled by 2^n exactly
+// (vscalefps); |n| > 192 gives +inf or 0.
+float VExpf512(float x) {
+  const float r = 0x1.8p23f;
+  const float z = std::fma(x, 0x1.715476p+0f, r);
+  const float n = z - r;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  if (std::fabs(n) > 192.0f) {
+    return n <= 0.0f ? 0.0f : std::numeric_limits<float>::infinity();
+  }
+  const float u = b * b;
+  const float j =
+      std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                        std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+               u, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  return std::ldexp(j, static_cast<int>(n));
 }
 
 #ifdef KVAULT_GGML_COMPAT_AVX2
@@ -295,6 +315,48 @@ KV_AVX2 int64_t SwiGluAvx2(const float* gate, const float* up, int64_t n,
     const __m256 e = VExpf8(_mm256_sub_ps(_mm256_setzero_ps(), g));
     const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(one, e));
     _mm256_storeu_ps(out + i, _mm256_mul_ps(silu, _mm256_loadu_ps(up + i)));
+  }
+  return i;
+}
+
+// ggml_v_expf's AVX-512 form on 16 lanes (see VExpf512).
+KV_AVX512 __m512 VExpf16(__m512 x) {
+  const __m512 r = _mm512_set1_ps(0x1.8p23f);
+  const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
+  const __m512 n = _mm512_sub_ps(z, r);
+  const __m512 b =
+      _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f),
+                       _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+  const __m512 u = _mm512_mul_ps(b, b);
+  const __m512 j = _mm512_fmadd_ps(
+      _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b,
+                                      _mm512_set1_ps(0x1.573e2ep-5f)),
+                      u,
+                      _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b,
+                                      _mm512_set1_ps(0x1.fffdb6p-2f))),
+      u,
+      _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b,
+                      _mm512_set1_ps(1.0f)));
+  const __m512 res = _mm512_scalef_ps(j, n);
+  const __mmask16 big = _mm512_cmp_ps_mask(
+      _mm512_abs_ps(n), _mm512_set1_ps(192.0f), _CMP_GT_OQ);
+  if (big == 0) return res;
+  const __m512 alt = _mm512_mask_blend_ps(
+      _mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_LE_OQ),
+      _mm512_set1_ps(std::numeric_limits<float>::infinity()),
+      _mm512_setzero_ps());
+  return _mm512_mask_blend_ps(big, res, alt);
+}
+
+KV_AVX512 int64_t SwiGluAvx512(const float* gate, const float* up, int64_t n,
+                               float* out) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 g = _mm512_loadu_ps(gate + i);
+    const __m512 e = VExpf16(_mm512_sub_ps(_mm512_setzero_ps(), g));
+    const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, e));
+    _mm512_storeu_ps(out + i, _mm512_mul_ps(silu, _mm512_loadu_ps(up + i)));
   }
   return i;
 }
@@ -620,15 +682,31 @@ void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
   for (int64_t i = 0; i < n; ++i) out[i] = (x[i] * scale) * weight[i];
 }
 
-void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {
+GgmlBuild NativeGgmlBuild() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f") &&
+                             __builtin_cpu_supports("avx512dq");
+  return avx512 ? GgmlBuild::kAvx512 : GgmlBuild::kAvx2;
+#else
+  return GgmlBuild::kAvx2;
+#endif
+}
+
+void SwiGlu(const float* gate, const float* up, int64_t n, GgmlBuild build,
+            float* out) {
+  const int64_t block = build == GgmlBuild::kAvx512 ? 16 : 8;
   int64_t i = 0;
 #ifdef KVAULT_GGML_COMPAT_AVX2
-  if (HasAvx2()) i = SwiGluAvx2(gate, up, n, out);
+  if (build == GgmlBuild::kAvx2 && HasAvx2()) i = SwiGluAvx2(gate, up, n, out);
+  if (build == GgmlBuild::kAvx512 && HasAvx512()) {
+    i = SwiGluAvx512(gate, up, n, out);
+  }
 #endif
-  for (; i + 8 <= n; i += 8) {
-    for (int64_t j = i; j < i + 8; ++j) {
+  for (; i + block <= n; i += block) {
+    for (int64_t j = i; j < i + block; ++j) {
       const float g = gate[j];
-      out[j] = (g / (1.0f + VExpf(0.0f - g))) * up[j];
+      const float e = block == 16 ? VExpf512(0.0f - g) : VExpf(0.0f - g);
+      out[j] = (g / (1.0f + e)) * up[j];
     }
   }
   for (; i < n; ++i) out[i] = (gate[i] / (1.0f + std::exp(-gate[i]))) * up[i];

@@ -25,21 +25,19 @@
 
 namespace kvault::ggml_compat {
 
-// How ggml computes one token's products with a weight matrix. llama.cpp
-// uses llamafile's tinyBLAS for batches of >= 2 tokens and ggml_vec_dot
-// for a single token; the forward pass picks per sequence (see
-// inference.cc), so a token's result never depends on other sequences.
-enum class DotOrder : uint8_t {
-  // ggml_vec_dot_f32/f16: four 8-lane FMA accumulators over 32-value
-  // steps, reduced (a0+a2)+(a1+a3) then lanes lo+hi and two hadds; the
-  // tail (cols % 32) added one product at a time (F32: in float, unfused;
-  // F16: in double).
-  kGemv,
-  // tinyBLAS with 8-lane vectors: one FMA accumulator over 8-value steps,
-  // then its horizontal sum. Needs cols % 8 == 0; otherwise kGemv is used
-  // (as llama.cpp falls back).
-  kGemm,
-};
+// How ggml computes one token's products with a float weight matrix
+// (kernels::DotOrder). llama.cpp uses llamafile's tinyBLAS for batches of
+// >= 2 tokens and ggml_vec_dot for a single token; the forward pass picks
+// per sequence (see inference.cc), so a token's result never depends on
+// other sequences.
+//  - kGemv: ggml_vec_dot_f32/f16: four 8-lane FMA accumulators over
+//    32-value steps, reduced (a0+a2)+(a1+a3) then lanes lo+hi and two
+//    hadds; the tail (cols % 32) added one product at a time (F32: in
+//    float, unfused; F16: in double).
+//  - kGemm: tinyBLAS with 8-lane vectors: one FMA accumulator over 8-value
+//    steps, then its horizontal sum. Needs cols % 8 == 0; otherwise kGemv
+//    is used (as llama.cpp falls back).
+using kernels::DotOrder;
 
 // Returns true for the weight types MatMul supports (F32 and F16).
 bool Supports(GgmlType type);
@@ -59,10 +57,23 @@ void MatMul(const kernels::MatrixView& w, const float* x,
 void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
              float* out);
 
+// The llama.cpp x86 build whose numerics the forward pass reproduces where
+// builds differ, which today is ggml_vec_swiglu_f32: builds with AVX-512F
+// and DQ take 16-value blocks and ggml_v_expf's AVX-512 form (1 + p(b)
+// rounded, then scaled by 2^n exactly); AVX2 builds take 8-value blocks and
+// its AVX2 form (k + k * p(b) fused). ../shared/golden was recorded by an
+// AVX2 build, golden/kquant by an AVX-512 one.
+enum class GgmlBuild : uint8_t { kAvx2, kAvx512 };
+
+// Returns the build a native llama.cpp compile makes on this CPU.
+GgmlBuild NativeGgmlBuild();
+
 // out[i] = silu(gate[i]) * up[i] for one token's row of n values, as
-// ggml_vec_swiglu_f32: 8-value blocks use ggml_v_expf (a polynomial, not
-// libm's expf), the tail uses expf. `out` may alias gate or up.
-void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
+// `build`'s ggml_vec_swiglu_f32: whole blocks use ggml_v_expf (a
+// polynomial, not libm's expf), the tail uses expf. `out` may alias gate
+// or up.
+void SwiGlu(const float* gate, const float* up, int64_t n, GgmlBuild build,
+            float* out);
 
 // Returns sum_i half(k[i]) * q[i] in ggml_vec_dot_f16's order (kGemv with a
 // double tail); q holds fp16-exact values (the query rounded to fp16), k

@@ -70,6 +70,27 @@ std::vector<ggml_compat::DotOrder> DotOrders(
   return orders;
 }
 
+// The order of each batch token's products with repacked quantized weights
+// (Q4_K, Q2_K): llama.cpp multiplies a batch of n tokens in its GEMM four
+// at a time, the last n % 4 in its GEMV. Counted per sequence, as
+// DotOrders decides.
+std::vector<kernels::DotOrder> RepackedOrders(
+    std::span<const uint32_t> seq_of) {
+  std::vector<uint32_t> count;
+  for (uint32_t s : seq_of) {
+    if (s >= count.size()) count.resize(s + 1, 0);
+    ++count[s];
+  }
+  std::vector<uint32_t> seen(count.size(), 0);
+  std::vector<kernels::DotOrder> orders;
+  for (uint32_t s : seq_of) {
+    const bool gemm = seen[s]++ < count[s] - count[s] % 4;
+    orders.push_back(gemm ? kernels::DotOrder::kGemm
+                          : kernels::DotOrder::kGemv);
+  }
+  return orders;
+}
+
 void AddInPlace(std::vector<float>& x, const std::vector<float>& y) {
   for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
 }
@@ -178,6 +199,7 @@ class ForwardPass {
       : h_(model.hparams()),
         w_(model.weights()),
         arch_(model.arch()),
+        ggml_build_(model.ggml_build()),
         storage_(storage),
         pool_(pool),
         batch_(batch),
@@ -187,6 +209,7 @@ class ForwardPass {
         positions_(Positions(batch)),
         rope_(positions_, h_.n_rot, h_.rope_freq_base, h_.rope_freq_scale()),
         orders_(DotOrders(seq_of_)),
+        repacked_orders_(RepackedOrders(seq_of_)),
         n_(batch.size()) {}
 
   // Runs every layer and returns the wanted logits.
@@ -207,14 +230,15 @@ class ForwardPass {
   }
 
   // F32 and F16 weights use llama.cpp's summation orders (ggml_compat.h);
-  // quantized ones the kernels'.
+  // quantized ones the kernels', in the orders of its repacked kernels.
   void MatMul(const kernels::MatrixView& m, const std::vector<float>& x,
               std::vector<float>* y) {
     y->resize(n_ * m.rows);
     if (ggml_compat::Supports(m.type)) {
       return ggml_compat::MatMul(m, x.data(), orders_, y->data(), pool_);
     }
-    kernels::MatMul(m, x.data(), static_cast<int64_t>(n_), y->data(), pool_);
+    kernels::MatMul(m, x.data(), static_cast<int64_t>(n_), y->data(), pool_,
+                    repacked_orders_);
   }
 
   // out[t] = RmsNorm(x[t]) * weight for every token.
@@ -292,7 +316,8 @@ class ForwardPass {
     // Per token: ggml's vector blocks restart at each row.
     for (size_t t = 0; t < n_; ++t) {
       float* gate = &gate_[t * h_.n_ff];
-      ggml_compat::SwiGlu(gate, &up_[t * h_.n_ff], h_.n_ff, gate);
+      ggml_compat::SwiGlu(gate, &up_[t * h_.n_ff], h_.n_ff, ggml_build_,
+                          gate);
     }
     MatMul(lw.w_down, gate_, &xn_);
     AddInPlace(x_, xn_);
@@ -328,6 +353,7 @@ class ForwardPass {
   const LlamaHparams& h_;
   const LlamaWeights& w_;
   const ArchSpec& arch_;
+  const ggml_compat::GgmlBuild ggml_build_;
   KvStorage* storage_;
   ThreadPool* pool_;
   std::span<const BatchToken> batch_;
@@ -337,6 +363,7 @@ class ForwardPass {
   std::vector<Pos> positions_;
   RopeTable rope_;
   std::vector<ggml_compat::DotOrder> orders_;  // [n_]
+  std::vector<kernels::DotOrder> repacked_orders_;  // [n_]
   size_t n_;
   std::vector<float> x_;     // [n_, n_embd] residual stream
   std::vector<float> xn_;    // [n_, n_embd] normed input / block output

@@ -14,6 +14,7 @@
 #include "kv/kv_layout.h"
 #include "kv/model_fingerprint.h"
 #include "model/arch_spec.h"
+#include "model/ggml_compat.h"
 #include "model/gguf_file.h"
 #include "model/llama_hparams.h"
 #include "model/llama_weights.h"
@@ -62,6 +63,12 @@ class LlamaModel {
   // Returns the number of weight elements.
   uint64_t num_parameters() const { return num_parameters_; }
 
+  // Returns the llama.cpp build whose numerics the forward pass reproduces
+  // (NativeGgmlBuild() unless set).
+  ggml_compat::GgmlBuild ggml_build() const { return ggml_build_; }
+  // Sets it; only before the model is shared (contexts read it per pass).
+  void set_ggml_build(ggml_compat::GgmlBuild build) { ggml_build_ = build; }
+
  private:
   LlamaModel() = default;
 
@@ -74,6 +81,7 @@ class LlamaModel {
   uint64_t weight_bytes_ = 0;
   uint64_t decode_bytes_ = 0;
   uint64_t num_parameters_ = 0;
+  ggml_compat::GgmlBuild ggml_build_ = ggml_compat::NativeGgmlBuild();
 };
 
 }  // namespace kvault

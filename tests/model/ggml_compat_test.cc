@@ -234,27 +234,50 @@ TEST_F(GgmlCompatTest, F32TailIsUnfused) {
 }
 
 TEST_F(GgmlCompatTest, SwiGluVectorisedMatchesPortableAndIsAccurate) {
+  using ggml_compat::GgmlBuild;
   std::mt19937 rng(5);
-  for (int64_t n : {1, 8, 13, 172}) {
-    std::vector<float> gate = RandomVector(n, rng, 4);
-    // Arguments where ggml_v_expf leaves its polynomial range.
-    gate[0] = -100.0f;
-    if (n > 1) gate[1] = 120.0f;
-    if (n > 2) gate[2] = -200.0f;
-    const std::vector<float> up = RandomVector(n, rng, 1);
-    std::vector<float> ref(n), got(n);
-    ggml_compat::UsePortableOnly(true);
-    ggml_compat::SwiGlu(gate.data(), up.data(), n, ref.data());
-    ggml_compat::UsePortableOnly(false);
-    ggml_compat::SwiGlu(gate.data(), up.data(), n, got.data());
-    EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), n * sizeof(float)))
-        << "n " << n;
-    for (int64_t i = 0; i < n; ++i) {
-      const double g = gate[i];
-      const double want = g / (1.0 + std::exp(-g)) * up[i];
-      EXPECT_NEAR(ref[i], want, 1e-5 * (1 + std::abs(want))) << "i " << i;
+  for (GgmlBuild build : {GgmlBuild::kAvx2, GgmlBuild::kAvx512}) {
+    for (int64_t n : {1, 8, 13, 16, 40, 172}) {
+      std::vector<float> gate = RandomVector(n, rng, 4);
+      // Arguments where ggml_v_expf leaves its polynomial range.
+      gate[0] = -100.0f;
+      if (n > 1) gate[1] = 120.0f;
+      if (n > 2) gate[2] = -200.0f;
+      const std::vector<float> up = RandomVector(n, rng, 1);
+      std::vector<float> ref(n), got(n);
+      ggml_compat::UsePortableOnly(true);
+      ggml_compat::SwiGlu(gate.data(), up.data(), n, build, ref.data());
+      ggml_compat::UsePortableOnly(false);
+      ggml_compat::SwiGlu(gate.data(), up.data(), n, build, got.data());
+      EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), n * sizeof(float)))
+          << "n " << n << " build " << static_cast<int>(build);
+      for (int64_t i = 0; i < n; ++i) {
+        const double g = gate[i];
+        const double want = g / (1.0 + std::exp(-g)) * up[i];
+        EXPECT_NEAR(ref[i], want, 1e-5 * (1 + std::abs(want))) << "i " << i;
+      }
     }
   }
+}
+
+// The two builds' exp forms round differently: over many arguments some
+// results differ in the last bits (which is why the build is a setting).
+TEST_F(GgmlCompatTest, SwiGluBuildsDifferInTheLastBits) {
+  using ggml_compat::GgmlBuild;
+  std::mt19937 rng(9);
+  const int64_t n = 4096;
+  const std::vector<float> gate = RandomVector(n, rng, 4);
+  const std::vector<float> up(n, 1.0f);
+  std::vector<float> avx2(n), avx512(n);
+  ggml_compat::SwiGlu(gate.data(), up.data(), n, GgmlBuild::kAvx2, avx2.data());
+  ggml_compat::SwiGlu(gate.data(), up.data(), n, GgmlBuild::kAvx512,
+                      avx512.data());
+  int64_t num_different = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    num_different += avx2[i] != avx512[i];
+    EXPECT_NEAR(avx2[i], avx512[i], 1e-6 * (1 + std::abs(avx2[i])));
+  }
+  EXPECT_GT(num_different, 0);
 }
 
 TEST_F(GgmlCompatTest, RmsNormSumsFloatSquaresInDouble) {

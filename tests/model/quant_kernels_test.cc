@@ -5,6 +5,7 @@
 // quantizers' defining properties.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -149,6 +150,15 @@ TEST(QuantKernelsTest, ScalarMatMulIsTheDequantizedProduct) {
   }
 }
 
+// Whether the `isa` kernel of `type` sums in llama.cpp's order, as the
+// scalar one does, so that they agree bit for bit.
+// Every kernel does but the AVX2 Q8_0 and Q4_0 ones (an older 8-lane
+// order; within 1e-5 relative).
+bool SumsInGgmlOrder(GgmlType type, std::string_view isa) {
+  return isa != "avx2" ||
+         (type != GgmlType::kQ8_0 && type != GgmlType::kQ4_0);
+}
+
 TEST(QuantKernelsTest, SimdMatMulMatchesScalarOnRealBlocks) {
   for (const FileCase& c : kFiles) {
     auto file = OpenOrNull(c.stem);
@@ -162,21 +172,61 @@ TEST(QuantKernelsTest, SimdMatMulMatchesScalarOnRealBlocks) {
         std::vector<float> x(num_tokens * w.cols);
         for (float& v : x) v = dist(rng);
         std::vector<float> want(num_tokens * w.rows), got(want.size());
+        // Both orders, mixed in one call.
+        std::vector<DotOrder> orders(num_tokens, DotOrder::kGemm);
+        for (int64_t t = 1; t < num_tokens; t += 3) orders[t] = DotOrder::kGemv;
         UseScalarKernels(true);
-        MatMul(w, x.data(), num_tokens, want.data(), nullptr);
+        MatMul(w, x.data(), num_tokens, want.data(), nullptr, orders);
         for (std::string_view isa : SupportedIsas()) {
           SCOPED_TRACE(c.stem + " " + t.name + " " + std::string(isa) +
                        " tokens " + std::to_string(num_tokens));
           ASSERT_TRUE(UseKernelIsa(isa));
-          MatMul(w, x.data(), num_tokens, got.data(), nullptr);
+          MatMul(w, x.data(), num_tokens, got.data(), nullptr, orders);
           for (size_t i = 0; i < got.size(); ++i) {
-            ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i])))
-                << "index " << i;
+            if (SumsInGgmlOrder(t.type, isa)) {
+              ASSERT_EQ(std::bit_cast<uint32_t>(got[i]),
+                        std::bit_cast<uint32_t>(want[i]))
+                  << "index " << i << ": " << got[i] << " vs " << want[i];
+            } else {
+              ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i])))
+                  << "index " << i;
+            }
           }
         }
         UseScalarKernels(false);
       }
     }
+  }
+}
+
+// llama.cpp's repacked Q4_K/Q2_K GEMM steps every 64/128 values, its GEMV
+// every 256: on real rows the two orders must give different last bits
+// somewhere (even within one super-block), and agree to rounding.
+TEST(QuantKernelsTest, Q4KAndQ2KOrdersDiffer) {
+  for (auto [stem, type] : {std::pair{"q4_k_m", GgmlType::kQ4_K},
+                             std::pair{"q2_k", GgmlType::kQ2_K}}) {
+    auto file = OpenOrNull(stem);
+    if (file == nullptr) GTEST_SKIP() << "no " << kDir;
+    // The block-diagonal layers of st260K-x4 leave 3 of 4 chunks of a row
+    // zero; the token embedding is dense.
+    const GgufTensorInfo* t = file->FindTensor("token_embd.weight");
+    ASSERT_NE(t, nullptr);
+    ASSERT_EQ(t->type, type) << stem;
+    const MatrixView w = ViewOf(*file, *t);
+    std::mt19937 rng(3);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> x(w.cols);
+    for (float& v : x) v = dist(rng);
+    std::vector<float> gemv(w.rows), gemm(w.rows);
+    const DotOrder kGemm[] = {DotOrder::kGemm};
+    MatMul(w, x.data(), 1, gemv.data(), nullptr);
+    MatMul(w, x.data(), 1, gemm.data(), nullptr, kGemm);
+    int num_different = 0;
+    for (int64_t r = 0; r < w.rows; ++r) {
+      num_different += gemv[r] != gemm[r];
+      EXPECT_NEAR(gemv[r], gemm[r], 1e-5f * (1 + std::fabs(gemv[r])));
+    }
+    EXPECT_GT(num_different, 0) << stem;
   }
 }
 

@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "model/kernels/dot_order.h"
+
 namespace kvault::kernels {
 
 // Weight kinds a MatMul kernel exists for; the index into KernelTable::matmul.
@@ -47,7 +49,9 @@ struct MatMulArgs {
   int64_t num_tokens = 0;
   float* y = nullptr;  // [num_tokens, y_stride]
   int64_t y_stride = 0;
+  const DotOrder* orders = nullptr;  // [num_tokens]; null: all kGemv
 };
+
 
 // Computes y[t, r] for every t < num_tokens and r in [row_begin, row_end).
 // Every implementation computes each element with one fixed sequence of

@@ -295,8 +295,10 @@ std::vector<std::string_view> SupportedIsas() {
 }
 
 void MatMul(const MatrixView& w, const float* x, int64_t num_tokens, float* y,
-            ThreadPool* pool) {
+            ThreadPool* pool, std::span<const DotOrder> orders) {
   if (w.rows <= 0 || num_tokens <= 0) return;
+  KV_CHECK(orders.empty() || std::ssize(orders) == num_tokens)
+      << "MatMul orders";
   const KindInfo& kind = KindOf(w.type);
   MatMulArgs args;
   args.w = w.data;
@@ -305,6 +307,7 @@ void MatMul(const MatrixView& w, const float* x, int64_t num_tokens, float* y,
   args.num_tokens = num_tokens;
   args.y = y;
   args.y_stride = w.rows;
+  args.orders = orders.empty() ? nullptr : orders.data();
   size_t x_row_bytes = 0;
   const QuantizeFn quantize =
       ActivationQuantizer(kind.activation, w.cols, &x_row_bytes);

@@ -7,17 +7,20 @@
 //
 // Determinism contract (what "paging and batching are invisible" rests on):
 // for a given kernel table, the value computed for one output element
-// depends only on the inputs of that element — never on num_tokens, on the
-// other tokens of the batch, on thread count or on how work is split.
+// depends only on the inputs of that element and its token's DotOrder —
+// never on num_tokens, on the other tokens of the batch, on thread count or
+// on how work is split.
 #ifndef KVAULT_MODEL_KERNELS_KERNELS_H_
 #define KVAULT_MODEL_KERNELS_KERNELS_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
 #include "model/ggml_types.h"
+#include "model/kernels/dot_order.h"
 
 namespace kvault {
 class ThreadPool;
@@ -53,9 +56,11 @@ std::vector<std::string_view> SupportedIsas();
 // weights quantize x first (to Q8_0, Q8_1 or Q8_K blocks, the format
 // llama.cpp pairs with the weight type) and use integer dot products. `pool` may be null (single-threaded); with a pool the rows are
 // split over its workers and the calling thread. Each y element is computed
-// by the same operations whatever num_tokens, the tiling or the split.
+// by the same operations whatever num_tokens, the tiling or the split,
+// namely those of its token's order: `orders` holds num_tokens entries, or
+// none for all kGemv.
 void MatMul(const MatrixView& w, const float* x, int64_t num_tokens, float* y,
-            ThreadPool* pool);
+            ThreadPool* pool, std::span<const DotOrder> orders = {});
 
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i], i < n.
 void RmsNorm(const float* x, const float* weight, int64_t n, float eps,

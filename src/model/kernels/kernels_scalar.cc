@@ -49,22 +49,6 @@ float DotRowBf16(const std::byte* w, const float* x, int64_t n) {
   return sum;
 }
 
-// Q8_0 weights . Q8_0 activations: exact int32 per block, scaled by dw * dx.
-float DotRowQ8_0(const std::byte* w, const std::byte* x, int64_t n) {
-  float sum = 0.0f;
-  for (int64_t b = 0; b < n / kQ8_0BlockElems; ++b) {
-    const std::byte* wb = w + b * kQ8_0BlockBytes;
-    const std::byte* xb = x + b * kQ8_0BlockBytes;
-    int32_t isum = 0;
-    for (uint32_t i = 0; i < kQ8_0BlockElems; ++i) {
-      isum += static_cast<int8_t>(wb[2 + i]) * static_cast<int8_t>(xb[2 + i]);
-    }
-    const float scale = LoadHalfAsFloat(wb) * LoadHalfAsFloat(xb);
-    sum += static_cast<float>(isum) * scale;
-  }
-  return sum;
-}
-
 // Q4_0 weights (18-byte blocks: d, 16 bytes of nibble pairs) . Q8_0.
 float DotRowQ4_0(const std::byte* w, const std::byte* x, int64_t n) {
   constexpr int64_t kQ4Bytes = 18;
@@ -101,6 +85,20 @@ void MatMulRowsQuant(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
     const std::byte* x = a.x + t * a.x_row_bytes;
     for (int64_t r = row_begin; r < row_end; ++r) {
       a.y[t * a.y_stride + r] = kDot(a.w + r * a.w_row_bytes, x, a.cols);
+    }
+  }
+}
+
+// Q4_K / Q2_K: each token in its own order.
+template <float (*kDot)(const std::byte*, const std::byte*, int64_t, DotOrder)>
+void MatMulRowsOrdered(const MatMulArgs& a, int64_t row_begin,
+                       int64_t row_end) {
+  for (int64_t t = 0; t < a.num_tokens; ++t) {
+    const std::byte* x = a.x + t * a.x_row_bytes;
+    const DotOrder order =
+        a.orders == nullptr ? DotOrder::kGemv : a.orders[t];
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      a.y[t * a.y_stride + r] = kDot(a.w + r * a.w_row_bytes, x, a.cols, order);
     }
   }
 }
@@ -158,11 +156,11 @@ void Exp(const float* x, int64_t n, float* out) {
 constexpr KernelTable kScalarTable = {
     "scalar",
     {MatMulRowsFloat<DotRowF32>, MatMulRowsFloat<DotRowF16>,
-     MatMulRowsFloat<DotRowBf16>, MatMulRowsQuant<DotRowQ8_0>,
+     MatMulRowsFloat<DotRowBf16>, MatMulRowsQuant<DotQ8_0Q8_0>,
      MatMulRowsQuant<DotRowQ4_0>, MatMulRowsQuant<DotQ4_1Q8_1>,
      MatMulRowsQuant<DotQ5_0Q8_0>, MatMulRowsQuant<DotQ5_1Q8_1>,
-     MatMulRowsQuant<DotIq4nlQ8_0>, MatMulRowsQuant<DotQ2KQ8K>,
-     MatMulRowsQuant<DotQ3KQ8K>, MatMulRowsQuant<DotQ4KQ8K>,
+     MatMulRowsQuant<DotIq4nlQ8_0>, MatMulRowsOrdered<DotQ2KQ8K>,
+     MatMulRowsQuant<DotQ3KQ8K>, MatMulRowsOrdered<DotQ4KQ8K>,
      MatMulRowsQuant<DotQ5KQ8K>, MatMulRowsQuant<DotQ6KQ8K>,
      MatMulRowsQuant<DotIq4xsQ8K>},
     RmsNorm,

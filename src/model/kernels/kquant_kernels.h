@@ -10,7 +10,7 @@
 
 namespace kvault::kernels {
 
-// Row kernels (MatMulRowsFn) for weights of each K type against Q8_K
+// Row kernels (MatMulRowsFn) for weights of each K type (and IQ4_XS) against Q8_K
 // activations; defined only in builds with AVX-512 VNNI.
 void MatMulRowsQ2KAvx512(const MatMulArgs& a, int64_t row_begin,
                          int64_t row_end);
@@ -22,6 +22,8 @@ void MatMulRowsQ5KAvx512(const MatMulArgs& a, int64_t row_begin,
                          int64_t row_end);
 void MatMulRowsQ6KAvx512(const MatMulArgs& a, int64_t row_begin,
                          int64_t row_end);
+void MatMulRowsIq4xsAvx512(const MatMulArgs& a, int64_t row_begin,
+                           int64_t row_end);
 // Q4_0 against Q8_0 with 16 rows in the lanes (q4_0_lanes_avx512.cc).
 void MatMulRowsQ4_0LanesAvx512(const MatMulArgs& a, int64_t row_begin,
                                int64_t row_end);

@@ -4,17 +4,16 @@
 // helpers only).
 //
 // Each weight super-block is unpacked into four zmm of 64 unsigned values
-// in natural order (Q3_K and Q6_K offset to unsigned: q + 4, q + 32), the
-// per-16 scales spread over int32 lanes, and a float vector of per-16
-// "min" terms. Per (row, token, super-block):
-//   p_c   = vpdpbusd(0, w_c, x_c)        4 products per int32 lane; every
-//                                        lane fits in int16 (|p| < 2^15)
-//   isum  = sum_c vpdpwssd(p_c, [s, 0])  lane * its 16-value group's scale
-//   acc  += float(isum) * (d * dx) - mins * (dx * bsums)
-// The integer part is exact; the offsets of Q3_K/Q6_K come back through the
-// Q8_K block sums (value = d * s * (u - k): subtract d * k * s * bsum). A
-// row's result is the fixed-order horizontal sum of its 16 lanes, so every
-// output element depends only on its row and its token.
+// in natural order (Q3_K, Q6_K and IQ4_XS offset to unsigned: q + 4,
+// q + 32, q + 128) and its scales spread over the int32 lanes. Per (row,
+// token, super-block):
+//   p_c   = vpdpbusd(init, w_c, x_c)     4 products per int32 lane
+//   isum  = sum_c vpdpwssd(p_c, [s, 0])  lane * its group's scale
+// The integer part is exact; how its lanes become floats (the Combine
+// mode) is the float order of llama.cpp b10573's own kernel for the type,
+// read from its machine code, so that outputs agree with it bit for bit.
+// Every output element depends only on its row, its token and the token's
+// DotOrder.
 #include "model/kernels/kernel_table.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
@@ -40,8 +39,9 @@ constexpr int kSubRegs = 4;  // zmm of 64 values per super-block
 struct PackedW {
   __m512i q[kSubRegs];      // unsigned values, natural order
   __m512i scale[kSubRegs];  // lane i of reg c: [s(4c + i / 4), 0] as int16
-  __m512 mins;              // per 16-value group: the term times dx * bsum
   __m128i mins8;            // Q4_K/Q5_K: the 8 sub-block mins as int16
+  __m256i mins16;           // Q2_K: the 16 group mins as int16
+  __m256i scales16;         // Q6_K: the 16 group scales as int16
   float d;
   float dmin;  // Q4_K/Q5_K
 };
@@ -49,32 +49,54 @@ struct PackedW {
 // One activation super-block.
 struct PackedX {
   __m512i q[kSubRegs];
-  __m512i corr32[kSubRegs];  // -32 * (sum of each lane's 4 values)
-  __m512 bsums;              // dx * bsum per 16-value group
+  __m256i bsums16;           // the 16 block sums as int16
+  __m512i corr32[kSubRegs];  // -offset * (sum of each lane's 4 values)
   __m128i sums8;  // int16 sums of each 32-value sub-block (bsum pairs)
   float d;
 };
 
 // How a super-block's integer lanes become floats.
 enum class Combine {
-  // 16 lanes; offsets and mins through the block sums (a float term).
-  kMins,
+  // Q4_K and Q2_K as llama.cpp's repacked GEMV/GEMM sum them: per step
+  // of 256 values (kGemv), or of 64 (Q4_K) / 128 (Q2_K) values (kGemm),
+  // the exact integer sums isum (all lanes of the step) and imin (mins
+  // times block sums), then acc = fma(isum, d * dx, acc) and accm =
+  // fma(imin, dmin * dx, accm), kept in lanes 0 and 1; result acc - accm.
+  kGgmlSteppedQ4K,
+  kGgmlSteppedQ2K,
   // Q5_K as ggml's AVX2 vec_dot sums it: the scales' int32 lanes folded
   // to 8 (i and i + 8) and acc8 = fma(dx * d, lanes, acc8) per super-block;
   // the mins' integer sum (sub-block mins times bsum pairs) into a scalar,
-  // summs = summs + (-dx * dmin) * sum (two roundings), kept in lane 8;
+  // summs = fma(-dx * dmin, sum, summs) (one rounding), kept in lane 8;
   // result hsum8(acc8) + summs. (Q4_K is not summed this way: ggml
   // repacks it for batches, in another order.)
   kGgmlQ5K,
-  // Q6_K in the order of ggml's AVX2 vec_dot source: the -32 offset
-  // inside each int32 lane, lanes i and i + 8 added (8 lanes, each 4
-  // values of every 32-value chunk), then acc8 = fma(dx * d, lanes, acc8)
-  // per super-block and an 8-lane horizontal sum. (The prebuilt llama.cpp
-  // b10573 sums Q6_K in yet another order: only ~30% of rows agree bit
-  // for bit; see issue 18.) llama.cpp's greedy outputs on small models
-  // flip with the last bit of such sums (fp16 roundings of K/V and Q).
-  kGgmlLanes8,
+  // The orders of llama.cpp b10573's own x86 vec_dot (read from its
+  // machine code; bit-identical on every row of the st260K-x4 files): the
+  // scales' int32 lanes folded to 8 (i and i + 8: lane m holds values
+  // 4m .. 4m + 3 of every 32-value chunk), acc8 = fma(d * dx, lanes,
+  // acc8) per super-block, then an 8-lane horizontal sum. They differ in
+  // where the offset of the unsigned values goes (see DotKLanes8 in
+  // quant_scalar.cc, the scalar reference):
+  // Q6_K: lane m -= 32 * (s[2m] * bsum[2m] + s[2m + 1] * bsum[2m + 1]).
+  kGgmlQ6K,
+  // Q3_K: -4 * (sum of each lane's 4 activations) inside the lane.
+  kGgmlQ3K,
+  // IQ4_XS: values + 128, -128 * (the lane's 4 activations) inside the
+  // lane; the products exceed int16, so the scales multiply in int32.
+  kGgmlIq4xs,
 };
+
+// Whether kCombine folds to ggml's 8 lanes with one fma per super-block.
+constexpr bool IsLanes8(Combine c) {
+  return c == Combine::kGgmlQ6K || c == Combine::kGgmlQ3K ||
+         c == Combine::kGgmlIq4xs;
+}
+
+// The unsigned offset kCombine corrects inside each lane (0: none).
+constexpr int InLaneOffset(Combine c) {
+  return c == Combine::kGgmlQ3K ? 4 : c == Combine::kGgmlIq4xs ? 128 : 0;
+}
 
 inline float HalfAt(const std::byte* p) {
   uint16_t h;
@@ -98,11 +120,6 @@ alignas(64) constexpr int32_t kSubBlockOfLane[kSubRegs][16] = {
     {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
     {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5},
     {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7}};
-// Group g of 16 values takes the min of sub-block g / 2, which sits in lane
-// 8 + g / 2 of the [scales | mins] vector of Q4_K/Q5_K.
-alignas(64) constexpr int32_t kMinOfGroup[16] = {
-    8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15};
-
 inline __m512i LoadIdx(const int32_t* idx) {
   return _mm512_load_si512(reinterpret_cast<const __m512i*>(idx));
 }
@@ -179,13 +196,7 @@ inline __attribute__((always_inline)) void UnpackQ45K(const std::byte* blk,
   }
   w->d = HalfAt(blk + q4_k::kD);
   w->dmin = HalfAt(blk + q4_k::kDmin);
-  if constexpr (kQ5) {  // Combine::kGgmlQ5K reads the mins as int16
-    w->mins8 = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(sm_bytes, sm_bytes));
-  } else {  // Combine::kMins reads them per 16-value group, scaled
-    w->mins = _mm512_mul_ps(
-        _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(LoadIdx(kMinOfGroup), sm)),
-        _mm512_set1_ps(w->dmin));
-  }
+  w->mins8 = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(sm_bytes, sm_bytes));
 }
 
 // Q6_K: per 128-value half n, ql[64n, 64n + 64) low nibbles are values
@@ -214,8 +225,10 @@ inline __attribute__((always_inline)) void UnpackQ6K(const std::byte* blk,
   const __m512i s16 = _mm512_cvtepi8_epi32(
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + q6_k::kScales)));
   SpreadScales(s16, w);
-  // value = d * s * (u - 32): Combine::kGgmlLanes8 takes the offset inside
-  // the integer lanes, so no float min term is needed.
+  // value = d * s * (u - 32): Combine::kGgmlQ6K subtracts the offset
+  // through the block sums, in integers, so no float min term is needed.
+  w->scales16 = _mm256_cvtepi8_epi16(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + q6_k::kScales)));
   w->d = HalfAt(blk + q6_k::kD);
 }
 
@@ -260,20 +273,59 @@ inline __attribute__((always_inline)) void UnpackQ23K(const std::byte* blk,
         _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<__m128i*>(sc)));
     SpreadScales(s16, w);
     w->d = HalfAt(blk + q3_k::kD);
-    w->mins = _mm512_mul_ps(_mm512_cvtepi32_ps(s16), _mm512_set1_ps(4 * w->d));
   } else {
-    const __m512i packed = _mm512_cvtepu8_epi32(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + q2_k::kScales)));
+    const __m128i bytes =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + q2_k::kScales));
+    const __m512i packed = _mm512_cvtepu8_epi32(bytes);
     SpreadScales(_mm512_and_si512(packed, _mm512_set1_epi32(0x0F)), w);
+    w->mins16 = _mm256_cvtepu8_epi16(
+        _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(0x0F)));
     w->d = HalfAt(blk + q2_k::kD);
-    w->mins = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(packed, 4)),
-                            _mm512_set1_ps(HalfAt(blk + q2_k::kDmin)));
+    w->dmin = HalfAt(blk + q2_k::kDmin);
   }
 }
 
+// IQ4_XS: sub-block j's 16 bytes hold values 32j + i (low nibbles) and
+// 32j + 16 + i (high), indices into the IQ4_NL levels; u = level + 128.
+// The 6-bit scale of each 32 values minus 32, as int32 per lane.
+inline __attribute__((always_inline)) void UnpackIq4xs(const std::byte* blk,
+                                                       PackedW* w) {
+  const __m512i levels = _mm512_broadcast_i32x4(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+#pragma GCC unroll 4
+  for (int c = 0; c < kSubRegs; ++c) {
+    const __m256i b = _mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(blk + iq4_xs::kQs + 32 * c));
+    const __m512i lo_hi = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_and_si256(b, m4)),
+        _mm256_and_si256(_mm256_srli_epi16(b, 4), m4), 1);
+    // [lo0 lo1 hi0 hi1] (128-bit quarters) -> [lo0 hi0 lo1 hi1].
+    const __m512i idx =
+        _mm512_shuffle_i64x2(lo_hi, lo_hi, _MM_SHUFFLE(3, 1, 2, 0));
+    w->q[c] = _mm512_xor_si512(_mm512_shuffle_epi8(levels, idx),
+                               _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
+  uint16_t scales_h;
+  std::memcpy(&scales_h, blk + iq4_xs::kScalesH, sizeof(scales_h));
+  alignas(32) int32_t ls[8];
+  for (int j = 0; j < 8; ++j) {
+    const int low = (ByteAt(blk + iq4_xs::kScalesL, j / 2) >> (4 * (j % 2))) & 15;
+    ls[j] = (low | (((scales_h >> (2 * j)) & 3) << 4)) - 32;
+  }
+  const __m512i s8 = _mm512_castsi256_si512(
+      _mm256_load_si256(reinterpret_cast<const __m256i*>(ls)));
+#pragma GCC unroll 4
+  for (int c = 0; c < kSubRegs; ++c) {
+    w->scale[c] = _mm512_permutexvar_epi32(LoadIdx(kSubBlockOfLane[c]), s8);
+  }
+  w->d = HalfAt(blk + iq4_xs::kD);
+}
+
 // Packs one activation super-block with what `kCombine` reads: the block
-// sums as floats (kMins), the offset correction (kGgmlLanes8) or the
-// sub-block sums (kGgmlQ5K).
+// sums as int16 (kGgmlQ6K, kGgmlSteppedQ2K), the in-lane offset correction
+// (kGgmlQ3K, kGgmlIq4xs) or the sub-block sums (kGgmlQ5K,
+// kGgmlSteppedQ4K).
 template <Combine kCombine>
 void PackX(const std::byte* xb, PackedX* x) {
   for (int c = 0; c < kSubRegs; ++c) {
@@ -282,15 +334,15 @@ void PackX(const std::byte* xb, PackedX* x) {
   std::memcpy(&x->d, xb + q8_k::kD, sizeof(float));
   const __m256i b16 =
       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + q8_k::kBsums));
-  if constexpr (kCombine == Combine::kMins) {
-    x->bsums = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(b16)),
-                             _mm512_set1_ps(x->d));
-  } else if constexpr (kCombine == Combine::kGgmlLanes8) {
-    const __m512i k32 = _mm512_set1_epi8(32);
+  if constexpr (kCombine == Combine::kGgmlQ6K ||
+                kCombine == Combine::kGgmlSteppedQ2K) {
+    x->bsums16 = b16;
+  } else if constexpr (InLaneOffset(kCombine) != 0) {
+    const __m512i k = _mm512_set1_epi8(static_cast<char>(InLaneOffset(kCombine)));
     for (int c = 0; c < kSubRegs; ++c) {
       x->corr32[c] = _mm512_sub_epi32(
           _mm512_setzero_si512(),
-          _mm512_dpbusd_epi32(_mm512_setzero_si512(), k32, x->q[c]));
+          _mm512_dpbusd_epi32(_mm512_setzero_si512(), k, x->q[c]));
     }
   } else {
     x->sums8 = _mm_hadd_epi16(_mm256_castsi256_si128(b16),
@@ -298,18 +350,87 @@ void PackX(const std::byte* xb, PackedX* x) {
   }
 }
 
-// acc += this super-block's contribution for one row and one token.
+// [S0, S1, S2, S3]: the sums of all lanes of s[0] .. s[3].
+inline __attribute__((always_inline)) __m128i LaneSums4(const __m512i s[4]) {
+  const __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(s[0], s[1]),
+                                     _mm512_unpackhi_epi32(s[0], s[1]));
+  const __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(s[2], s[3]),
+                                     _mm512_unpackhi_epi32(s[2], s[3]));
+  const __m512i c = _mm512_add_epi32(_mm512_unpacklo_epi64(a, b),
+                                     _mm512_unpackhi_epi64(a, b));
+  const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(c),
+                                     _mm512_extracti64x4_epi64(c, 1));
+  return _mm_add_epi32(_mm256_castsi256_si128(h),
+                       _mm256_extracti128_si256(h, 1));
+}
+
+// Combine::kGgmlStepped*: lanes 0 and 1 of `acc` hold acc and accm.
+template <Combine kCombine>
+inline __attribute__((always_inline)) __m512 StepStepped(const PackedW& w,
+                                                         const PackedX& x,
+                                                         __m512 acc,
+                                                         bool gemm) {
+  __m512i s[kSubRegs];
+#pragma GCC unroll 4
+  for (int c = 0; c < kSubRegs; ++c) {
+    const __m512i p =
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.q[c], x.q[c]);
+    s[c] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), p, w.scale[c]);
+  }
+  const __m128i sums = LaneSums4(s);  // per 64-value chunk
+  __m128i mins;                       // per 64-value chunk
+  if constexpr (kCombine == Combine::kGgmlSteppedQ4K) {
+    mins = _mm_madd_epi16(w.mins8, x.sums8);
+  } else {
+    const __m256i m = _mm256_madd_epi16(w.mins16, x.bsums16);
+    mins = _mm_hadd_epi32(_mm256_castsi256_si128(m),
+                          _mm256_extracti128_si256(m, 1));
+  }
+  const __m128i p = _mm_unpacklo_epi32(sums, mins);  // S0 M0 S1 M1
+  const __m128i q = _mm_unpackhi_epi32(sums, mins);  // S2 M2 S3 M3
+  const __m128 k = _mm_set_ps(0.0f, 0.0f, w.dmin * x.d, w.d * x.d);
+  __m128 v = _mm512_castps512_ps128(acc);
+  if (!gemm) {  // one step of 256 values
+    const __m128i t = _mm_add_epi32(p, q);
+    const __m128i u = _mm_add_epi32(t, _mm_unpackhi_epi64(t, t));
+    v = _mm_fmadd_ps(_mm_cvtepi32_ps(u), k, v);
+  } else if constexpr (kCombine == Combine::kGgmlSteppedQ4K) {  // 4 of 64
+    const __m128 f01 = _mm_cvtepi32_ps(p);
+    const __m128 f23 = _mm_cvtepi32_ps(q);
+    v = _mm_fmadd_ps(f01, k, v);
+    v = _mm_fmadd_ps(_mm_movehl_ps(f01, f01), k, v);
+    v = _mm_fmadd_ps(f23, k, v);
+    v = _mm_fmadd_ps(_mm_movehl_ps(f23, f23), k, v);
+  } else {  // Q2_K: 2 of 128
+    const __m128i p2 = _mm_add_epi32(p, _mm_unpackhi_epi64(p, p));
+    const __m128i q2 = _mm_add_epi32(q, _mm_unpackhi_epi64(q, q));
+    v = _mm_fmadd_ps(_mm_cvtepi32_ps(p2), k, v);
+    v = _mm_fmadd_ps(_mm_cvtepi32_ps(q2), k, v);
+  }
+  return _mm512_zextps128_ps512(v);
+}
+
+// acc += this super-block's contribution for one row and one token (in
+// the order kGemm or kGemv where kCombine tells them apart).
 template <Combine kCombine>
 inline __attribute__((always_inline)) __m512 Step(const PackedW& w,
                                                   const PackedX& x,
-                                                  __m512 acc) {
+                                                  __m512 acc, bool gemm) {
+  if constexpr (kCombine == Combine::kGgmlSteppedQ4K ||
+                kCombine == Combine::kGgmlSteppedQ2K) {
+    return StepStepped<kCombine>(w, x, acc, gemm);
+  }
   const __m512i zero = _mm512_setzero_si512();
   __m512i isum = zero;
 #pragma GCC unroll 4
   for (int c = 0; c < kSubRegs; ++c) {
-    const __m512i init = kCombine == Combine::kGgmlLanes8 ? x.corr32[c] : zero;
+    const __m512i init = InLaneOffset(kCombine) != 0 ? x.corr32[c] : zero;
     const __m512i p = _mm512_dpbusd_epi32(init, w.q[c], x.q[c]);
-    isum = _mm512_dpwssd_epi32(isum, p, w.scale[c]);
+    if constexpr (kCombine == Combine::kGgmlIq4xs) {
+      isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(p, w.scale[c]));
+    } else {
+      isum = _mm512_dpwssd_epi32(isum, p, w.scale[c]);
+    }
   }
   if constexpr (kCombine == Combine::kGgmlQ5K) {
     const __m256i lanes = _mm256_add_epi32(_mm512_castsi512_si256(isum),
@@ -321,23 +442,25 @@ inline __attribute__((always_inline)) __m512 Step(const PackedW& w,
     const float dmin = -x.d * w.dmin;
     const __m128i h = _mm_add_epi32(prod, _mm_unpackhi_epi64(prod, prod));
     const int32_t sum = _mm_cvtsi128_si32(h) + _mm_extract_epi32(h, 1);
-    const __m128 tail = _mm_add_ss(
-        _mm512_extractf32x4_ps(acc, 2),
-        _mm_mul_ss(_mm_set_ss(dmin), _mm_set_ss(static_cast<float>(sum))));
+    const __m128 tail =
+        _mm_fmadd_ss(_mm_set_ss(dmin), _mm_set_ss(static_cast<float>(sum)),
+                     _mm512_extractf32x4_ps(acc, 2));
     return _mm512_insertf32x4(_mm512_zextps256_ps512(acc8), tail, 2);
-  } else if constexpr (kCombine == Combine::kGgmlLanes8) {
+  } else if constexpr (IsLanes8(kCombine)) {
     // acc holds 8 lanes in its low half; the high half stays zero.
-    const __m256i lanes = _mm256_add_epi32(_mm512_castsi512_si256(isum),
-                                           _mm512_extracti64x4_epi64(isum, 1));
+    __m256i lanes = _mm256_add_epi32(_mm512_castsi512_si256(isum),
+                                     _mm512_extracti64x4_epi64(isum, 1));
+    if constexpr (kCombine == Combine::kGgmlQ6K) {
+      const __m256i offset =
+          _mm256_slli_epi32(_mm256_madd_epi16(w.scales16, x.bsums16), 5);
+      lanes = _mm256_sub_epi32(lanes, offset);
+    }
     const __m256 acc8 =
         _mm256_fmadd_ps(_mm256_set1_ps(x.d * w.d), _mm256_cvtepi32_ps(lanes),
                         _mm512_castps512_ps256(acc));
     return _mm512_zextps256_ps512(acc8);
-  } else {
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(w.d * x.d),
-                          acc);
-    return _mm512_fnmadd_ps(w.mins, x.bsums, acc);
   }
+  return acc;
 }
 
 inline float HSum512(__m512 v) {
@@ -360,6 +483,10 @@ inline float Finish(__m512 acc) {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     const __m128 m = _mm512_extractf32x4_ps(acc, 2);
     return _mm_cvtss_f32(s) + _mm_cvtss_f32(m);
+  } else if constexpr (kCombine == Combine::kGgmlSteppedQ4K ||
+                       kCombine == Combine::kGgmlSteppedQ2K) {
+    const __m128 v = _mm512_castps512_ps128(acc);
+    return _mm_cvtss_f32(v) - _mm_cvtss_f32(_mm_movehdup_ps(v));
   } else {
     return HSum512(acc);
   }
@@ -382,6 +509,7 @@ void RowsOneToken(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   xs.resize(nb);
   for (int64_t b = 0; b < nb; ++b)
     PackX<kCombine>(a.x + b * q8_k::kBytes, &xs[b]);
+  const bool gemm = a.orders != nullptr && a.orders[0] == DotOrder::kGemm;
   for (int64_t r = row_begin; r < row_end; ++r) {
     const std::byte* row = a.w + r * a.w_row_bytes;
     __m512 acc = _mm512_setzero_ps();
@@ -396,15 +524,16 @@ void RowsOneToken(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
       }
       PackedW w;
       kUnpack(row + b * kBytes, &w);
-      acc = Step<kCombine>(w, xs[b], acc);
+      acc = Step<kCombine>(w, xs[b], acc, gemm);
     }
     a.y[r] = Finish<kCombine>(acc);
   }
 }
 
+// `gemm[t]`: token t's order is kGemm.
 template <Combine kCombine, int R, int T>
 void TileMany(const PackedW* w, const PackedX* x, int64_t nb, int64_t x_stride,
-              float* y, int64_t y_stride) {
+              const uint8_t* gemm, float* y, int64_t y_stride) {
   __m512 acc[R][T];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
@@ -416,8 +545,8 @@ void TileMany(const PackedW* w, const PackedX* x, int64_t nb, int64_t x_stride,
     for (int t = 0; t < T; ++t) {
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        acc[r][t] =
-            Step<kCombine>(w[r * nb + b], x[t * x_stride + b], acc[r][t]);
+        acc[r][t] = Step<kCombine>(w[r * nb + b], x[t * x_stride + b],
+                                   acc[r][t], gemm[t] != 0);
       }
     }
   }
@@ -430,17 +559,20 @@ void TileMany(const PackedW* w, const PackedX* x, int64_t nb, int64_t x_stride,
   }
 }
 
-// Rows [r0, r0 + R) against tokens [t0, t1) of the packed chunk.
+// Rows [r0, r0 + R) against tokens [t0, t1) of the packed chunk; gemm[t]
+// for every token of the call.
 template <Combine kCombine, int R>
 void RowTile(const PackedW* w, const PackedX* xs, int64_t nb, int64_t t0,
-             int64_t t1, int64_t chunk_begin, const MatMulArgs& a, int64_t r0) {
+             int64_t t1, int64_t chunk_begin, const uint8_t* gemm,
+             const MatMulArgs& a, int64_t r0) {
   int64_t t = t0;
   for (; t + kTokenTile <= t1; t += kTokenTile) {
     TileMany<kCombine, R, kTokenTile>(w, xs + (t - chunk_begin) * nb, nb, nb,
-                                      a.y + t * a.y_stride + r0, a.y_stride);
+                                      gemm + t, a.y + t * a.y_stride + r0,
+                                      a.y_stride);
   }
   for (; t < t1; ++t) {
-    TileMany<kCombine, R, 1>(w, xs + (t - chunk_begin) * nb, nb, nb,
+    TileMany<kCombine, R, 1>(w, xs + (t - chunk_begin) * nb, nb, nb, gemm + t,
                              a.y + t * a.y_stride + r0, a.y_stride);
   }
 }
@@ -450,9 +582,15 @@ void RowsManyTokens(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   const int64_t nb = a.cols / kBlockK;
   thread_local std::vector<PackedX> xs;
   thread_local std::vector<PackedW> ws;
+  thread_local std::vector<uint8_t> gemm;
   ws.resize(kRowTile * nb);
+  gemm.assign(a.num_tokens, 0);
+  for (int64_t t = 0; a.orders != nullptr && t < a.num_tokens; ++t) {
+    gemm[t] = a.orders[t] == DotOrder::kGemm;
+  }
   int64_t chunk = kTokenChunkBytes / (nb * int64_t{sizeof(PackedX)});
   chunk = chunk < kTokenTile ? kTokenTile : chunk / kTokenTile * kTokenTile;
+  const uint8_t* flags = gemm.data();
   for (int64_t tc = 0; tc < a.num_tokens; tc += chunk) {
     const int64_t te = tc + chunk < a.num_tokens ? tc + chunk : a.num_tokens;
     xs.resize((te - tc) * nb);
@@ -471,16 +609,18 @@ void RowsManyTokens(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
         }
       }
       if (rows == kRowTile) {
-        RowTile<kCombine, kRowTile>(ws.data(), xs.data(), nb, tc, te, tc, a, r);
+        RowTile<kCombine, kRowTile>(ws.data(), xs.data(), nb, tc, te, tc,
+                                    flags, a, r);
       } else {
-        RowTile<kCombine, 1>(ws.data(), xs.data(), nb, tc, te, tc, a, r);
+        RowTile<kCombine, 1>(ws.data(), xs.data(), nb, tc, te, tc, flags, a,
+                             r);
       }
       r += rows;
     }
   }
 }
 
-template <UnpackFn kUnpack, int kBytes, Combine kCombine = Combine::kMins>
+template <UnpackFn kUnpack, int kBytes, Combine kCombine>
 void MatMulRowsK(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   if (a.num_tokens == 1) {
     RowsOneToken<kUnpack, kBytes, kCombine>(a, row_begin, row_end);
@@ -492,19 +632,24 @@ void MatMulRowsK(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 }  // namespace
 
 void MatMulRowsQ2KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
-  MatMulRowsK<UnpackQ23K<false>, q2_k::kBytes>(a, b, e);
+  MatMulRowsK<UnpackQ23K<false>, q2_k::kBytes, Combine::kGgmlSteppedQ2K>(a, b,
+                                                                       e);
 }
 void MatMulRowsQ3KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
-  MatMulRowsK<UnpackQ23K<true>, q3_k::kBytes>(a, b, e);
+  MatMulRowsK<UnpackQ23K<true>, q3_k::kBytes, Combine::kGgmlQ3K>(a, b, e);
 }
 void MatMulRowsQ4KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
-  MatMulRowsK<UnpackQ45K<false>, q4_k::kBytes>(a, b, e);
+  MatMulRowsK<UnpackQ45K<false>, q4_k::kBytes, Combine::kGgmlSteppedQ4K>(a, b,
+                                                                       e);
 }
 void MatMulRowsQ5KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
   MatMulRowsK<UnpackQ45K<true>, q5_k::kBytes, Combine::kGgmlQ5K>(a, b, e);
 }
+void MatMulRowsIq4xsAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
+  MatMulRowsK<UnpackIq4xs, iq4_xs::kBytes, Combine::kGgmlIq4xs>(a, b, e);
+}
 void MatMulRowsQ6KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
-  MatMulRowsK<UnpackQ6K, q6_k::kBytes, Combine::kGgmlLanes8>(a, b, e);
+  MatMulRowsK<UnpackQ6K, q6_k::kBytes, Combine::kGgmlQ6K>(a, b, e);
 }
 
 }  // namespace kvault::kernels

@@ -176,70 +176,131 @@ float HSum8(const float* a) {
 // Weights of a 32-value type against Q8_0 or Q8_1 (kQ8_1), in the float
 // order of llama.cpp's x86 vec_dot (bit for bit, checked against its
 // library): per block, 8 int32 lanes of 4 consecutive products each, and
-// acc[l] = fma(dw * dx, lane, acc[l]); IQ4_NL keeps even and odd blocks in
-// two accumulators added before the horizontal sum. The min term of
-// Q4_1/Q5_1 goes into a scalar, summs = summs + m * s (two roundings),
-// added after the horizontal sum.
+// acc[l] = fma(dw * dx, lane, acc[l]). The min term of Q4_1/Q5_1 goes into
+// a scalar, summs = summs + m * s (two roundings), added after the
+// horizontal sum.
 template <Block32Type kType, int kBytes, bool kQ8_1>
 float Dot32(const std::byte* w, const std::byte* x, int64_t n) {
   constexpr int kXBytes = kQ8_1 ? q8_1::kBytes : 34;
   constexpr int kXQs = kQ8_1 ? q8_1::kQs : 2;
-  constexpr bool kTwoAcc = kType == Block32Type::kIQ4_NL;
-  float acc[2][8] = {};
+  float acc[8] = {};
   float summs = 0.0f;
   Unpacked32 u;
-  const int64_t nb = n / kBlock32;
-  for (int64_t b = 0; b < nb; ++b) {
+  for (int64_t b = 0; b < n / kBlock32; ++b) {
     const std::byte* xb = x + b * kXBytes;
     UnpackBlock32(kType, w + b * kBytes, &u);
     const int8_t* xq = Int8At(xb + kXQs);
     const float dd = u.d * HalfAt(xb);
-    // A last odd IQ4_NL block goes through ggml's scalar tail instead.
-    float* a = acc[kTwoAcc && b % 2 == 1 ? 1 : 0];
-    if (kTwoAcc && b == nb - 1 && nb % 2 == 1) a = nullptr;
-    if (a == nullptr) {
-      summs += dd * static_cast<float>(DotI8(u.q, xq, 32));
-      continue;
-    }
     for (int l = 0; l < 8; ++l) {
-      a[l] = std::fma(dd, static_cast<float>(DotI8(u.q + 4 * l, xq + 4 * l, 4)),
-                      a[l]);
+      acc[l] = std::fma(
+          dd, static_cast<float>(DotI8(u.q + 4 * l, xq + 4 * l, 4)), acc[l]);
     }
     if constexpr (kQ8_1) {
       const float ms = u.m * HalfAt(xb + q8_1::kS);
       summs = summs + ms;
     }
   }
-  if constexpr (kTwoAcc) {
-    for (int l = 0; l < 8; ++l) acc[0][l] = acc[0][l] + acc[1][l];
-  }
-  return HSum8(acc[0]) + summs;
+  if constexpr (kQ8_1) return HSum8(acc) + summs;
+  return HSum8(acc);
 }
 
-// K-quant weights against Q8_K: per super-block, the exact integer sums of
-// scale * (q . x) and of min * (sums of 16 x), then one float step.
+// IQ4_NL against Q8_0 as llama.cpp's repacked IQ4_NL GEMV and GEMM sum it
+// (the same order in both): acc = fma(block's integer sum, dw * dx, acc),
+// block after block.
+float DotIq4nlSequential(const std::byte* w, const std::byte* x, int64_t n) {
+  float acc = 0.0f;
+  Unpacked32 u;
+  for (int64_t b = 0; b < n / kBlock32; ++b) {
+    const std::byte* xb = x + b * 34;
+    UnpackBlock32(Block32Type::kIQ4_NL, w + b * iq4_nl::kBytes, &u);
+    const float dd = u.d * HalfAt(xb);
+    acc = std::fma(static_cast<float>(DotI8(u.q, Int8At(xb + 2), 32)), dd, acc);
+  }
+  return acc;
+}
+
+// Q4_K / Q2_K against Q8_K as llama.cpp's repacked kernels sum them (read
+// from its machine code; bit for bit on every row of the st260K-x4 files):
+// per `step` values (256 in its GEMV; 64 for Q4_K and 128 for Q2_K in its
+// GEMM) the exact integer sums of scale * (q . x) and of min * bsum, then
+// acc = fma(isum, d * dx, acc) and accm = fma(imin, dmin * dx, accm);
+// the result is acc - accm.
 template <BlockKType kType, int kBytes>
-float DotK(const std::byte* w, const std::byte* x, int64_t n) {
-  float sum = 0.0f;
+float DotKStepped(const std::byte* w, const std::byte* x, int64_t n,
+                  int step) {
+  float acc = 0.0f;
+  float accm = 0.0f;
   UnpackedK u;
   for (int64_t b = 0; b < n / kBlockK; ++b) {
     const std::byte* xb = x + b * q8_k::kBytes;
     UnpackBlockK(kType, w + b * kBytes, &u);
     const int8_t* xq = Int8At(xb + q8_k::kQs);
-    int32_t isum = 0;
-    int32_t imin = 0;
-    for (int g = 0; g < 16; ++g) {
-      isum += u.scale[g] * DotI8(u.q + 16 * g, xq + 16 * g, 16);
-      int16_t bsum;
-      std::memcpy(&bsum, xb + q8_k::kBsums + 2 * g, sizeof(bsum));
-      imin += u.min[g] * bsum;
+    float xd;
+    std::memcpy(&xd, xb + q8_k::kD, sizeof(xd));
+    const float dd = u.d * xd;
+    const float dm = u.dmin * xd;
+    for (int g0 = 0; g0 < 16; g0 += step / 16) {
+      int32_t isum = 0;
+      int32_t imin = 0;
+      for (int g = g0; g < g0 + step / 16; ++g) {
+        isum += u.scale[g] * DotI8(u.q + 16 * g, xq + 16 * g, 16);
+        int16_t bsum;
+        std::memcpy(&bsum, xb + q8_k::kBsums + 2 * g, sizeof(bsum));
+        imin += u.min[g] * bsum;
+      }
+      acc = std::fma(static_cast<float>(isum), dd, acc);
+      accm = std::fma(static_cast<float>(imin), dm, accm);
+    }
+  }
+  return acc - accm;
+}
+
+// K-quant weights against Q8_K in the float order of llama.cpp b10573's
+// x86 vec_dot (read from its machine code; bit for bit on every row of the
+// st260K-x4 files): per super-block, 8 exact int32 lanes, lane m holding
+// values 4m .. 4m + 3 of every 32-value chunk times their scales, then
+// acc[m] = fma(d * dx, lane, acc[m]), and an 8-lane horizontal sum.
+//  - Q3_K, IQ4_XS: signed values, nothing else in the lanes.
+//  - Q6_K: unsigned values (q + 32), and lane m subtracts the offset of
+//    chunk m: 32 * (s[2m] * bsum[2m] + s[2m + 1] * bsum[2m + 1]).
+//  - Q5_K: unsigned values; the mins go into a scalar, summs = fma(-dx *
+//    dmin, sum of min * bsum, summs), added after the horizontal sum.
+template <BlockKType kType, int kBytes>
+float DotKLanes8(const std::byte* w, const std::byte* x, int64_t n) {
+  float acc[8] = {};
+  float summs = 0.0f;
+  UnpackedK u;
+  for (int64_t b = 0; b < n / kBlockK; ++b) {
+    const std::byte* xb = x + b * q8_k::kBytes;
+    UnpackBlockK(kType, w + b * kBytes, &u);
+    const int8_t* xq = Int8At(xb + q8_k::kQs);
+    int16_t bsums[16];
+    std::memcpy(bsums, xb + q8_k::kBsums, sizeof(bsums));
+    int32_t lane[8] = {};
+    for (int i = 0; i < kBlockK; ++i) {
+      const int q = kType == BlockKType::kQ6_K ? u.q[i] + 32 : u.q[i];
+      lane[(i % 32) / 4] += u.scale[i / 16] * (q * xq[i]);
+    }
+    if constexpr (kType == BlockKType::kQ6_K) {
+      for (int m = 0; m < 8; ++m) {
+        lane[m] -= 32 * (u.scale[2 * m] * bsums[2 * m] +
+                         u.scale[2 * m + 1] * bsums[2 * m + 1]);
+      }
     }
     float xd;
     std::memcpy(&xd, xb + q8_k::kD, sizeof(xd));
-    sum += (u.d * xd) * static_cast<float>(isum) -
-           (u.dmin * xd) * static_cast<float>(imin);
+    const float dd = u.d * xd;
+    for (int m = 0; m < 8; ++m) {
+      acc[m] = std::fma(dd, static_cast<float>(lane[m]), acc[m]);
+    }
+    if constexpr (kType == BlockKType::kQ5_K) {
+      int32_t mins = 0;
+      for (int g = 0; g < 16; ++g) mins += u.min[g] * bsums[g];
+      summs = std::fma(-xd * u.dmin, static_cast<float>(mins), summs);
+    }
   }
-  return sum;
+  if constexpr (kType == BlockKType::kQ5_K) return HSum8(acc) + summs;
+  return HSum8(acc);
 }
 
 }  // namespace
@@ -385,6 +446,9 @@ void QuantizeRowQ8_K(const float* x, int64_t n, std::byte* out) {
   }
 }
 
+float DotQ8_0Q8_0(const std::byte* w, const std::byte* x, int64_t n) {
+  return Dot32<Block32Type::kQ8_0, 34, false>(w, x, n);
+}
 float DotQ4_1Q8_1(const std::byte* w, const std::byte* x, int64_t n) {
   return Dot32<Block32Type::kQ4_1, q4_1::kBytes, true>(w, x, n);
 }
@@ -395,25 +459,29 @@ float DotQ5_1Q8_1(const std::byte* w, const std::byte* x, int64_t n) {
   return Dot32<Block32Type::kQ5_1, q5_1::kBytes, true>(w, x, n);
 }
 float DotIq4nlQ8_0(const std::byte* w, const std::byte* x, int64_t n) {
-  return Dot32<Block32Type::kIQ4_NL, iq4_nl::kBytes, false>(w, x, n);
+  return DotIq4nlSequential(w, x, n);
 }
-float DotQ2KQ8K(const std::byte* w, const std::byte* x, int64_t n) {
-  return DotK<BlockKType::kQ2_K, q2_k::kBytes>(w, x, n);
+float DotQ2KQ8K(const std::byte* w, const std::byte* x, int64_t n,
+                DotOrder order) {
+  return DotKStepped<BlockKType::kQ2_K, q2_k::kBytes>(
+      w, x, n, order == DotOrder::kGemm ? 128 : 256);
 }
 float DotQ3KQ8K(const std::byte* w, const std::byte* x, int64_t n) {
-  return DotK<BlockKType::kQ3_K, q3_k::kBytes>(w, x, n);
+  return DotKLanes8<BlockKType::kQ3_K, q3_k::kBytes>(w, x, n);
 }
-float DotQ4KQ8K(const std::byte* w, const std::byte* x, int64_t n) {
-  return DotK<BlockKType::kQ4_K, q4_k::kBytes>(w, x, n);
+float DotQ4KQ8K(const std::byte* w, const std::byte* x, int64_t n,
+                DotOrder order) {
+  return DotKStepped<BlockKType::kQ4_K, q4_k::kBytes>(
+      w, x, n, order == DotOrder::kGemm ? 64 : 256);
 }
 float DotQ5KQ8K(const std::byte* w, const std::byte* x, int64_t n) {
-  return DotK<BlockKType::kQ5_K, q5_k::kBytes>(w, x, n);
+  return DotKLanes8<BlockKType::kQ5_K, q5_k::kBytes>(w, x, n);
 }
 float DotQ6KQ8K(const std::byte* w, const std::byte* x, int64_t n) {
-  return DotK<BlockKType::kQ6_K, q6_k::kBytes>(w, x, n);
+  return DotKLanes8<BlockKType::kQ6_K, q6_k::kBytes>(w, x, n);
 }
 float DotIq4xsQ8K(const std::byte* w, const std::byte* x, int64_t n) {
-  return DotK<BlockKType::kIQ4_XS, iq4_xs::kBytes>(w, x, n);
+  return DotKLanes8<BlockKType::kIQ4_XS, iq4_xs::kBytes>(w, x, n);
 }
 
 }  // namespace kvault::kernels

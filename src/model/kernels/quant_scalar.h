@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "model/kernels/dot_order.h"
+
 namespace kvault::kernels {
 
 // A 32-value block unpacked: value i = d * q[i] + m (m = 0 for the
@@ -64,13 +66,17 @@ void QuantizeRowQ8_K(const float* x, int64_t n, std::byte* out);
 // Dot product of one weight row (n values) with one activation row of the
 // paired type. Integer sums are exact per block (per super-block for the K
 // types); the float combination is done once per block in block order.
+float DotQ8_0Q8_0(const std::byte* w, const std::byte* x, int64_t n);
 float DotQ4_1Q8_1(const std::byte* w, const std::byte* x, int64_t n);
 float DotQ5_0Q8_0(const std::byte* w, const std::byte* x, int64_t n);
 float DotQ5_1Q8_1(const std::byte* w, const std::byte* x, int64_t n);
 float DotIq4nlQ8_0(const std::byte* w, const std::byte* x, int64_t n);
-float DotQ2KQ8K(const std::byte* w, const std::byte* x, int64_t n);
+// Q2_K and Q4_K sum in `order` (see DotOrder).
+float DotQ2KQ8K(const std::byte* w, const std::byte* x, int64_t n,
+                DotOrder order);
 float DotQ3KQ8K(const std::byte* w, const std::byte* x, int64_t n);
-float DotQ4KQ8K(const std::byte* w, const std::byte* x, int64_t n);
+float DotQ4KQ8K(const std::byte* w, const std::byte* x, int64_t n,
+                DotOrder order);
 float DotQ5KQ8K(const std::byte* w, const std::byte* x, int64_t n);
 float DotQ6KQ8K(const std::byte* w, const std::byte* x, int64_t n);
 float DotIq4xsQ8K(const std::byte* w, const std::byte* x, int64_t n);
