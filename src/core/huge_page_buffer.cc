@@ -68,6 +68,14 @@ Status HugePageBuffer::MakeReadOnly() {
   return Status::Ok();
 }
 
+Status HugePageBuffer::MakeWritable() {
+  if (data_ == nullptr) return Status::Ok();
+  if (::mprotect(data_, mapped_bytes_, PROT_READ | PROT_WRITE) != 0) {
+    return IOError(std::string("mprotect: ") + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
 void HugePageBuffer::Release() {
   if (data_ != nullptr) ::munmap(data_, mapped_bytes_);
   data_ = nullptr;

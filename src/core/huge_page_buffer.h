@@ -35,6 +35,8 @@ class HugePageBuffer {
   size_t size() const { return size_; }
   // Makes the memory read-only (writes then fault); IOError if refused.
   Status MakeReadOnly();
+  // Makes the bytes writable again (after MakeReadOnly).
+  Status MakeWritable();
 
  private:
   void Release();

@@ -115,4 +115,13 @@ MappedFile::~MappedFile() {
   if (mapping_ != nullptr) ::munmap(mapping_, size_);
 }
 
+StatusOr<bool> MappedFile::RewriteInPlace(
+    const std::function<void(std::span<std::byte>)>& rewrite) {
+  if (read_.data() == nullptr) return false;
+  KV_RETURN_IF_ERROR(read_.MakeWritable());
+  rewrite(std::span<std::byte>(read_.data(), size_));
+  KV_RETURN_IF_ERROR(read_.MakeReadOnly());
+  return true;
+}
+
 }  // namespace kvault

@@ -1,12 +1,14 @@
-// MappedFile: a read-only view of a whole file's bytes: memory-mapped from
-// disk, read into private memory, or borrowed from a shared in-memory buffer
-// (tests, fuzzers). Either way bytes() stays valid for the object's lifetime
-// and never changes.
+// MappedFile: a view of a whole file's bytes: memory-mapped from disk
+// (read-only), read into private memory, or borrowed from a shared
+// in-memory buffer (tests, fuzzers). Either way bytes() stays valid for the
+// object's lifetime; only the owner of a privately read file may rewrite
+// them, through RewriteInPlace(), before it shares them.
 #ifndef KVAULT_CORE_MAPPED_FILE_H_
 #define KVAULT_CORE_MAPPED_FILE_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -45,6 +47,12 @@ class MappedFile {
 
   // Returns the file's bytes.
   std::span<const std::byte> bytes() const { return {data_, size_}; }
+  // For privately read bytes (LoadMode::kRead): makes them writable, calls
+  // `rewrite` with them, makes them read-only again and returns true.
+  // Otherwise calls nothing and returns false. IOError when the protection
+  // cannot change.
+  StatusOr<bool> RewriteInPlace(
+      const std::function<void(std::span<std::byte>)>& rewrite);
   // Returns the file size in bytes.
   uint64_t size() const { return size_; }
   // Returns the path given to Open ("<buffer>" for FromBuffer).

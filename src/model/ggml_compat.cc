@@ -319,7 +319,10 @@ KV_AVX2 int64_t SwiGluAvx2(const float* gate, const float* up, int64_t n,
   return i;
 }
 
-// ggml_v_expf's AVX-512 form on 16 lanes (see VExpf512).
+// ggml_v_expf's AVX-512 form on 16 lanes (see VExpf512). (GCC 12's
+// _mm512_scalef_ps passes an undefined merge source: not a real read.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 KV_AVX512 __m512 VExpf16(__m512 x) {
   const __m512 r = _mm512_set1_ps(0x1.8p23f);
   const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
@@ -347,6 +350,7 @@ KV_AVX512 __m512 VExpf16(__m512 x) {
       _mm512_setzero_ps());
   return _mm512_mask_blend_ps(big, res, alt);
 }
+#pragma GCC diagnostic pop
 
 KV_AVX512 int64_t SwiGluAvx512(const float* gate, const float* up, int64_t n,
                                float* out) {

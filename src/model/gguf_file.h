@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -96,6 +97,12 @@ class GgufFile {
   uint64_t data_offset() const { return data_offset_; }
   // Returns the whole file's bytes.
   std::span<const std::byte> bytes() const { return file_->bytes(); }
+  // Rewrites the bytes in place when they are private (see
+  // MappedFile::RewriteInPlace): returns whether `rewrite` was called.
+  StatusOr<bool> RewriteInPlace(
+      const std::function<void(std::span<std::byte>)>& rewrite) {
+    return file_->RewriteInPlace(rewrite);
+  }
 
   // Returns the metadata entries in file order.
   const std::vector<GgufMetadataEntry>& metadata() const { return metadata_; }

@@ -33,6 +33,40 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const std::string& path,
   return model;
 }
 
+namespace {
+
+// Rewrites, in place, the matrices whose kernels prefer another layout
+// (kernels::PrefersGroups16) when the file's bytes are private (a file
+// read into memory; a mapped one stays as it is). Only matrices that are
+// nothing but MatMul weights: not the token embedding, whose rows are
+// dequantized one at a time, nor an output matrix tied to it.
+Status LayOutForKernels(GgufFile& file, LlamaWeights* w) {
+  std::vector<kernels::MatrixView*> views;
+  for (LayerWeights& l : w->layers) {
+    for (kernels::MatrixView* m :
+         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      if (kernels::PrefersGroups16(*m)) views.push_back(m);
+    }
+  }
+  if (!w->output_tied && kernels::PrefersGroups16(w->output)) {
+    views.push_back(&w->output);
+  }
+  if (views.empty()) return Status::Ok();
+  const std::byte* base = file.bytes().data();
+  return file
+      .RewriteInPlace([&](std::span<std::byte> bytes) {
+        for (kernels::MatrixView* m : views) {
+          const size_t offset = static_cast<size_t>(m->data - base);
+          kernels::RewriteAsGroups16(
+              bytes.subspan(offset, static_cast<size_t>(m->rows) * m->row_bytes),
+              m);
+        }
+      })
+      .status();
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::FromGguf(
     std::unique_ptr<GgufFile> file) {
   std::unique_ptr<LlamaModel> model(new LlamaModel());
@@ -57,6 +91,7 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::FromGguf(
     }
   }
   model->fingerprint_ = ComputeModelFingerprint(*file);
+  KV_RETURN_IF_ERROR(LayOutForKernels(*file, &model->weights_));
   model->file_ = std::move(file);
   return model;
 }

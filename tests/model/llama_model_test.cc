@@ -114,6 +114,31 @@ TEST(LlamaModelTest, LoadsEveryGeneratedWeightType) {
   }
 }
 
+// A model read into memory gets its Q4_K matrices rewritten for the AVX-512
+// kernels (kernels::WeightLayout::kGroups16), after its fingerprint; a
+// mapped one and the token embedding keep GGUF's rows.
+TEST(LlamaModelTest, ReadModelLaysOutQ4KForTheKernels) {
+  const std::string path = kShared + "/models/kquant/st260K-x4.q4_k_m.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
+  auto read = LlamaModel::Load(path, LoadMode::kRead);
+  auto mapped = LlamaModel::Load(path, LoadMode::kMmap);
+  ASSERT_TRUE(read.ok() && mapped.ok());
+  EXPECT_EQ((*read)->fingerprint().ToHex(), (*mapped)->fingerprint().ToHex());
+  int num_q4k = 0;
+  for (size_t l = 0; l < (*read)->weights().layers.size(); ++l) {
+    const kernels::MatrixView& r = (*read)->weights().layers[l].wq;
+    const kernels::MatrixView& m = (*mapped)->weights().layers[l].wq;
+    EXPECT_EQ(m.layout, kernels::WeightLayout::kRows);
+    if (r.type != GgmlType::kQ4_K) continue;
+    ++num_q4k;
+    const bool avx512 = kernels::ActiveIsa() == "avx512";
+    EXPECT_EQ(r.layout, avx512 ? kernels::WeightLayout::kGroups16
+                               : kernels::WeightLayout::kRows);
+  }
+  EXPECT_GT(num_q4k, 0);
+  EXPECT_EQ((*read)->weights().token_embd.layout, kernels::WeightLayout::kRows);
+}
+
 TEST(LlamaModelTest, MissingOutputIsTiedToEmbedding) {
   auto model = EditedModel([](auto*, auto* tensors, auto* data) {
     const size_t i = IndexOf(*tensors, "output.weight");

@@ -199,6 +199,46 @@ TEST(QuantKernelsTest, SimdMatMulMatchesScalarOnRealBlocks) {
   }
 }
 
+// WeightLayout::kGroups16 holds the same matrix: every kernel set gives
+// the kRows result bit for bit, in both orders.
+TEST(QuantKernelsTest, Groups16LayoutGivesTheSameProducts) {
+  auto file = OpenOrNull("q4_k_m");
+  if (file == nullptr) GTEST_SKIP() << "no " << kDir;
+  int num_checked = 0;
+  for (const GgufTensorInfo& t : file->tensors()) {
+    if (t.type != GgmlType::kQ4_K || t.shape.size() != 2) continue;
+    const MatrixView rows = ViewOf(*file, t);
+    std::vector<std::byte> bytes(file->TensorData(t).begin(),
+                                 file->TensorData(t).end());
+    MatrixView groups = rows;
+    groups.data = bytes.data();
+    RewriteAsGroups16(bytes, &groups);
+    ASSERT_EQ(groups.layout, WeightLayout::kGroups16);
+    ASSERT_NE(0, std::memcmp(bytes.data(), rows.data, bytes.size()));
+    std::mt19937 rng(11);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    for (int64_t num_tokens : {1, 6}) {
+      std::vector<float> x(num_tokens * rows.cols);
+      for (float& v : x) v = dist(rng);
+      std::vector<DotOrder> orders(num_tokens, DotOrder::kGemm);
+      orders.back() = DotOrder::kGemv;
+      std::vector<float> want(num_tokens * rows.rows), got(want.size());
+      for (std::string_view isa : SupportedIsas()) {
+        SCOPED_TRACE(t.name + " " + std::string(isa) + " tokens " +
+                     std::to_string(num_tokens));
+        ASSERT_TRUE(UseKernelIsa(isa));
+        MatMul(rows, x.data(), num_tokens, want.data(), nullptr, orders);
+        MatMul(groups, x.data(), num_tokens, got.data(), nullptr, orders);
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(),
+                                 want.size() * sizeof(float)));
+      }
+      UseScalarKernels(false);
+    }
+    ++num_checked;
+  }
+  EXPECT_GT(num_checked, 0);
+}
+
 // llama.cpp's repacked Q4_K/Q2_K GEMM steps every 64/128 values, its GEMV
 // every 256: on real rows the two orders must give different last bits
 // somewhere (even within one super-block), and agree to rounding.

@@ -34,7 +34,8 @@ enum WeightKind : int {
   kWeightQ5_K = 12,   // Q8_K
   kWeightQ6_K = 13,   // Q8_K
   kWeightIq4xs = 14,  // Q8_K
-  kNumWeightKinds = 15,
+  kWeightQ4_KGroups16 = 15,  // Q8_K; layout WeightLayout::kGroups16
+  kNumWeightKinds = 16,
 };
 
 // One MatMul call as the row kernels see it. For F32/F16/BF16 weights `x`

@@ -154,7 +154,16 @@ constexpr KindInfo kKinds[] = {
     {GgmlType::kIQ4_XS, kWeightIq4xs, Activation::kQ8_K},
 };
 
-const KindInfo& KindOf(GgmlType type) {
+// The kernels of layout WeightLayout::kGroups16.
+constexpr KindInfo kQ4KGroups16 = {GgmlType::kQ4_K, kWeightQ4_KGroups16,
+                                   Activation::kQ8_K};
+
+const KindInfo& KindOf(GgmlType type, WeightLayout layout = WeightLayout::kRows) {
+  if (layout == WeightLayout::kGroups16) {
+    KV_CHECK(type == GgmlType::kQ4_K) << "kGroups16 layout of "
+                                      << GgmlTypeName(type);
+    return kQ4KGroups16;
+  }
   for (const KindInfo& k : kKinds) {
     if (k.type == type) return k;
   }
@@ -299,7 +308,7 @@ void MatMul(const MatrixView& w, const float* x, int64_t num_tokens, float* y,
   if (w.rows <= 0 || num_tokens <= 0) return;
   KV_CHECK(orders.empty() || std::ssize(orders) == num_tokens)
       << "MatMul orders";
-  const KindInfo& kind = KindOf(w.type);
+  const KindInfo& kind = KindOf(w.type, w.layout);
   MatMulArgs args;
   args.w = w.data;
   args.w_row_bytes = w.row_bytes;
@@ -336,6 +345,46 @@ void MatMul(const MatrixView& w, const float* x, int64_t num_tokens, float* y,
   RunParallel(pool, num_chunks, [&](int64_t i) {
     rows_fn(args, i * chunk, std::min(w.rows, (i + 1) * chunk));
   });
+}
+
+bool PrefersGroups16(const MatrixView& w) {
+  if (w.layout != WeightLayout::kRows || w.type != GgmlType::kQ4_K) {
+    return false;
+  }
+  const GgmlTypeInfo& info = GetGgmlTypeInfo(w.type);
+  const int64_t dense_row_bytes =
+      w.cols / info.block_size * int64_t{info.bytes_per_block};
+  return ActiveIsa() == "avx512" && w.rows % 16 == 0 &&
+         static_cast<int64_t>(w.row_bytes) == dense_row_bytes &&
+         info.bytes_per_block % 4 == 0;
+}
+
+void RewriteAsGroups16(std::span<std::byte> bytes, MatrixView* w) {
+  KV_CHECK(w->layout == WeightLayout::kRows && w->rows % 16 == 0 &&
+           bytes.data() == w->data &&
+           bytes.size() == static_cast<size_t>(w->rows) * w->row_bytes)
+      << "RewriteAsGroups16 of a matrix that is not dense kRows";
+  const GgmlTypeInfo& info = GetGgmlTypeInfo(w->type);
+  const size_t dwords = info.bytes_per_block / 4;  // per block
+  const int64_t num_blocks = w->cols / info.block_size;
+  const size_t group_bytes = 16 * w->row_bytes;
+  std::vector<std::byte> rows(group_bytes);  // one group as read
+  for (int64_t r0 = 0; r0 < w->rows; r0 += 16) {
+    std::byte* group = bytes.data() + r0 * w->row_bytes;
+    std::memcpy(rows.data(), group, group_bytes);
+    for (int64_t b = 0; b < num_blocks; ++b) {
+      std::byte* unit = group + b * 16 * info.bytes_per_block;
+      for (size_t j = 0; j < dwords; ++j) {
+        for (int r = 0; r < 16; ++r) {
+          std::memcpy(unit + 4 * (16 * j + r),
+                      rows.data() + r * w->row_bytes +
+                          b * info.bytes_per_block + 4 * j,
+                      4);
+        }
+      }
+    }
+  }
+  w->layout = WeightLayout::kGroups16;
 }
 
 void RmsNorm(const float* x, const float* weight, int64_t n, float eps,

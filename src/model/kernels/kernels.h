@@ -28,6 +28,19 @@ class ThreadPool;
 
 namespace kvault::kernels {
 
+// How a matrix's blocks are arranged in memory.
+enum class WeightLayout : uint8_t {
+  // Row after row, each row's blocks in order (GGUF's layout).
+  kRows,
+  // Groups of 16 rows; within a group, block b of all 16 rows is one
+  // unit of 16 * block_bytes bytes holding dword j of row r's block at
+  // dword 16 * j + r, the units in block order. A group occupies the same
+  // bytes as its 16 rows in kRows, so row r still starts its group at
+  // data + (r - r % 16) * row_bytes. Lets a kernel load one dword of 16
+  // rows with one instruction (ggml calls such layouts "repacked").
+  kGroups16,
+};
+
 // A weight matrix viewed in place (e.g. inside a memory-mapped GGUF file).
 struct MatrixView {
   GgmlType type = GgmlType::kF32;
@@ -35,7 +48,18 @@ struct MatrixView {
   int64_t cols = 0;        // input features; a multiple of the block size
   const std::byte* data = nullptr;
   size_t row_bytes = 0;    // bytes between consecutive rows
+  WeightLayout layout = WeightLayout::kRows;
 };
+
+// Returns true when the active kernels multiply `w` (kRows) faster once
+// rewritten as kGroups16 (today: Q4_K with AVX-512 VNNI; rows a multiple
+// of 16, rows dense).
+bool PrefersGroups16(const MatrixView& w);
+// Rewrites w's bytes in place from kRows to kGroups16 and marks `w` so;
+// `bytes` is w's data, writable (w.rows * w.row_bytes bytes). Requires
+// PrefersGroups16(w) at some point (the layout is then valid on every
+// ISA; others read it through the scalar kernels).
+void RewriteAsGroups16(std::span<std::byte> bytes, MatrixView* w);
 
 // Returns the name of the kernel set in use: "avx512", "avx2" or "scalar".
 std::string_view ActiveIsa();

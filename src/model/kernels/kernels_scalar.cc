@@ -3,10 +3,12 @@
 #include <cmath>
 #include <cstring>
 #include <span>
+#include <vector>
 
 #include "core/float16.h"
 #include "kv/kv_dtype.h"
 #include "model/kernels/kernel_table.h"
+#include "model/kernels/quant_blocks.h"
 #include "model/kernels/quant_scalar.h"
 
 namespace kvault::kernels {
@@ -103,6 +105,32 @@ void MatMulRowsOrdered(const MatMulArgs& a, int64_t row_begin,
   }
 }
 
+// Q4_K in WeightLayout::kGroups16: each row gathered back into GGUF order,
+// then DotQ4KQ8K.
+void MatMulRowsQ4KGroups16(const MatMulArgs& a, int64_t row_begin,
+                           int64_t row_end) {
+  constexpr int64_t kDwords = q4_k::kBytes / 4;  // per block
+  const int64_t nb = a.cols / kBlockK;
+  thread_local std::vector<std::byte> row;
+  row.resize(a.w_row_bytes);
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const std::byte* group = a.w + (r - r % 16) * a.w_row_bytes;
+    for (int64_t b = 0; b < nb; ++b) {
+      const std::byte* unit = group + b * 16 * q4_k::kBytes;
+      for (int64_t j = 0; j < kDwords; ++j) {
+        std::memcpy(row.data() + b * q4_k::kBytes + 4 * j,
+                    unit + 4 * (16 * j + r % 16), 4);
+      }
+    }
+    for (int64_t t = 0; t < a.num_tokens; ++t) {
+      const DotOrder order =
+          a.orders == nullptr ? DotOrder::kGemv : a.orders[t];
+      a.y[t * a.y_stride + r] = DotQ4KQ8K(
+          row.data(), a.x + t * a.x_row_bytes, a.cols, order);
+    }
+  }
+}
+
 void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
              float* out) {
   double sum = 0.0;
@@ -162,7 +190,7 @@ constexpr KernelTable kScalarTable = {
      MatMulRowsQuant<DotIq4nlQ8_0>, MatMulRowsOrdered<DotQ2KQ8K>,
      MatMulRowsQuant<DotQ3KQ8K>, MatMulRowsOrdered<DotQ4KQ8K>,
      MatMulRowsQuant<DotQ5KQ8K>, MatMulRowsQuant<DotQ6KQ8K>,
-     MatMulRowsQuant<DotIq4xsQ8K>},
+     MatMulRowsQuant<DotIq4xsQ8K>, MatMulRowsQ4KGroups16},
     RmsNorm,
     Softmax,
     SiluMul,

@@ -18,6 +18,15 @@ void MatMulRowsQ3KAvx512(const MatMulArgs& a, int64_t row_begin,
                          int64_t row_end);
 void MatMulRowsQ4KAvx512(const MatMulArgs& a, int64_t row_begin,
                          int64_t row_end);
+// Q4_K one row at a time (kquants_avx512.cc) and 16 rows in the lanes
+// (q4_k_lanes_avx512.cc); MatMulRowsQ4KAvx512 picks between them.
+void MatMulRowsQ4KPerRowAvx512(const MatMulArgs& a, int64_t row_begin,
+                               int64_t row_end);
+void MatMulRowsQ4KLanesAvx512(const MatMulArgs& a, int64_t row_begin,
+                              int64_t row_end);
+// Q4_K in WeightLayout::kGroups16 (rows a multiple of 16).
+void MatMulRowsQ4KGroups16Avx512(const MatMulArgs& a, int64_t row_begin,
+                                 int64_t row_end);
 void MatMulRowsQ5KAvx512(const MatMulArgs& a, int64_t row_begin,
                          int64_t row_end);
 void MatMulRowsQ6KAvx512(const MatMulArgs& a, int64_t row_begin,

@@ -370,6 +370,31 @@ inline __attribute__((always_inline)) __m512 StepStepped(const PackedW& w,
                                                          const PackedX& x,
                                                          __m512 acc,
                                                          bool gemm) {
+  __m128i mins;  // per 64-value chunk
+  if constexpr (kCombine == Combine::kGgmlSteppedQ4K) {
+    mins = _mm_madd_epi16(w.mins8, x.sums8);
+  } else {
+    const __m256i m = _mm256_madd_epi16(w.mins16, x.bsums16);
+    mins = _mm_hadd_epi32(_mm256_castsi256_si128(m),
+                          _mm256_extracti128_si256(m, 1));
+  }
+  const __m128 k = _mm_set_ps(0.0f, 0.0f, w.dmin * x.d, w.d * x.d);
+  __m128 v = _mm512_castps512_ps128(acc);
+  if (!gemm) {  // one step of 256 values: the chunks' sums added first
+    __m512i isum = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int c = 0; c < kSubRegs; ++c) {
+      isum = _mm512_dpwssd_epi32(
+          isum, _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.q[c], x.q[c]),
+          w.scale[c]);
+    }
+    const __m128i m2 = _mm_add_epi32(mins, _mm_unpackhi_epi64(mins, mins));
+    const __m128i sm = _mm_unpacklo_epi32(
+        _mm_cvtsi32_si128(_mm512_reduce_add_epi32(isum)),
+        _mm_add_epi32(m2, _mm_srli_si128(m2, 4)));
+    v = _mm_fmadd_ps(_mm_cvtepi32_ps(sm), k, v);
+    return _mm512_zextps128_ps512(v);
+  }
   __m512i s[kSubRegs];
 #pragma GCC unroll 4
   for (int c = 0; c < kSubRegs; ++c) {
@@ -378,23 +403,9 @@ inline __attribute__((always_inline)) __m512 StepStepped(const PackedW& w,
     s[c] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), p, w.scale[c]);
   }
   const __m128i sums = LaneSums4(s);  // per 64-value chunk
-  __m128i mins;                       // per 64-value chunk
-  if constexpr (kCombine == Combine::kGgmlSteppedQ4K) {
-    mins = _mm_madd_epi16(w.mins8, x.sums8);
-  } else {
-    const __m256i m = _mm256_madd_epi16(w.mins16, x.bsums16);
-    mins = _mm_hadd_epi32(_mm256_castsi256_si128(m),
-                          _mm256_extracti128_si256(m, 1));
-  }
   const __m128i p = _mm_unpacklo_epi32(sums, mins);  // S0 M0 S1 M1
   const __m128i q = _mm_unpackhi_epi32(sums, mins);  // S2 M2 S3 M3
-  const __m128 k = _mm_set_ps(0.0f, 0.0f, w.dmin * x.d, w.d * x.d);
-  __m128 v = _mm512_castps512_ps128(acc);
-  if (!gemm) {  // one step of 256 values
-    const __m128i t = _mm_add_epi32(p, q);
-    const __m128i u = _mm_add_epi32(t, _mm_unpackhi_epi64(t, t));
-    v = _mm_fmadd_ps(_mm_cvtepi32_ps(u), k, v);
-  } else if constexpr (kCombine == Combine::kGgmlSteppedQ4K) {  // 4 of 64
+  if constexpr (kCombine == Combine::kGgmlSteppedQ4K) {  // 4 of 64
     const __m128 f01 = _mm_cvtepi32_ps(p);
     const __m128 f23 = _mm_cvtepi32_ps(q);
     v = _mm_fmadd_ps(f01, k, v);
@@ -638,7 +649,7 @@ void MatMulRowsQ2KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
 void MatMulRowsQ3KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
   MatMulRowsK<UnpackQ23K<true>, q3_k::kBytes, Combine::kGgmlQ3K>(a, b, e);
 }
-void MatMulRowsQ4KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
+void MatMulRowsQ4KPerRowAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
   MatMulRowsK<UnpackQ45K<false>, q4_k::kBytes, Combine::kGgmlSteppedQ4K>(a, b,
                                                                        e);
 }
