@@ -35,7 +35,8 @@ enum WeightKind : int {
   kWeightQ6_K = 13,   // Q8_K
   kWeightIq4xs = 14,  // Q8_K
   kWeightQ4_KGroups16 = 15,  // Q8_K; layout WeightLayout::kGroups16
-  kNumWeightKinds = 16,
+  kWeightQ4_0Groups16 = 16,  // Q8_0; layout WeightLayout::kGroups16
+  kNumWeightKinds = 17,
 };
 
 // One MatMul call as the row kernels see it. For F32/F16/BF16 weights `x`

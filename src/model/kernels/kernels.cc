@@ -155,14 +155,23 @@ constexpr KindInfo kKinds[] = {
 };
 
 // The kernels of layout WeightLayout::kGroups16.
-constexpr KindInfo kQ4KGroups16 = {GgmlType::kQ4_K, kWeightQ4_KGroups16,
-                                   Activation::kQ8_K};
+constexpr KindInfo kGroups16Kinds[] = {
+    {GgmlType::kQ4_K, kWeightQ4_KGroups16, Activation::kQ8_K},
+    {GgmlType::kQ4_0, kWeightQ4_0Groups16, Activation::kQ8_0},
+};
 
-const KindInfo& KindOf(GgmlType type, WeightLayout layout = WeightLayout::kRows) {
+// Leading bytes of each row's block that kGroups16 keeps row after row.
+size_t Groups16HeadBytes(GgmlType type) {
+  return type == GgmlType::kQ4_0 ? 2 : 0;
+}
+
+const KindInfo& KindOf(GgmlType type,
+                       WeightLayout layout = WeightLayout::kRows) {
   if (layout == WeightLayout::kGroups16) {
-    KV_CHECK(type == GgmlType::kQ4_K) << "kGroups16 layout of "
-                                      << GgmlTypeName(type);
-    return kQ4KGroups16;
+    for (const KindInfo& k : kGroups16Kinds) {
+      if (k.type == type) return k;
+    }
+    KV_CHECK(false) << "no kGroups16 kernel for " << GgmlTypeName(type);
   }
   for (const KindInfo& k : kKinds) {
     if (k.type == type) return k;
@@ -348,7 +357,8 @@ void MatMul(const MatrixView& w, const float* x, int64_t num_tokens, float* y,
 }
 
 bool PrefersGroups16(const MatrixView& w) {
-  if (w.layout != WeightLayout::kRows || w.type != GgmlType::kQ4_K) {
+  if (w.layout != WeightLayout::kRows ||
+      (w.type != GgmlType::kQ4_K && w.type != GgmlType::kQ4_0)) {
     return false;
   }
   const GgmlTypeInfo& info = GetGgmlTypeInfo(w.type);
@@ -356,7 +366,7 @@ bool PrefersGroups16(const MatrixView& w) {
       w.cols / info.block_size * int64_t{info.bytes_per_block};
   return ActiveIsa() == "avx512" && w.rows % 16 == 0 &&
          static_cast<int64_t>(w.row_bytes) == dense_row_bytes &&
-         info.bytes_per_block % 4 == 0;
+         (info.bytes_per_block - Groups16HeadBytes(w.type)) % 4 == 0;
 }
 
 void RewriteAsGroups16(std::span<std::byte> bytes, MatrixView* w) {
@@ -365,7 +375,8 @@ void RewriteAsGroups16(std::span<std::byte> bytes, MatrixView* w) {
            bytes.size() == static_cast<size_t>(w->rows) * w->row_bytes)
       << "RewriteAsGroups16 of a matrix that is not dense kRows";
   const GgmlTypeInfo& info = GetGgmlTypeInfo(w->type);
-  const size_t dwords = info.bytes_per_block / 4;  // per block
+  const size_t head = Groups16HeadBytes(w->type);
+  const size_t dwords = (info.bytes_per_block - head) / 4;  // per block
   const int64_t num_blocks = w->cols / info.block_size;
   const size_t group_bytes = 16 * w->row_bytes;
   std::vector<std::byte> rows(group_bytes);  // one group as read
@@ -374,11 +385,12 @@ void RewriteAsGroups16(std::span<std::byte> bytes, MatrixView* w) {
     std::memcpy(rows.data(), group, group_bytes);
     for (int64_t b = 0; b < num_blocks; ++b) {
       std::byte* unit = group + b * 16 * info.bytes_per_block;
-      for (size_t j = 0; j < dwords; ++j) {
-        for (int r = 0; r < 16; ++r) {
-          std::memcpy(unit + 4 * (16 * j + r),
-                      rows.data() + r * w->row_bytes +
-                          b * info.bytes_per_block + 4 * j,
+      for (int r = 0; r < 16; ++r) {
+        const std::byte* block =
+            rows.data() + r * w->row_bytes + b * info.bytes_per_block;
+        std::memcpy(unit + r * head, block, head);
+        for (size_t j = 0; j < dwords; ++j) {
+          std::memcpy(unit + 16 * head + 4 * (16 * j + r), block + head + 4 * j,
                       4);
         }
       }

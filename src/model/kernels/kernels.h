@@ -33,11 +33,13 @@ enum class WeightLayout : uint8_t {
   // Row after row, each row's blocks in order (GGUF's layout).
   kRows,
   // Groups of 16 rows; within a group, block b of all 16 rows is one
-  // unit of 16 * block_bytes bytes holding dword j of row r's block at
-  // dword 16 * j + r, the units in block order. A group occupies the same
-  // bytes as its 16 rows in kRows, so row r still starts its group at
-  // data + (r - r % 16) * row_bytes. Lets a kernel load one dword of 16
-  // rows with one instruction (ggml calls such layouts "repacked").
+  // unit of 16 * block_bytes bytes, the units in block order. A unit holds
+  // first the rows' h leading block bytes (h = 2, the f16 scale, for Q4_0;
+  // 0 for Q4_K) row after row, then dword j of the rest of row r's block at
+  // dword 16 * j + r. A group occupies the same bytes as its 16 rows in
+  // kRows, so it still starts at data + r0 * row_bytes. Lets a kernel load
+  // one dword of 16 rows with one instruction (ggml calls such layouts
+  // "repacked").
   kGroups16,
 };
 
@@ -52,8 +54,8 @@ struct MatrixView {
 };
 
 // Returns true when the active kernels multiply `w` (kRows) faster once
-// rewritten as kGroups16 (today: Q4_K with AVX-512 VNNI; rows a multiple
-// of 16, rows dense).
+// rewritten as kGroups16 (today: Q4_0 and Q4_K with AVX-512 VNNI; rows a
+// multiple of 16, rows dense).
 bool PrefersGroups16(const MatrixView& w);
 // Rewrites w's bytes in place from kRows to kGroups16 and marks `w` so;
 // `bytes` is w's data, writable (w.rows * w.row_bytes bytes). Requires

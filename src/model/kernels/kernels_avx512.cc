@@ -413,7 +413,8 @@ constexpr KernelTable kAvx512Table = {
      nullptr,  // Q4_1, Q5_0, Q5_1, IQ4_NL: the scalar kernels
      nullptr, nullptr, nullptr, MatMulRowsQ2KAvx512, MatMulRowsQ3KAvx512,
      MatMulRowsQ4KAvx512, MatMulRowsQ5KAvx512, MatMulRowsQ6KAvx512,
-     MatMulRowsIq4xsAvx512, MatMulRowsQ4KGroups16Avx512},
+     MatMulRowsIq4xsAvx512, MatMulRowsQ4KGroups16Avx512,
+     MatMulRowsQ4_0Groups16Avx512},
     nullptr,    // the vector kernels come from the AVX2 table
     nullptr,
     nullptr,

@@ -105,30 +105,45 @@ void MatMulRowsOrdered(const MatMulArgs& a, int64_t row_begin,
   }
 }
 
-// Q4_K in WeightLayout::kGroups16: each row gathered back into GGUF order,
-// then DotQ4KQ8K.
-void MatMulRowsQ4KGroups16(const MatMulArgs& a, int64_t row_begin,
-                           int64_t row_end) {
-  constexpr int64_t kDwords = q4_k::kBytes / 4;  // per block
-  const int64_t nb = a.cols / kBlockK;
+// Row r of a WeightLayout::kGroups16 matrix (blocks of kBytes, the first
+// kHead bytes kept row after row) gathered back into GGUF order in `row`.
+template <int64_t kBytes, int64_t kHead>
+void GatherGroups16Row(const MatMulArgs& a, int64_t r, std::byte* row) {
+  const int64_t nb = static_cast<int64_t>(a.w_row_bytes) / kBytes;
+  const std::byte* group = a.w + (r - r % 16) * a.w_row_bytes;
+  for (int64_t b = 0; b < nb; ++b) {
+    const std::byte* unit = group + b * 16 * kBytes;
+    std::byte* block = row + b * kBytes;
+    std::memcpy(block, unit + (r % 16) * kHead, kHead);
+    for (int64_t j = 0; j < (kBytes - kHead) / 4; ++j) {
+      std::memcpy(block + kHead + 4 * j,
+                  unit + 16 * kHead + 4 * (16 * j + r % 16), 4);
+    }
+  }
+}
+
+// kGroups16 weights: each row gathered, then kDot in the token's order.
+template <int64_t kBytes, int64_t kHead,
+          float (*kDot)(const std::byte*, const std::byte*, int64_t, DotOrder)>
+void MatMulRowsGroups16(const MatMulArgs& a, int64_t row_begin,
+                        int64_t row_end) {
   thread_local std::vector<std::byte> row;
   row.resize(a.w_row_bytes);
   for (int64_t r = row_begin; r < row_end; ++r) {
-    const std::byte* group = a.w + (r - r % 16) * a.w_row_bytes;
-    for (int64_t b = 0; b < nb; ++b) {
-      const std::byte* unit = group + b * 16 * q4_k::kBytes;
-      for (int64_t j = 0; j < kDwords; ++j) {
-        std::memcpy(row.data() + b * q4_k::kBytes + 4 * j,
-                    unit + 4 * (16 * j + r % 16), 4);
-      }
-    }
+    GatherGroups16Row<kBytes, kHead>(a, r, row.data());
     for (int64_t t = 0; t < a.num_tokens; ++t) {
       const DotOrder order =
           a.orders == nullptr ? DotOrder::kGemv : a.orders[t];
-      a.y[t * a.y_stride + r] = DotQ4KQ8K(
-          row.data(), a.x + t * a.x_row_bytes, a.cols, order);
+      a.y[t * a.y_stride + r] =
+          kDot(row.data(), a.x + t * a.x_row_bytes, a.cols, order);
     }
   }
+}
+
+// Q4_0 sums alike in both orders.
+float DotRowQ4_0Ordered(const std::byte* w, const std::byte* x, int64_t n,
+                        DotOrder) {
+  return DotRowQ4_0(w, x, n);
 }
 
 void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
@@ -190,7 +205,9 @@ constexpr KernelTable kScalarTable = {
      MatMulRowsQuant<DotIq4nlQ8_0>, MatMulRowsOrdered<DotQ2KQ8K>,
      MatMulRowsQuant<DotQ3KQ8K>, MatMulRowsOrdered<DotQ4KQ8K>,
      MatMulRowsQuant<DotQ5KQ8K>, MatMulRowsQuant<DotQ6KQ8K>,
-     MatMulRowsQuant<DotIq4xsQ8K>, MatMulRowsQ4KGroups16},
+     MatMulRowsQuant<DotIq4xsQ8K>,
+     MatMulRowsGroups16<q4_k::kBytes, 0, DotQ4KQ8K>,
+     MatMulRowsGroups16<18, 2, DotRowQ4_0Ordered>},
     RmsNorm,
     Softmax,
     SiluMul,

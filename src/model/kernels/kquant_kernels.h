@@ -36,6 +36,9 @@ void MatMulRowsIq4xsAvx512(const MatMulArgs& a, int64_t row_begin,
 // Q4_0 against Q8_0 with 16 rows in the lanes (q4_0_lanes_avx512.cc).
 void MatMulRowsQ4_0LanesAvx512(const MatMulArgs& a, int64_t row_begin,
                                int64_t row_end);
+// Q4_0 in WeightLayout::kGroups16 (rows a multiple of 16).
+void MatMulRowsQ4_0Groups16Avx512(const MatMulArgs& a, int64_t row_begin,
+                                  int64_t row_end);
 
 }  // namespace kvault::kernels
 

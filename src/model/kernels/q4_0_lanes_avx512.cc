@@ -35,6 +35,7 @@ constexpr int64_t kQ8Bytes = 34;  // f16 d + 32 int8
 constexpr int64_t kBlock = 32;
 constexpr int kTokenTile = 8;         // tokens sharing a block's registers
 constexpr int64_t kTokenChunk = 256;  // tokens whose x stays hot in cache
+constexpr int64_t kPrefetchBlocks = 8;  // kGroups16 decode: blocks ahead
 
 // One block of a 16-row group.
 struct GroupBlock {
@@ -107,6 +108,33 @@ inline __attribute__((always_inline)) void PackGroupBlock(
   }
 }
 
+// WeightLayout::kGroups16: block b of the group is one unit of 16 f16
+// scales then 4 dwords of 16 rows, already transposed.
+inline __attribute__((always_inline)) void LoadGroupBlock(
+    const std::byte* unit, GroupBlock* g) {
+  g->dw = _mm512_cvtph_ps(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit)));
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    const __m512i t = _mm512_loadu_si512(unit + 32 + 64 * j);
+    g->w[j] = _mm512_and_si512(t, m4);
+    g->w[j + 4] = _mm512_and_si512(_mm512_srli_epi32(t, 4), m4);
+  }
+}
+
+// Block b of the 16-row group at r0 (kGroups16) or of its num_rows rows.
+template <bool kGroups16, bool kFull>
+inline __attribute__((always_inline)) void PackBlock(
+    const MatMulArgs& a, int64_t r0, int num_rows, __m512i row_offsets,
+    int64_t b, GroupBlock* g) {
+  if constexpr (kGroups16) {
+    LoadGroupBlock(a.w + r0 * a.w_row_bytes + b * kLanes * kQ4Bytes, g);
+  } else {
+    PackGroupBlock<kFull>(a, r0, num_rows, row_offsets, b, g);
+  }
+}
+
 // Lane r: r * w_row_bytes (the gather offsets of a group's rows).
 inline __m512i RowOffsets(const MatMulArgs& a) {
   return _mm512_mullo_epi32(
@@ -171,18 +199,20 @@ void GroupTokens(const GroupBlock* packed, const MatMulArgs& a,
   }
 }
 
-// One token, one group of rows: its blocks are transposed as they are used.
-template <bool kFull>
+// One token, one group of rows: its blocks are unpacked as they are used.
+template <bool kGroups16, bool kFull>
 void GroupOneToken(const MatMulArgs& a, const TokenBlock* tok, int64_t nb,
                    __m512i offsets, int64_t r0, int num_rows) {
   __m512 acc[1] = {_mm512_setzero_ps()};
   for (int64_t b = 0; b < nb; ++b) {
     {
-      // The next group's 16 rows are the next 16 * row_bytes bytes: fetch
-      // them as one sequential stream, a block's share per iteration.
-      const uintptr_t next = reinterpret_cast<uintptr_t>(a.w) +
-                             (r0 + kLanes) * a.w_row_bytes +
-                             b * kLanes * kQ4Bytes;
+      // The next group's 16 rows are the next 16 * row_bytes bytes (kRows),
+      // or this group's blocks continue as one stream (kGroups16): fetch
+      // them sequentially, a block's share per iteration.
+      const uintptr_t next =
+          reinterpret_cast<uintptr_t>(a.w) + r0 * a.w_row_bytes +
+          (kGroups16 ? (b + kPrefetchBlocks) * kLanes * kQ4Bytes
+                     : kLanes * a.w_row_bytes + b * kLanes * kQ4Bytes);
 #pragma GCC unroll 5
       for (int line = 0; line < 5; ++line) {
         _mm_prefetch(reinterpret_cast<const char*>(next + 64 * line),
@@ -190,13 +220,14 @@ void GroupOneToken(const MatMulArgs& a, const TokenBlock* tok, int64_t nb,
       }
     }
     GroupBlock g;
-    PackGroupBlock<kFull>(a, r0, num_rows, offsets, b, &g);
+    PackBlock<kGroups16, kFull>(a, r0, num_rows, offsets, b, &g);
     StepTokens<1>(g, a, tok, nb, 0, 0, b, acc);
   }
   _mm512_mask_storeu_ps(a.y + r0, static_cast<__mmask16>((1u << num_rows) - 1),
                         acc[0]);
 }
 
+template <bool kGroups16>
 void RowsOneToken(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   const int64_t nb = a.cols / kBlock;
   thread_local std::vector<TokenBlock> tok;
@@ -205,14 +236,15 @@ void RowsOneToken(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   const __m512i offsets = RowOffsets(a);
   for (int64_t r0 = row_begin; r0 < row_end; r0 += kLanes) {
     if (row_end - r0 >= kLanes) {
-      GroupOneToken<true>(a, tok.data(), nb, offsets, r0, kLanes);
+      GroupOneToken<kGroups16, true>(a, tok.data(), nb, offsets, r0, kLanes);
     } else {
-      GroupOneToken<false>(a, tok.data(), nb, offsets, r0,
-                           static_cast<int>(row_end - r0));
+      GroupOneToken<false, false>(a, tok.data(), nb, offsets, r0,
+                                  static_cast<int>(row_end - r0));
     }
   }
 }
 
+template <bool kGroups16>
 void RowsManyTokens(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   const int64_t nb = a.cols / kBlock;
   thread_local std::vector<TokenBlock> tok;
@@ -230,7 +262,11 @@ void RowsManyTokens(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
       const int num_rows =
           static_cast<int>(row_end - r0 < kLanes ? row_end - r0 : kLanes);
       for (int64_t b = 0; b < nb; ++b) {
-        PackGroupBlock<false>(a, r0, num_rows, offsets, b, &packed[b]);
+        if (kGroups16) {
+          PackBlock<true, true>(a, r0, num_rows, offsets, b, &packed[b]);
+        } else {
+          PackGroupBlock<false>(a, r0, num_rows, offsets, b, &packed[b]);
+        }
       }
       const __mmask16 rows = static_cast<__mmask16>((1u << num_rows) - 1);
       int64_t t = tc;
@@ -250,9 +286,18 @@ void RowsManyTokens(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 void MatMulRowsQ4_0LanesAvx512(const MatMulArgs& a, int64_t row_begin,
                                int64_t row_end) {
   if (a.num_tokens == 1) {
-    RowsOneToken(a, row_begin, row_end);
+    RowsOneToken<false>(a, row_begin, row_end);
   } else {
-    RowsManyTokens(a, row_begin, row_end);
+    RowsManyTokens<false>(a, row_begin, row_end);
+  }
+}
+
+void MatMulRowsQ4_0Groups16Avx512(const MatMulArgs& a, int64_t row_begin,
+                                  int64_t row_end) {
+  if (a.num_tokens == 1) {
+    RowsOneToken<true>(a, row_begin, row_end);
+  } else {
+    RowsManyTokens<true>(a, row_begin, row_end);
   }
 }
 
