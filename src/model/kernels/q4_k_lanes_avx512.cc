@@ -40,14 +40,19 @@ constexpr int kTokenTile = 4;     // tokens sharing a unit's registers
 constexpr int64_t kTokenChunk = 128;  // tokens whose x stays hot in cache
 constexpr int64_t kPrefetchSbs = 3;   // decode: super-blocks fetched ahead
 
-// One super-block of a 16-row group, ready for the token loop.
-struct GroupSb {
-  __m512i lo[kUnits];  // lane r: unit u's low nibbles (values 4 per lane)
-  __m512i hi[kUnits];  // ... and its high nibbles
+// A super-block's scales for 16 rows.
+struct SbScales {
   __m512i scale[8];    // lane r: row r's sub-block scale
   __m512i minpair[4];  // lane r: int16 pair [min 2c, min 2c + 1]
   __m512 d;
   __m512 dmin;
+};
+
+// One super-block of a 16-row group, ready for the token loop.
+struct GroupSb {
+  __m512i lo[kUnits];  // lane r: unit u's low nibbles (values 4 per lane)
+  __m512i hi[kUnits];  // ... and its high nibbles
+  SbScales s;
 };
 
 // One token's super-block: its scale and the int16 pairs of 32-value
@@ -97,11 +102,10 @@ inline __m512i ByteOf(__m512i v, int i) {
 
 static_assert(q4_k::kQs == 16, "quarter 0 is d, dmin and the scales");
 
-// Fills `g` from the super-block's 36 dwords of 16 rows: head[0] lane r
-// = row r's d | dmin, head[1..3] its 12 scale bytes, units[u] its qs bytes
-// 4u .. 4u + 3.
-inline __attribute__((always_inline)) void UnpackGroupSb(
-    const __m512i head[4], const __m512i units[kUnits], GroupSb* g) {
+// The scales of 16 rows from the super-block's first 4 dwords: head[0]
+// lane r = row r's d | dmin, head[1..3] its 12 scale bytes.
+inline __attribute__((always_inline)) void UnpackScales(const __m512i head[4],
+                                                        SbScales* g) {
   g->d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head[0]));
   g->dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head[0], 16)));
   const __m512i low6 = _mm512_set1_epi32(0x3F3F3F3F);
@@ -127,6 +131,13 @@ inline __attribute__((always_inline)) void UnpackGroupSb(
     g->minpair[c] = _mm512_or_si512(
         ByteOf(v, 2 * (c % 2)), _mm512_slli_epi32(ByteOf(v, 2 * (c % 2) + 1), 16));
   }
+}
+
+// Fills `g` from the super-block's 36 dwords of 16 rows: the head (see
+// UnpackScales), then units[u] = qs bytes 4u .. 4u + 3.
+inline __attribute__((always_inline)) void UnpackGroupSb(
+    const __m512i head[4], const __m512i units[kUnits], GroupSb* g) {
+  UnpackScales(head, &g->s);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
 #pragma GCC unroll 32
   for (int u = 0; u < kUnits; ++u) {
@@ -181,8 +192,8 @@ inline __attribute__((always_inline)) void StepTokens(
   for (int t = 0; t < T; ++t) {
     xq[t] = a.x + (t0 + t) * a.x_row_bytes + b * q8_k::kBytes + q8_k::kQs;
     const __m512 dx = _mm512_set1_ps(tok[t].d);
-    dd[t] = _mm512_mul_ps(g.d, dx);
-    dm[t] = _mm512_mul_ps(g.dmin, dx);
+    dd[t] = _mm512_mul_ps(g.s.d, dx);
+    dm[t] = _mm512_mul_ps(g.s.dmin, dx);
     sum[t] = msum[t] = _mm512_setzero_si512();
   }
 #pragma GCC unroll 1
@@ -205,10 +216,10 @@ inline __attribute__((always_inline)) void StepTokens(
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const __m512i s =
-          _mm512_add_epi32(_mm512_mullo_epi32(lo[t], g.scale[2 * c]),
-                           _mm512_mullo_epi32(hi[t], g.scale[2 * c + 1]));
+          _mm512_add_epi32(_mm512_mullo_epi32(lo[t], g.s.scale[2 * c]),
+                           _mm512_mullo_epi32(hi[t], g.s.scale[2 * c + 1]));
       const __m512i m = _mm512_dpwssd_epi32(
-          _mm512_setzero_si512(), g.minpair[c], _mm512_set1_epi32(tok[t].sums[c]));
+          _mm512_setzero_si512(), g.s.minpair[c], _mm512_set1_epi32(tok[t].sums[c]));
       if (gemm[t]) {
         acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), dd[t], acc[t]);
         accm[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), dm[t], accm[t]);
@@ -288,6 +299,77 @@ void GroupsOneToken(const MatMulArgs& a, const uint8_t* gemm, int64_t r0,
   }
 }
 
+// One token over kGroups16 groups, the units read straight from memory
+// (no GroupSb round trip): StepTokens<1>'s operations in its order.
+void Groups16OneToken(const MatMulArgs& a, bool gemm, int64_t r0,
+                      int64_t r1) {
+  const int64_t nb = a.cols / kBlockK;
+  thread_local std::vector<TokenSb> tok;
+  tok.resize(nb);
+  PackTokenSbs(a, 0, tok.data());
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  constexpr int64_t kUnitBytes = kLanes * q4_k::kBytes;
+  for (; r0 < r1; r0 += kLanes) {
+    const std::byte* group = a.w + r0 * a.w_row_bytes;
+    __m512 acc = _mm512_setzero_ps();
+    __m512 accm = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const std::byte* unit = group + b * kUnitBytes;
+      // One sequential stream (the next group follows this one).
+      const char* ahead =
+          reinterpret_cast<const char*>(unit + kPrefetchSbs * kUnitBytes);
+#pragma GCC unroll 36
+      for (int line = 0; line < kUnitBytes / 64; ++line) {
+        _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
+      }
+      __m512i head[4];
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) head[j] = _mm512_loadu_si512(unit + 64 * j);
+      SbScales sc;
+      UnpackScales(head, &sc);
+      const TokenSb& tb = tok[b];
+      const __m512 dx = _mm512_set1_ps(tb.d);
+      const __m512 dd = _mm512_mul_ps(sc.d, dx);
+      const __m512 dm = _mm512_mul_ps(sc.dmin, dx);
+      const std::byte* xq = a.x + b * q8_k::kBytes + q8_k::kQs;
+      __m512i sum = _mm512_setzero_si512(), msum = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) {
+          const __m512i u = _mm512_loadu_si512(unit + 256 + 64 * (8 * c + k));
+          int32_t xl, xh;
+          std::memcpy(&xl, xq + 64 * c + 4 * k, sizeof(xl));
+          std::memcpy(&xh, xq + 64 * c + 32 + 4 * k, sizeof(xh));
+          lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(u, m4),
+                                   _mm512_set1_epi32(xl));
+          hi = _mm512_dpbusd_epi32(
+              hi, _mm512_and_si512(_mm512_srli_epi32(u, 4), m4),
+              _mm512_set1_epi32(xh));
+        }
+        const __m512i s =
+            _mm512_add_epi32(_mm512_mullo_epi32(lo, sc.scale[2 * c]),
+                             _mm512_mullo_epi32(hi, sc.scale[2 * c + 1]));
+        const __m512i m = _mm512_dpwssd_epi32(
+            _mm512_setzero_si512(), sc.minpair[c], _mm512_set1_epi32(tb.sums[c]));
+        if (gemm) {
+          acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), dd, acc);
+          accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), dm, accm);
+        } else {
+          sum = _mm512_add_epi32(sum, s);
+          msum = _mm512_add_epi32(msum, m);
+        }
+      }
+      if (!gemm) {
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), dd, acc);
+        accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(msum), dm, accm);
+      }
+    }
+    _mm512_storeu_ps(a.y + r0, _mm512_sub_ps(acc, accm));
+  }
+}
+
 // Rows [row_begin, row_end) of 16-row groups (row_begin a multiple of 16);
 // a last partial group goes through the per-row kernel (kRows only).
 template <bool kGroups16>
@@ -301,7 +383,9 @@ void MatMulRowsLanes(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
     gemm[t] = a.orders[t] == DotOrder::kGemm;
   }
   const int64_t lanes_end = row_begin + (row_end - row_begin) / kLanes * kLanes;
-  if (a.num_tokens == 1) {
+  if (a.num_tokens == 1 && kGroups16) {
+    Groups16OneToken(a, gemm[0] != 0, row_begin, lanes_end);
+  } else if (a.num_tokens == 1) {
     GroupsOneToken<kGroups16>(a, gemm.data(), row_begin, lanes_end);
   }
   packed.resize(nb);
