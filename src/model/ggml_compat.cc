@@ -206,8 +206,8 @@ KV_AVX2 float GemvAvx2(const std::byte* row, const float* x, int64_t k) {
 // rows' eight chains fill them. Each row's operations are GemvAvx2's, so
 // the bits are the same.
 template <bool kF16>
-KV_AVX2 void Gemv2Avx2(const std::byte* const* rows, const float* x,
-                       int64_t k, float* y) {
+KV_AVX2 void Gemv2Avx2(const std::byte* const* rows, const float* x, int64_t k,
+                       float* y) {
   const int64_t np = k & ~int64_t{31};
   __m256 a[2][4];
   for (auto& row_acc : a) {
@@ -217,10 +217,10 @@ KV_AVX2 void Gemv2Avx2(const std::byte* const* rows, const float* x,
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       const __m256 xv = _mm256_loadu_ps(x + l + 8 * j);
-      a[0][j] = _mm256_fmadd_ps(LoadWeights8<kF16>(rows[0], l + 8 * j), xv,
-                                a[0][j]);
-      a[1][j] = _mm256_fmadd_ps(LoadWeights8<kF16>(rows[1], l + 8 * j), xv,
-                                a[1][j]);
+      a[0][j] =
+          _mm256_fmadd_ps(LoadWeights8<kF16>(rows[0], l + 8 * j), xv, a[0][j]);
+      a[1][j] =
+          _mm256_fmadd_ps(LoadWeights8<kF16>(rows[1], l + 8 * j), xv, a[1][j]);
     }
   }
   for (int i = 0; i < 2; ++i) {
@@ -338,11 +338,10 @@ KV_AVX512 __m512 VExpf16(__m512 x) {
                       _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b,
                                       _mm512_set1_ps(0x1.fffdb6p-2f))),
       u,
-      _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b,
-                      _mm512_set1_ps(1.0f)));
+      _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
   const __m512 res = _mm512_scalef_ps(j, n);
-  const __mmask16 big = _mm512_cmp_ps_mask(
-      _mm512_abs_ps(n), _mm512_set1_ps(192.0f), _CMP_GT_OQ);
+  const __mmask16 big =
+      _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192.0f), _CMP_GT_OQ);
   if (big == 0) return res;
   const __m512 alt = _mm512_mask_blend_ps(
       _mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_LE_OQ),
@@ -688,8 +687,8 @@ void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
 
 GgmlBuild NativeGgmlBuild() {
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f") &&
-                             __builtin_cpu_supports("avx512dq");
+  static const bool avx512 =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
   return avx512 ? GgmlBuild::kAvx512 : GgmlBuild::kAvx2;
 #else
   return GgmlBuild::kAvx2;

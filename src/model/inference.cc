@@ -55,8 +55,7 @@ Pos MaxCachedPos(const KvCache& cache, SeqId seq) {
 // in this batch, its single-token order (kGemv) otherwise. Deciding per
 // sequence keeps a token's logits independent of the other sequences in
 // the batch.
-std::vector<ggml_compat::DotOrder> DotOrders(
-    std::span<const uint32_t> seq_of) {
+std::vector<ggml_compat::DotOrder> DotOrders(std::span<const uint32_t> seq_of) {
   std::vector<uint32_t> count;
   for (uint32_t s : seq_of) {
     if (s >= count.size()) count.resize(s + 1, 0);
@@ -125,7 +124,9 @@ Status InferenceContext::ValidateBatch(
                                   std::to_string(model_->n_vocab()) + ")");
     }
     if (IsScratchSeq(b.seq)) {
-      return InvalidArgumentError(where + ": a restore scratch sequence (seq# >= " + std::to_string(kFirstScratchSeq.value()) + ")");
+      return InvalidArgumentError(
+          where + ": a restore scratch sequence (seq# >= " +
+          std::to_string(kFirstScratchSeq.value()) + ")");
     }
     auto [it, inserted] = last_pos.emplace(b.seq.value(), 0);
     if (inserted) it->second = MaxCachedPos(*cache_, b.seq);
@@ -274,8 +275,8 @@ class ForwardPass {
       for (size_t i = 0; i < bias.size(); ++i) row[i] += bias[i];
       for (uint32_t hd = 0; !head_norm.empty() && hd < num_heads; ++hd) {
         float* head = row + size_t{hd} * head_dim;
-        ggml_compat::RmsNorm(head, head_norm.data(), head_dim,
-                             h_.rms_norm_eps, head);
+        ggml_compat::RmsNorm(head, head_norm.data(), head_dim, h_.rms_norm_eps,
+                             head);
       }
       if (rope) rope_.Apply(arch_.rope_style, t, row, num_heads, head_dim);
     }
@@ -316,8 +317,7 @@ class ForwardPass {
     // Per token: ggml's vector blocks restart at each row.
     for (size_t t = 0; t < n_; ++t) {
       float* gate = &gate_[t * h_.n_ff];
-      ggml_compat::SwiGlu(gate, &up_[t * h_.n_ff], h_.n_ff, ggml_build_,
-                          gate);
+      ggml_compat::SwiGlu(gate, &up_[t * h_.n_ff], h_.n_ff, ggml_build_, gate);
     }
     MatMul(lw.w_down, gate_, &xn_);
     AddInPlace(x_, xn_);
@@ -362,7 +362,7 @@ class ForwardPass {
   std::vector<uint32_t> seq_of_;
   std::vector<Pos> positions_;
   RopeTable rope_;
-  std::vector<ggml_compat::DotOrder> orders_;  // [n_]
+  std::vector<ggml_compat::DotOrder> orders_;       // [n_]
   std::vector<kernels::DotOrder> repacked_orders_;  // [n_]
   size_t n_;
   std::vector<float> x_;     // [n_, n_embd] residual stream

@@ -58,7 +58,8 @@ Status LayOutForKernels(GgufFile& file, LlamaWeights* w) {
         for (kernels::MatrixView* m : views) {
           const size_t offset = static_cast<size_t>(m->data - base);
           kernels::RewriteAsGroups16(
-              bytes.subspan(offset, static_cast<size_t>(m->rows) * m->row_bytes),
+              bytes.subspan(offset,
+                            static_cast<size_t>(m->rows) * m->row_bytes),
               m);
         }
       })

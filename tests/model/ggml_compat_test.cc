@@ -3,13 +3,13 @@
 // order is visible, and results stay close to a double-precision answer.
 #include "model/ggml_compat.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/float16.h"
 #include "core/thread_pool.h"
@@ -75,8 +75,8 @@ class GgmlCompatTest : public ::testing::Test {
     for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
       std::vector<float> got(ref.size(), -1.0f);
       ggml_compat::MatMul(w.view, x.data(), order, got.data(), p);
-      EXPECT_EQ(0, std::memcmp(got.data(), ref.data(),
-                               ref.size() * sizeof(float)))
+      EXPECT_EQ(0,
+                std::memcmp(got.data(), ref.data(), ref.size() * sizeof(float)))
           << "vectorised MatMul differs from the portable one";
     }
     return ref;
@@ -89,9 +89,9 @@ TEST_F(GgmlCompatTest, MatMulVectorisedMatchesPortableAndIsAccurate) {
     // 1040: several of the blocked code's 512-value chunks, and a tail.
     for (int64_t cols : {8, 40, 64, 172, 256, 1040}) {
       ++seed;
-      SCOPED_TRACE(testing::Message() << "seed " << seed << " type "
-                                      << static_cast<int>(type) << " cols "
-                                      << cols);
+      SCOPED_TRACE(testing::Message()
+                   << "seed " << seed << " type " << static_cast<int>(type)
+                   << " cols " << cols);
       std::mt19937 rng(seed);
       const int64_t rows = 70;  // not a multiple of 4 or of a task's rows
       const Weights w = MakeWeights(type, rows, cols, rng);
@@ -288,8 +288,7 @@ TEST_F(GgmlCompatTest, RmsNormSumsFloatSquaresInDouble) {
   ggml_compat::RmsNorm(x.data(), w.data(), 64, 1e-5f, out.data());
   double sum = 0;
   for (float v : x) sum += static_cast<double>(v * v);
-  const float scale =
-      1.0f / std::sqrt(static_cast<float>(sum / 64.0) + 1e-5f);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(sum / 64.0) + 1e-5f);
   for (int i = 0; i < 64; ++i) EXPECT_EQ(out[i], (x[i] * scale) * w[i]);
 }
 

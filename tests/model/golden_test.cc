@@ -56,8 +56,9 @@ std::vector<double> LogSoftmax(const float* logits, size_t n) {
 // the first `tol_steps` steps.
 GoldenSpec K(const std::string& type, int exact_tokens = 64, double tol = 1e-3,
              int tol_steps = 1 << 30) {
-  return GoldenSpec{"kquant/st260K-x4." + type, exact_tokens, tol, false,
-                    tol_steps, ggml_compat::GgmlBuild::kAvx512};
+  return GoldenSpec{
+      "kquant/st260K-x4." + type,     exact_tokens, tol, false, tol_steps,
+      ggml_compat::GgmlBuild::kAvx512};
 }
 
 class GoldenTest : public ::testing::TestWithParam<GoldenSpec> {
@@ -134,31 +135,32 @@ TEST_P(GoldenTest, GreedyGenerationMatchesLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, GoldenTest,
-    ::testing::Values(
-        GoldenSpec{"stories260K", 64, 1e-3, false},
-        GoldenSpec{"stories260K.f16", 64, 1e-3, false},
-        GoldenSpec{"tiny-random-f32", 64, 1e-3, false},
-        GoldenSpec{"stories260K.q8_0", 64, 1e-3, false},
-        // The portable code is slow (scalar std::fma):
-        // fewer steps, still past the first fp16 flips.
-        GoldenSpec{"stories260K", 16, 1e-3, true},
-        GoldenSpec{"stories260K.f16", 16, 1e-3, true},
-        // Every quantization type llama.cpp users download
-        // (st260K-x4: every dimension a multiple of 256),
-        // recorded by llama.cpp b10573's AVX-512 build. The
-        // kernels sum in its own orders (read from its machine
-        // code): these agree on all 64 tokens to the last bits.
-        K("q8_0"), K("q6_k"), K("q5_k_m"), K("q4_0"), K("q4_1"),
-        K("q5_0"), K("q5_1"), K("iq4_xs"),
-        // F32/F16/BF16 weights use the AVX2 build's vec_dot and
-        // tinyBLAS orders, not the AVX-512 ones: the same
-        // tokens, the first step's logprobs within 1e-2 (later
-        // ones measured within 1.4e-2).
-        K("f32", 64, 1e-2, 1), K("f16", 64, 1e-2, 1), K("bf16", 64, 1e-2, 1),
-        // Repacked by llama.cpp (Q4_K, Q2_K, IQ4_NL: the orders
-        // of its interleaved GEMV and GEMM, per token as it
-        // splits a batch).
-        K("q4_k_m"), K("q4_k_s"), K("q3_k_m"), K("q2_k"), K("iq4_nl")),
+    ::testing::Values(GoldenSpec{"stories260K", 64, 1e-3, false},
+                      GoldenSpec{"stories260K.f16", 64, 1e-3, false},
+                      GoldenSpec{"tiny-random-f32", 64, 1e-3, false},
+                      GoldenSpec{"stories260K.q8_0", 64, 1e-3, false},
+                      // The portable code is slow (scalar std::fma):
+                      // fewer steps, still past the first fp16 flips.
+                      GoldenSpec{"stories260K", 16, 1e-3, true},
+                      GoldenSpec{"stories260K.f16", 16, 1e-3, true},
+                      // Every quantization type llama.cpp users download
+                      // (st260K-x4: every dimension a multiple of 256),
+                      // recorded by llama.cpp b10573's AVX-512 build. The
+                      // kernels sum in its own orders (read from its machine
+                      // code): these agree on all 64 tokens to the last bits.
+                      K("q8_0"), K("q6_k"), K("q5_k_m"), K("q4_0"), K("q4_1"),
+                      K("q5_0"), K("q5_1"), K("iq4_xs"),
+                      // F32/F16/BF16 weights use the AVX2 build's vec_dot and
+                      // tinyBLAS orders, not the AVX-512 ones: the same
+                      // tokens, the first step's logprobs within 1e-2 (later
+                      // ones measured within 1.4e-2).
+                      K("f32", 64, 1e-2, 1), K("f16", 64, 1e-2, 1),
+                      K("bf16", 64, 1e-2, 1),
+                      // Repacked by llama.cpp (Q4_K, Q2_K, IQ4_NL: the orders
+                      // of its interleaved GEMV and GEMM, per token as it
+                      // splits a batch).
+                      K("q4_k_m"), K("q4_k_s"), K("q3_k_m"), K("q2_k"),
+                      K("iq4_nl")),
     [](const auto& info) {
       std::string name = info.param.name;
       if (info.param.portable) name += "_portable";

@@ -155,8 +155,7 @@ TEST(QuantKernelsTest, ScalarMatMulIsTheDequantizedProduct) {
 // Every kernel does but the AVX2 Q8_0 and Q4_0 ones (an older 8-lane
 // order; within 1e-5 relative).
 bool SumsInGgmlOrder(GgmlType type, std::string_view isa) {
-  return isa != "avx2" ||
-         (type != GgmlType::kQ8_0 && type != GgmlType::kQ4_0);
+  return isa != "avx2" || (type != GgmlType::kQ8_0 && type != GgmlType::kQ4_0);
 }
 
 TEST(QuantKernelsTest, SimdMatMulMatchesScalarOnRealBlocks) {
@@ -205,47 +204,47 @@ TEST(QuantKernelsTest, SimdMatMulMatchesScalarOnRealBlocks) {
 TEST(QuantKernelsTest, Groups16LayoutGivesTheSameProducts) {
   for (auto [stem, type] : {std::pair{"q4_k_m", GgmlType::kQ4_K},
                             std::pair{"q4_0", GgmlType::kQ4_0}}) {
-  auto file = OpenOrNull(stem);
-  if (file == nullptr) GTEST_SKIP() << "no " << kDir;
-  int num_checked = 0;
-  for (const GgufTensorInfo& t : file->tensors()) {
-    if (t.type != type || t.shape.size() != 2) continue;
-    const MatrixView rows = ViewOf(*file, t);
-    std::vector<std::byte> bytes(file->TensorData(t).begin(),
-                                 file->TensorData(t).end());
-    MatrixView groups = rows;
-    groups.data = bytes.data();
-    RewriteAsGroups16(bytes, &groups);
-    ASSERT_EQ(groups.layout, WeightLayout::kGroups16);
-    ASSERT_NE(0, std::memcmp(bytes.data(), rows.data, bytes.size()));
-    std::mt19937 rng(11);
-    std::normal_distribution<float> dist(0.0f, 1.0f);
-    for (int64_t num_tokens : {1, 6}) {
-      std::vector<float> x(num_tokens * rows.cols);
-      for (float& v : x) v = dist(rng);
-      std::vector<DotOrder> orders(num_tokens, DotOrder::kGemm);
-      orders.back() = DotOrder::kGemv;
-      std::vector<float> want(num_tokens * rows.rows), got(want.size());
-      for (std::string_view isa : SupportedIsas()) {
-        SCOPED_TRACE(t.name + " " + std::string(isa) + " tokens " +
-                     std::to_string(num_tokens));
-        ASSERT_TRUE(UseKernelIsa(isa));
-        MatMul(rows, x.data(), num_tokens, want.data(), nullptr, orders);
-        MatMul(groups, x.data(), num_tokens, got.data(), nullptr, orders);
-        if (SumsInGgmlOrder(type, isa)) {
-          ASSERT_EQ(0, std::memcmp(want.data(), got.data(),
-                                   want.size() * sizeof(float)));
-        } else {  // kGroups16 reads through the scalar kernel there
-          for (size_t i = 0; i < got.size(); ++i) {
-            ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i])));
+    auto file = OpenOrNull(stem);
+    if (file == nullptr) GTEST_SKIP() << "no " << kDir;
+    int num_checked = 0;
+    for (const GgufTensorInfo& t : file->tensors()) {
+      if (t.type != type || t.shape.size() != 2) continue;
+      const MatrixView rows = ViewOf(*file, t);
+      std::vector<std::byte> bytes(file->TensorData(t).begin(),
+                                   file->TensorData(t).end());
+      MatrixView groups = rows;
+      groups.data = bytes.data();
+      RewriteAsGroups16(bytes, &groups);
+      ASSERT_EQ(groups.layout, WeightLayout::kGroups16);
+      ASSERT_NE(0, std::memcmp(bytes.data(), rows.data, bytes.size()));
+      std::mt19937 rng(11);
+      std::normal_distribution<float> dist(0.0f, 1.0f);
+      for (int64_t num_tokens : {1, 6}) {
+        std::vector<float> x(num_tokens * rows.cols);
+        for (float& v : x) v = dist(rng);
+        std::vector<DotOrder> orders(num_tokens, DotOrder::kGemm);
+        orders.back() = DotOrder::kGemv;
+        std::vector<float> want(num_tokens * rows.rows), got(want.size());
+        for (std::string_view isa : SupportedIsas()) {
+          SCOPED_TRACE(t.name + " " + std::string(isa) + " tokens " +
+                       std::to_string(num_tokens));
+          ASSERT_TRUE(UseKernelIsa(isa));
+          MatMul(rows, x.data(), num_tokens, want.data(), nullptr, orders);
+          MatMul(groups, x.data(), num_tokens, got.data(), nullptr, orders);
+          if (SumsInGgmlOrder(type, isa)) {
+            ASSERT_EQ(0, std::memcmp(want.data(), got.data(),
+                                     want.size() * sizeof(float)));
+          } else {  // kGroups16 reads through the scalar kernel there
+            for (size_t i = 0; i < got.size(); ++i) {
+              ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i])));
+            }
           }
         }
+        UseScalarKernels(false);
       }
-      UseScalarKernels(false);
+      ++num_checked;
     }
-    ++num_checked;
-  }
-  EXPECT_GT(num_checked, 0) << stem;
+    EXPECT_GT(num_checked, 0) << stem;
   }
 }
 
@@ -254,7 +253,7 @@ TEST(QuantKernelsTest, Groups16LayoutGivesTheSameProducts) {
 // somewhere (even within one super-block), and agree to rounding.
 TEST(QuantKernelsTest, Q4KAndQ2KOrdersDiffer) {
   for (auto [stem, type] : {std::pair{"q4_k_m", GgmlType::kQ4_K},
-                             std::pair{"q2_k", GgmlType::kQ2_K}}) {
+                            std::pair{"q2_k", GgmlType::kQ2_K}}) {
     auto file = OpenOrNull(stem);
     if (file == nullptr) GTEST_SKIP() << "no " << kDir;
     // The block-diagonal layers of st260K-x4 leave 3 of 4 chunks of a row

@@ -22,18 +22,18 @@ enum WeightKind : int {
   kWeightF32 = 0,
   kWeightF16 = 1,
   kWeightBf16 = 2,
-  kWeightQ8_0 = 3,    // Q8_0 activations
-  kWeightQ4_0 = 4,    // Q8_0
-  kWeightQ4_1 = 5,    // Q8_1
-  kWeightQ5_0 = 6,    // Q8_0
-  kWeightQ5_1 = 7,    // Q8_1
-  kWeightIq4nl = 8,   // Q8_0
-  kWeightQ2_K = 9,    // Q8_K
-  kWeightQ3_K = 10,   // Q8_K
-  kWeightQ4_K = 11,   // Q8_K
-  kWeightQ5_K = 12,   // Q8_K
-  kWeightQ6_K = 13,   // Q8_K
-  kWeightIq4xs = 14,  // Q8_K
+  kWeightQ8_0 = 3,           // Q8_0 activations
+  kWeightQ4_0 = 4,           // Q8_0
+  kWeightQ4_1 = 5,           // Q8_1
+  kWeightQ5_0 = 6,           // Q8_0
+  kWeightQ5_1 = 7,           // Q8_1
+  kWeightIq4nl = 8,          // Q8_0
+  kWeightQ2_K = 9,           // Q8_K
+  kWeightQ3_K = 10,          // Q8_K
+  kWeightQ4_K = 11,          // Q8_K
+  kWeightQ5_K = 12,          // Q8_K
+  kWeightQ6_K = 13,          // Q8_K
+  kWeightIq4xs = 14,         // Q8_K
   kWeightQ4_KGroups16 = 15,  // Q8_K; layout WeightLayout::kGroups16
   kWeightQ4_0Groups16 = 16,  // Q8_0; layout WeightLayout::kGroups16
   kNumWeightKinds = 17,
@@ -53,7 +53,6 @@ struct MatMulArgs {
   int64_t y_stride = 0;
   const DotOrder* orders = nullptr;  // [num_tokens]; null: all kGemv
 };
-
 
 // Computes y[t, r] for every t < num_tokens and r in [row_begin, row_end).
 // Every implementation computes each element with one fixed sequence of

@@ -46,10 +46,10 @@ enum class WeightLayout : uint8_t {
 // A weight matrix viewed in place (e.g. inside a memory-mapped GGUF file).
 struct MatrixView {
   GgmlType type = GgmlType::kF32;
-  int64_t rows = 0;        // output features
-  int64_t cols = 0;        // input features; a multiple of the block size
+  int64_t rows = 0;  // output features
+  int64_t cols = 0;  // input features; a multiple of the block size
   const std::byte* data = nullptr;
-  size_t row_bytes = 0;    // bytes between consecutive rows
+  size_t row_bytes = 0;  // bytes between consecutive rows
   WeightLayout layout = WeightLayout::kRows;
 };
 
@@ -80,11 +80,11 @@ std::vector<std::string_view> SupportedIsas();
 // y[t, r] = sum_c W[r, c] * x[t, c] for t < num_tokens, r < w.rows.
 // x: [num_tokens, w.cols] f32; y: [num_tokens, w.rows] f32. Quantized
 // weights quantize x first (to Q8_0, Q8_1 or Q8_K blocks, the format
-// llama.cpp pairs with the weight type) and use integer dot products. `pool` may be null (single-threaded); with a pool the rows are
-// split over its workers and the calling thread. Each y element is computed
-// by the same operations whatever num_tokens, the tiling or the split,
-// namely those of its token's order: `orders` holds num_tokens entries, or
-// none for all kGemv.
+// llama.cpp pairs with the weight type) and use integer dot products. `pool`
+// may be null (single-threaded); with a pool the rows are split over its
+// workers and the calling thread. Each y element is computed by the same
+// operations whatever num_tokens, the tiling or the split, namely those of its
+// token's order: `orders` holds num_tokens entries, or none for all kGemv.
 void MatMul(const MatrixView& w, const float* x, int64_t num_tokens, float* y,
             ThreadPool* pool, std::span<const DotOrder> orders = {});
 

@@ -415,7 +415,7 @@ constexpr KernelTable kAvx512Table = {
      MatMulRowsQ4KAvx512, MatMulRowsQ5KAvx512, MatMulRowsQ6KAvx512,
      MatMulRowsIq4xsAvx512, MatMulRowsQ4KGroups16Avx512,
      MatMulRowsQ4_0Groups16Avx512},
-    nullptr,    // the vector kernels come from the AVX2 table
+    nullptr,  // the vector kernels come from the AVX2 table
     nullptr,
     nullptr,
     nullptr,

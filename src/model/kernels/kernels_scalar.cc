@@ -97,8 +97,7 @@ void MatMulRowsOrdered(const MatMulArgs& a, int64_t row_begin,
                        int64_t row_end) {
   for (int64_t t = 0; t < a.num_tokens; ++t) {
     const std::byte* x = a.x + t * a.x_row_bytes;
-    const DotOrder order =
-        a.orders == nullptr ? DotOrder::kGemv : a.orders[t];
+    const DotOrder order = a.orders == nullptr ? DotOrder::kGemv : a.orders[t];
     for (int64_t r = row_begin; r < row_end; ++r) {
       a.y[t * a.y_stride + r] = kDot(a.w + r * a.w_row_bytes, x, a.cols, order);
     }

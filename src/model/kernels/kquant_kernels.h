@@ -10,8 +10,8 @@
 
 namespace kvault::kernels {
 
-// Row kernels (MatMulRowsFn) for weights of each K type (and IQ4_XS) against Q8_K
-// activations; defined only in builds with AVX-512 VNNI.
+// Row kernels (MatMulRowsFn) for weights of each K type (and IQ4_XS) against
+// Q8_K activations; defined only in builds with AVX-512 VNNI.
 void MatMulRowsQ2KAvx512(const MatMulArgs& a, int64_t row_begin,
                          int64_t row_end);
 void MatMulRowsQ3KAvx512(const MatMulArgs& a, int64_t row_begin,

@@ -297,9 +297,9 @@ inline __attribute__((always_inline)) void UnpackIq4xs(const std::byte* blk,
   for (int c = 0; c < kSubRegs; ++c) {
     const __m256i b = _mm256_loadu_si256(
         reinterpret_cast<const __m256i*>(blk + iq4_xs::kQs + 32 * c));
-    const __m512i lo_hi = _mm512_inserti64x4(
-        _mm512_castsi256_si512(_mm256_and_si256(b, m4)),
-        _mm256_and_si256(_mm256_srli_epi16(b, 4), m4), 1);
+    const __m512i lo_hi =
+        _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(b, m4)),
+                           _mm256_and_si256(_mm256_srli_epi16(b, 4), m4), 1);
     // [lo0 lo1 hi0 hi1] (128-bit quarters) -> [lo0 hi0 lo1 hi1].
     const __m512i idx =
         _mm512_shuffle_i64x2(lo_hi, lo_hi, _MM_SHUFFLE(3, 1, 2, 0));
@@ -310,7 +310,8 @@ inline __attribute__((always_inline)) void UnpackIq4xs(const std::byte* blk,
   std::memcpy(&scales_h, blk + iq4_xs::kScalesH, sizeof(scales_h));
   alignas(32) int32_t ls[8];
   for (int j = 0; j < 8; ++j) {
-    const int low = (ByteAt(blk + iq4_xs::kScalesL, j / 2) >> (4 * (j % 2))) & 15;
+    const int low =
+        (ByteAt(blk + iq4_xs::kScalesL, j / 2) >> (4 * (j % 2))) & 15;
     ls[j] = (low | (((scales_h >> (2 * j)) & 3) << 4)) - 32;
   }
   const __m512i s8 = _mm512_castsi256_si512(
@@ -338,7 +339,8 @@ void PackX(const std::byte* xb, PackedX* x) {
                 kCombine == Combine::kGgmlSteppedQ2K) {
     x->bsums16 = b16;
   } else if constexpr (InLaneOffset(kCombine) != 0) {
-    const __m512i k = _mm512_set1_epi8(static_cast<char>(InLaneOffset(kCombine)));
+    const __m512i k =
+        _mm512_set1_epi8(static_cast<char>(InLaneOffset(kCombine)));
     for (int c = 0; c < kSubRegs; ++c) {
       x->corr32[c] = _mm512_sub_epi32(
           _mm512_setzero_si512(),
@@ -389,9 +391,9 @@ inline __attribute__((always_inline)) __m512 StepStepped(const PackedW& w,
           w.scale[c]);
     }
     const __m128i m2 = _mm_add_epi32(mins, _mm_unpackhi_epi64(mins, mins));
-    const __m128i sm = _mm_unpacklo_epi32(
-        _mm_cvtsi32_si128(_mm512_reduce_add_epi32(isum)),
-        _mm_add_epi32(m2, _mm_srli_si128(m2, 4)));
+    const __m128i sm =
+        _mm_unpacklo_epi32(_mm_cvtsi32_si128(_mm512_reduce_add_epi32(isum)),
+                           _mm_add_epi32(m2, _mm_srli_si128(m2, 4)));
     v = _mm_fmadd_ps(_mm_cvtepi32_ps(sm), k, v);
     return _mm512_zextps128_ps512(v);
   }
@@ -402,9 +404,9 @@ inline __attribute__((always_inline)) __m512 StepStepped(const PackedW& w,
         _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.q[c], x.q[c]);
     s[c] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), p, w.scale[c]);
   }
-  const __m128i sums = LaneSums4(s);  // per 64-value chunk
-  const __m128i p = _mm_unpacklo_epi32(sums, mins);  // S0 M0 S1 M1
-  const __m128i q = _mm_unpackhi_epi32(sums, mins);  // S2 M2 S3 M3
+  const __m128i sums = LaneSums4(s);                     // per 64-value chunk
+  const __m128i p = _mm_unpacklo_epi32(sums, mins);      // S0 M0 S1 M1
+  const __m128i q = _mm_unpackhi_epi32(sums, mins);      // S2 M2 S3 M3
   if constexpr (kCombine == Combine::kGgmlSteppedQ4K) {  // 4 of 64
     const __m128 f01 = _mm_cvtepi32_ps(p);
     const __m128 f23 = _mm_cvtepi32_ps(q);
@@ -425,8 +427,8 @@ inline __attribute__((always_inline)) __m512 StepStepped(const PackedW& w,
 // the order kGemm or kGemv where kCombine tells them apart).
 template <Combine kCombine>
 inline __attribute__((always_inline)) __m512 Step(const PackedW& w,
-                                                  const PackedX& x,
-                                                  __m512 acc, bool gemm) {
+                                                  const PackedX& x, __m512 acc,
+                                                  bool gemm) {
   if constexpr (kCombine == Combine::kGgmlSteppedQ4K ||
                 kCombine == Combine::kGgmlSteppedQ2K) {
     return StepStepped<kCombine>(w, x, acc, gemm);
@@ -620,11 +622,10 @@ void RowsManyTokens(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
         }
       }
       if (rows == kRowTile) {
-        RowTile<kCombine, kRowTile>(ws.data(), xs.data(), nb, tc, te, tc,
-                                    flags, a, r);
+        RowTile<kCombine, kRowTile>(ws.data(), xs.data(), nb, tc, te, tc, flags,
+                                    a, r);
       } else {
-        RowTile<kCombine, 1>(ws.data(), xs.data(), nb, tc, te, tc, flags, a,
-                             r);
+        RowTile<kCombine, 1>(ws.data(), xs.data(), nb, tc, te, tc, flags, a, r);
       }
       r += rows;
     }
@@ -644,14 +645,14 @@ void MatMulRowsK(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 
 void MatMulRowsQ2KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
   MatMulRowsK<UnpackQ23K<false>, q2_k::kBytes, Combine::kGgmlSteppedQ2K>(a, b,
-                                                                       e);
+                                                                         e);
 }
 void MatMulRowsQ3KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
   MatMulRowsK<UnpackQ23K<true>, q3_k::kBytes, Combine::kGgmlQ3K>(a, b, e);
 }
 void MatMulRowsQ4KPerRowAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
   MatMulRowsK<UnpackQ45K<false>, q4_k::kBytes, Combine::kGgmlSteppedQ4K>(a, b,
-                                                                       e);
+                                                                         e);
 }
 void MatMulRowsQ5KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
   MatMulRowsK<UnpackQ45K<true>, q5_k::kBytes, Combine::kGgmlQ5K>(a, b, e);

@@ -33,8 +33,8 @@ constexpr int kLanes = 16;        // rows per group
 constexpr int64_t kQ4Bytes = 18;  // f16 d + 16 nibble bytes
 constexpr int64_t kQ8Bytes = 34;  // f16 d + 32 int8
 constexpr int64_t kBlock = 32;
-constexpr int kTokenTile = 8;         // tokens sharing a block's registers
-constexpr int64_t kTokenChunk = 256;  // tokens whose x stays hot in cache
+constexpr int kTokenTile = 8;           // tokens sharing a block's registers
+constexpr int64_t kTokenChunk = 256;    // tokens whose x stays hot in cache
 constexpr int64_t kPrefetchBlocks = 8;  // kGroups16 decode: blocks ahead
 
 // One block of a 16-row group.
@@ -110,8 +110,8 @@ inline __attribute__((always_inline)) void PackGroupBlock(
 
 // WeightLayout::kGroups16: block b of the group is one unit of 16 f16
 // scales then 4 dwords of 16 rows, already transposed.
-inline __attribute__((always_inline)) void LoadGroupBlock(
-    const std::byte* unit, GroupBlock* g) {
+inline __attribute__((always_inline)) void LoadGroupBlock(const std::byte* unit,
+                                                          GroupBlock* g) {
   g->dw = _mm512_cvtph_ps(
       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit)));
   const __m512i m4 = _mm512_set1_epi8(0x0F);
@@ -125,9 +125,10 @@ inline __attribute__((always_inline)) void LoadGroupBlock(
 
 // Block b of the 16-row group at r0 (kGroups16) or of its num_rows rows.
 template <bool kGroups16, bool kFull>
-inline __attribute__((always_inline)) void PackBlock(
-    const MatMulArgs& a, int64_t r0, int num_rows, __m512i row_offsets,
-    int64_t b, GroupBlock* g) {
+inline __attribute__((always_inline)) void PackBlock(const MatMulArgs& a,
+                                                     int64_t r0, int num_rows,
+                                                     __m512i row_offsets,
+                                                     int64_t b, GroupBlock* g) {
   if constexpr (kGroups16) {
     LoadGroupBlock(a.w + r0 * a.w_row_bytes + b * kLanes * kQ4Bytes, g);
   } else {

@@ -34,9 +34,9 @@
 namespace kvault::kernels {
 namespace {
 
-constexpr int kLanes = 16;        // rows per group
-constexpr int kUnits = 32;        // 4-byte units of a super-block's qs
-constexpr int kTokenTile = 4;     // tokens sharing a unit's registers
+constexpr int kLanes = 16;            // rows per group
+constexpr int kUnits = 32;            // 4-byte units of a super-block's qs
+constexpr int kTokenTile = 4;         // tokens sharing a unit's registers
 constexpr int64_t kTokenChunk = 128;  // tokens whose x stays hot in cache
 constexpr int64_t kPrefetchSbs = 3;   // decode: super-blocks fetched ahead
 
@@ -107,16 +107,18 @@ static_assert(q4_k::kQs == 16, "quarter 0 is d, dmin and the scales");
 inline __attribute__((always_inline)) void UnpackScales(const __m512i head[4],
                                                         SbScales* g) {
   g->d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head[0]));
-  g->dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head[0], 16)));
+  g->dmin =
+      _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head[0], 16)));
   const __m512i low6 = _mm512_set1_epi32(0x3F3F3F3F);
   const __m512i low4 = _mm512_set1_epi32(0x0F0F0F0F);
   const __m512i low2 = _mm512_set1_epi32(0x03030303);
   const __m512i w0 = head[1], w1 = head[2], w2 = head[3];
   const __m512i sc[2] = {
       _mm512_and_si512(w0, low6),
-      _mm512_or_si512(_mm512_and_si512(w2, low4),
-                      _mm512_slli_epi32(
-                          _mm512_and_si512(_mm512_srli_epi32(w0, 6), low2), 4))};
+      _mm512_or_si512(
+          _mm512_and_si512(w2, low4),
+          _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w0, 6), low2),
+                            4))};
   const __m512i mn[2] = {
       _mm512_and_si512(w1, low6),
       _mm512_or_si512(
@@ -128,8 +130,9 @@ inline __attribute__((always_inline)) void UnpackScales(const __m512i head[4],
 #pragma GCC unroll 4
   for (int c = 0; c < 4; ++c) {
     const __m512i v = mn[c / 2];
-    g->minpair[c] = _mm512_or_si512(
-        ByteOf(v, 2 * (c % 2)), _mm512_slli_epi32(ByteOf(v, 2 * (c % 2) + 1), 16));
+    g->minpair[c] =
+        _mm512_or_si512(ByteOf(v, 2 * (c % 2)),
+                        _mm512_slli_epi32(ByteOf(v, 2 * (c % 2) + 1), 16));
   }
 }
 
@@ -151,7 +154,8 @@ inline __attribute__((always_inline)) void UnpackGroupSb(
 inline void PackGroupSb(const std::byte* base, size_t row_bytes, GroupSb* g) {
   __m512i dwords[4 + kUnits];
 #pragma GCC unroll 9
-  for (int q = 0; q < 9; ++q) TransposeQuarter(base, row_bytes, q, dwords + 4 * q);
+  for (int q = 0; q < 9; ++q)
+    TransposeQuarter(base, row_bytes, q, dwords + 4 * q);
   UnpackGroupSb(dwords, dwords + 4, g);
 }
 
@@ -171,8 +175,8 @@ void PackTokenSbs(const MatMulArgs& a, int64_t t, TokenSb* out) {
   for (int64_t b = 0; b < nb; ++b) {
     const std::byte* xb = a.x + t * a.x_row_bytes + b * q8_k::kBytes;
     std::memcpy(&out[b].d, xb + q8_k::kD, sizeof(float));
-    const __m256i b16 = _mm256_loadu_si256(
-        reinterpret_cast<const __m256i*>(xb + q8_k::kBsums));
+    const __m256i b16 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + q8_k::kBsums));
     const __m128i sums8 = _mm_hadd_epi16(_mm256_castsi256_si128(b16),
                                          _mm256_extracti128_si256(b16, 1));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out[b].sums), sums8);
@@ -218,8 +222,9 @@ inline __attribute__((always_inline)) void StepTokens(
       const __m512i s =
           _mm512_add_epi32(_mm512_mullo_epi32(lo[t], g.s.scale[2 * c]),
                            _mm512_mullo_epi32(hi[t], g.s.scale[2 * c + 1]));
-      const __m512i m = _mm512_dpwssd_epi32(
-          _mm512_setzero_si512(), g.s.minpair[c], _mm512_set1_epi32(tok[t].sums[c]));
+      const __m512i m =
+          _mm512_dpwssd_epi32(_mm512_setzero_si512(), g.s.minpair[c],
+                              _mm512_set1_epi32(tok[t].sums[c]));
       if (gemm[t]) {
         acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), dd[t], acc[t]);
         accm[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), dm[t], accm[t]);
@@ -238,9 +243,9 @@ inline __attribute__((always_inline)) void StepTokens(
 }
 
 template <int T>
-void GroupTokens(const GroupSb* packed, const MatMulArgs& a,
-                 const TokenSb* tok, const uint8_t* gemm, int64_t nb,
-                 int64_t t0, int64_t chunk_begin, int64_t r0) {
+void GroupTokens(const GroupSb* packed, const MatMulArgs& a, const TokenSb* tok,
+                 const uint8_t* gemm, int64_t nb, int64_t t0,
+                 int64_t chunk_begin, int64_t r0) {
   __m512 acc[T], accm[T];
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = accm[t] = _mm512_setzero_ps();
@@ -269,8 +274,8 @@ inline void PackSb(const MatMulArgs& a, int64_t r0, int64_t b, GroupSb* g) {
   }
 }
 
-// One token: each group's super-blocks unpacked as they are used.
-template <bool kGroups16>
+// One token over kRows groups: each group's super-blocks transposed as
+// they are used.
 void GroupsOneToken(const MatMulArgs& a, const uint8_t* gemm, int64_t r0,
                     int64_t r1) {
   const int64_t nb = a.cols / kBlockK;
@@ -281,18 +286,8 @@ void GroupsOneToken(const MatMulArgs& a, const uint8_t* gemm, int64_t r0,
     __m512 acc[1] = {_mm512_setzero_ps()};
     __m512 accm[1] = {_mm512_setzero_ps()};
     for (int64_t b = 0; b < nb; ++b) {
-      if constexpr (kGroups16) {
-        // The layout is one sequential stream (the next group follows this
-        // one): fetch kPrefetchSbs super-blocks ahead, a unit's lines each.
-        const char* ahead = reinterpret_cast<const char*>(
-            a.w + r0 * a.w_row_bytes + (b + kPrefetchSbs) * kLanes * q4_k::kBytes);
-#pragma GCC unroll 36
-        for (int line = 0; line < kLanes * q4_k::kBytes / 64; ++line) {
-          _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
-        }
-      }
       GroupSb g;
-      PackSb<kGroups16>(a, r0, b, &g);
+      PackSb<false>(a, r0, b, &g);
       StepTokens<1>(g, a, &tok[b], gemm, 0, b, acc, accm);
     }
     _mm512_storeu_ps(a.y + r0, _mm512_sub_ps(acc[0], accm[0]));
@@ -301,8 +296,7 @@ void GroupsOneToken(const MatMulArgs& a, const uint8_t* gemm, int64_t r0,
 
 // One token over kGroups16 groups, the units read straight from memory
 // (no GroupSb round trip): StepTokens<1>'s operations in its order.
-void Groups16OneToken(const MatMulArgs& a, bool gemm, int64_t r0,
-                      int64_t r1) {
+void Groups16OneToken(const MatMulArgs& a, bool gemm, int64_t r0, int64_t r1) {
   const int64_t nb = a.cols / kBlockK;
   thread_local std::vector<TokenSb> tok;
   tok.resize(nb);
@@ -351,8 +345,9 @@ void Groups16OneToken(const MatMulArgs& a, bool gemm, int64_t r0,
         const __m512i s =
             _mm512_add_epi32(_mm512_mullo_epi32(lo, sc.scale[2 * c]),
                              _mm512_mullo_epi32(hi, sc.scale[2 * c + 1]));
-        const __m512i m = _mm512_dpwssd_epi32(
-            _mm512_setzero_si512(), sc.minpair[c], _mm512_set1_epi32(tb.sums[c]));
+        const __m512i m =
+            _mm512_dpwssd_epi32(_mm512_setzero_si512(), sc.minpair[c],
+                                _mm512_set1_epi32(tb.sums[c]));
         if (gemm) {
           acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), dd, acc);
           accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), dm, accm);
@@ -386,10 +381,11 @@ void MatMulRowsLanes(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   if (a.num_tokens == 1 && kGroups16) {
     Groups16OneToken(a, gemm[0] != 0, row_begin, lanes_end);
   } else if (a.num_tokens == 1) {
-    GroupsOneToken<kGroups16>(a, gemm.data(), row_begin, lanes_end);
+    GroupsOneToken(a, gemm.data(), row_begin, lanes_end);
   }
   packed.resize(nb);
-  for (int64_t tc = 0; a.num_tokens > 1 && tc < a.num_tokens; tc += kTokenChunk) {
+  for (int64_t tc = 0; a.num_tokens > 1 && tc < a.num_tokens;
+       tc += kTokenChunk) {
     const int64_t te =
         tc + kTokenChunk < a.num_tokens ? tc + kTokenChunk : a.num_tokens;
     tok.resize((te - tc) * nb);

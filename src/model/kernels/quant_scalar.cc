@@ -226,8 +226,7 @@ float DotIq4nlSequential(const std::byte* w, const std::byte* x, int64_t n) {
 // acc = fma(isum, d * dx, acc) and accm = fma(imin, dmin * dx, accm);
 // the result is acc - accm.
 template <BlockKType kType, int kBytes>
-float DotKStepped(const std::byte* w, const std::byte* x, int64_t n,
-                  int step) {
+float DotKStepped(const std::byte* w, const std::byte* x, int64_t n, int step) {
   float acc = 0.0f;
   float accm = 0.0f;
   UnpackedK u;
