@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "model/kernels/kquant_kernels.h"
+#include "model/kernels/lanes16_avx512.h"
 
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -63,43 +64,14 @@ inline __attribute__((always_inline)) void PackGroupBlock(
     const MatMulArgs& a, int64_t r0, int num_rows, __m512i row_offsets,
     int64_t b, GroupBlock* g) {
   const std::byte* base = a.w + r0 * a.w_row_bytes + b * kQ4Bytes;
-  __m128i q[kLanes];
-#pragma GCC unroll 16
-  for (int r = 0; r < kLanes; ++r) {
-    q[r] = kFull || r < num_rows
-               ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(
-                     base + r * a.w_row_bytes + 2))
-               : _mm_setzero_si128();
-  }
+  __m512i t[4];
+  Transpose16x4Dwords(base + 2, a.w_row_bytes, kFull ? kLanes : num_rows, t);
   // The scales: one dword gathered from each row's block start.
   const __mmask16 rows =
       kFull ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << num_rows) - 1);
   const __m512i dwords = _mm512_mask_i32gather_epi32(
       _mm512_setzero_si512(), rows, row_offsets, base, 1);
   g->dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dwords));
-  // Z_gr: rows 4gr .. 4gr + 3, one per 128-bit quarter, dwords D0..D3.
-  __m512i z[4];
-#pragma GCC unroll 4
-  for (int gr = 0; gr < 4; ++gr) {
-    z[gr] = _mm512_inserti32x4(
-        _mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(q[4 * gr]),
-                                              q[4 * gr + 1], 1),
-                           q[4 * gr + 2], 2),
-        q[4 * gr + 3], 3);
-    // -> [D0 of the 4 rows | D1 | D2 | D3]
-    z[gr] = _mm512_permutexvar_epi32(
-        _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0),
-        z[gr]);
-  }
-  // 4x4 transpose of quarters: t_j quarter gr = z_gr quarter j.
-  const __m512i s01_lo = _mm512_shuffle_i32x4(z[0], z[1], 0x44);
-  const __m512i s01_hi = _mm512_shuffle_i32x4(z[0], z[1], 0xEE);
-  const __m512i s23_lo = _mm512_shuffle_i32x4(z[2], z[3], 0x44);
-  const __m512i s23_hi = _mm512_shuffle_i32x4(z[2], z[3], 0xEE);
-  const __m512i t[4] = {_mm512_shuffle_i32x4(s01_lo, s23_lo, 0x88),
-                        _mm512_shuffle_i32x4(s01_lo, s23_lo, 0xDD),
-                        _mm512_shuffle_i32x4(s01_hi, s23_hi, 0x88),
-                        _mm512_shuffle_i32x4(s01_hi, s23_hi, 0xDD)};
   const __m512i m4 = _mm512_set1_epi8(0x0F);
 #pragma GCC unroll 4
   for (int j = 0; j < 4; ++j) {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "model/kernels/kquant_kernels.h"
+#include "model/kernels/lanes16_avx512.h"
 #include "model/kernels/quant_blocks.h"
 
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -61,39 +62,6 @@ struct TokenSb {
   float d;
   int32_t sums[4];  // dword c: [bsum32 2c, bsum32 2c + 1] as int16
 };
-
-// Transposes 16-byte quarter `q` (bytes 16q .. 16q + 15 of every block)
-// of the super-block at `base` (row r at base + r * row_bytes) into
-// out[j], lane r = dword j of row r's quarter.
-inline __attribute__((always_inline)) void TransposeQuarter(
-    const std::byte* base, size_t row_bytes, int q, __m512i out[4]) {
-  __m512i z[4];
-#pragma GCC unroll 4
-  for (int gr = 0; gr < 4; ++gr) {
-    const std::byte* p = base + 16 * q + 4 * gr * row_bytes;
-    const auto load = [&](int i) {
-      return _mm_loadu_si128(
-          reinterpret_cast<const __m128i*>(p + i * row_bytes));
-    };
-    z[gr] = _mm512_inserti32x4(
-        _mm512_inserti32x4(
-            _mm512_inserti32x4(_mm512_castsi128_si512(load(0)), load(1), 1),
-            load(2), 2),
-        load(3), 3);
-    // -> [D0 of the 4 rows | D1 | D2 | D3]
-    z[gr] = _mm512_permutexvar_epi32(
-        _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0),
-        z[gr]);
-  }
-  const __m512i s01_lo = _mm512_shuffle_i32x4(z[0], z[1], 0x44);
-  const __m512i s01_hi = _mm512_shuffle_i32x4(z[0], z[1], 0xEE);
-  const __m512i s23_lo = _mm512_shuffle_i32x4(z[2], z[3], 0x44);
-  const __m512i s23_hi = _mm512_shuffle_i32x4(z[2], z[3], 0xEE);
-  out[0] = _mm512_shuffle_i32x4(s01_lo, s23_lo, 0x88);
-  out[1] = _mm512_shuffle_i32x4(s01_lo, s23_lo, 0xDD);
-  out[2] = _mm512_shuffle_i32x4(s01_hi, s23_hi, 0x88);
-  out[3] = _mm512_shuffle_i32x4(s01_hi, s23_hi, 0xDD);
-}
 
 // Byte `i` of every dword lane, as int32.
 inline __m512i ByteOf(__m512i v, int i) {
@@ -155,7 +123,7 @@ inline void PackGroupSb(const std::byte* base, size_t row_bytes, GroupSb* g) {
   __m512i dwords[4 + kUnits];
 #pragma GCC unroll 9
   for (int q = 0; q < 9; ++q)
-    TransposeQuarter(base, row_bytes, q, dwords + 4 * q);
+    Transpose16x4Dwords(base + 16 * q, row_bytes, kLanes, dwords + 4 * q);
   UnpackGroupSb(dwords, dwords + 4, g);
 }
 
