@@ -10,6 +10,8 @@
 
 #include <cstring>
 
+#include "model/kernels/kquant_kernels.h"
+
 namespace kvault::kernels {
 namespace {
 
@@ -234,7 +236,11 @@ constexpr KernelTable kAvx2Table = {
      MatMulRowsTiled<FloatKernel<F16Load>>,
      MatMulRowsTiled<FloatKernel<Bf16Load>>,
      MatMulRowsTiled<QuantKernel<Q8Block>>,
-     MatMulRowsTiled<QuantKernel<Q4Block>>},
+     MatMulRowsTiled<QuantKernel<Q4Block>>,
+     nullptr,  // Q4_1, Q5_0, Q5_1, IQ4_NL: the scalar kernels
+     nullptr, nullptr, nullptr, MatMulRowsQ2KAvx2, MatMulRowsQ3KAvx2,
+     MatMulRowsQ4KAvx2, MatMulRowsQ5KAvx2, MatMulRowsQ6KAvx2,
+     MatMulRowsIq4xsAvx2},
     RmsNormAvx2,
     SoftmaxAvx2,
     SiluMulAvx2,

@@ -1,6 +1,7 @@
-// AVX-512 MatMul kernels defined outside kernels_avx512.cc (the K-quants
-// in kquants_avx512.cc, Q4_0 in q4_0_lanes_avx512.cc), declared for
-// kernels_avx512.cc's table. Declarations only (see kernel_table.h).
+// MatMul kernels defined outside kernels_avx512.cc / kernels_avx2.cc (the
+// K-quants in kquants_avx512.cc and kquants_avx2.cc, Q4_0 and Q4_K with 16
+// rows in the lanes), declared for those files' tables. Declarations only
+// (see kernel_table.h).
 #ifndef KVAULT_MODEL_KERNELS_KQUANT_KERNELS_H_
 #define KVAULT_MODEL_KERNELS_KQUANT_KERNELS_H_
 
@@ -39,6 +40,15 @@ void MatMulRowsQ4_0LanesAvx512(const MatMulArgs& a, int64_t row_begin,
 // Q4_0 in WeightLayout::kGroups16 (rows a multiple of 16).
 void MatMulRowsQ4_0Groups16Avx512(const MatMulArgs& a, int64_t row_begin,
                                   int64_t row_end);
+
+// The same weight kinds with AVX2 (kquants_avx2.cc), for kernels_avx2.cc.
+void MatMulRowsQ2KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);
+void MatMulRowsQ3KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);
+void MatMulRowsQ4KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);
+void MatMulRowsQ5KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);
+void MatMulRowsQ6KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);
+void MatMulRowsIq4xsAvx2(const MatMulArgs& a, int64_t row_begin,
+                         int64_t row_end);
 
 }  // namespace kvault::kernels
 
