@@ -410,7 +410,7 @@ constexpr KernelTable kAvx512Table = {
      MatMulRowsTiled<FloatKernel<F16Load>>,
      MatMulRowsTiled<FloatKernel<Bf16Load>>,
      MatMulRowsTiled<QuantKernel<Q8Block>>, MatMulRowsQ4_0LanesAvx512,
-     nullptr,  // Q4_1, Q5_0, Q5_1, IQ4_NL: the scalar kernels
+     nullptr,  // Q4_1, Q5_0, Q5_1, IQ4_NL: the AVX2 kernels
      nullptr, nullptr, nullptr, MatMulRowsQ2KAvx512, MatMulRowsQ3KAvx512,
      MatMulRowsQ4KAvx512, MatMulRowsQ5KAvx512, MatMulRowsQ6KAvx512,
      MatMulRowsIq4xsAvx512, MatMulRowsQ4KGroups16Avx512,

@@ -49,6 +49,15 @@ void MatMulRowsQ5KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);
 void MatMulRowsQ6KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);
 void MatMulRowsIq4xsAvx2(const MatMulArgs& a, int64_t row_begin,
                          int64_t row_end);
+// Q4_1, Q5_0, Q5_1 and IQ4_NL with AVX2 (legacy_quants_avx2.cc).
+void MatMulRowsQ4_1Avx2(const MatMulArgs& a, int64_t row_begin,
+                        int64_t row_end);
+void MatMulRowsQ5_0Avx2(const MatMulArgs& a, int64_t row_begin,
+                        int64_t row_end);
+void MatMulRowsQ5_1Avx2(const MatMulArgs& a, int64_t row_begin,
+                        int64_t row_end);
+void MatMulRowsIq4nlAvx2(const MatMulArgs& a, int64_t row_begin,
+                         int64_t row_end);
 
 }  // namespace kvault::kernels
 
