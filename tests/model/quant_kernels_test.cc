@@ -279,6 +279,30 @@ TEST(QuantKernelsTest, Q4KAndQ2KOrdersDiffer) {
   }
 }
 
+// Every kernel set's Q8_K quantizer writes the scalar reference's bytes,
+// including ties of +max and -max, halfway values, zeros and NaN.
+TEST(QuantKernelsTest, Q8KQuantizersAgreeWithTheScalarOne) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(6 * kBlockK);
+  for (float& v : x) v = dist(rng);
+  x[kBlockK + 5] = -9.0f;  // block 1: -max first, then +max
+  x[kBlockK + 9] = 9.0f;
+  for (int i = 0; i < kBlockK; ++i) x[2 * kBlockK + i] = 0.5f * (i % 9 - 4);
+  x[2 * kBlockK + 7] = 127.0f / 0.5f;  // iscale 0.5: exact .5 halves
+  std::fill(x.begin() + 3 * kBlockK, x.begin() + 4 * kBlockK, 0.0f);
+  x[4 * kBlockK + 3] = std::nanf("");
+  x[5 * kBlockK + 200] = -1e30f;
+  std::vector<std::byte> want(6 * q8_k::kBytes), got(want.size());
+  QuantizeRowQ8_K(x.data(), x.size(), want.data());
+  for (std::string_view isa : SupportedIsas()) {
+    ASSERT_TRUE(UseKernelIsa(isa));
+    QuantizeQ8_K(x.data(), x.size(), got.data());
+    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size())) << isa;
+  }
+  UseScalarKernels(false);
+}
+
 TEST(QuantKernelsTest, Q8KQuantizerKeepsScaleSignAndSums) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> dist(-2.0f, 2.0f);

@@ -433,4 +433,9 @@ void QuantizeQ8_0(const float* x, int64_t n, std::byte* out) {
   Table().quantize_q8_0(x, n, out);
 }
 
+void QuantizeQ8_K(const float* x, int64_t n, std::byte* out) {
+  KV_CHECK_EQ(n % kBlockK, 0) << "QuantizeQ8_K length";
+  Table().quantize_q8_k(x, n, out);
+}
+
 }  // namespace kvault::kernels

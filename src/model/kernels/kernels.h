@@ -114,6 +114,9 @@ void ExpF32(const float* x, int64_t n, float* out);
 // blocks at `out` (34 bytes each) the way llama.cpp's x86 build does,
 // bit-identical to QuantizeRowQ8_0Act (quant_scalar.h) on every ISA.
 void QuantizeQ8_0(const float* x, int64_t n, std::byte* out);
+// Q8_K activation blocks of x (n a multiple of 256) with the active
+// kernels (all give QuantizeRowQ8_K's bytes).
+void QuantizeQ8_K(const float* x, int64_t n, std::byte* out);
 
 }  // namespace kvault::kernels
 

@@ -424,7 +424,7 @@ constexpr KernelTable kAvx512Table = {
     nullptr,
     nullptr,
     nullptr,
-    nullptr,
+    QuantizeRowQ8_KAvx512,
     nullptr,
 };
 

@@ -34,6 +34,8 @@ void MatMulRowsQ6KAvx512(const MatMulArgs& a, int64_t row_begin,
                          int64_t row_end);
 void MatMulRowsIq4xsAvx512(const MatMulArgs& a, int64_t row_begin,
                            int64_t row_end);
+// Q8_K activations as QuantizeRowQ8_K makes them, bit for bit.
+void QuantizeRowQ8_KAvx512(const float* x, int64_t n, std::byte* out);
 // Q4_0 against Q8_0 with 16 rows in the lanes (q4_0_lanes_avx512.cc).
 void MatMulRowsQ4_0LanesAvx512(const MatMulArgs& a, int64_t row_begin,
                                int64_t row_end);

@@ -643,6 +643,47 @@ void MatMulRowsK(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 
 }  // namespace
 
+void QuantizeRowQ8_KAvx512(const float* x, int64_t n, std::byte* out) {
+  for (int64_t b = 0; b < n / kBlockK; ++b, x += kBlockK) {
+    std::byte* y = out + b * q8_k::kBytes;
+    std::memset(y, 0, q8_k::kBytes);
+    // max_ps returns its second operand for a NaN: NaNs are skipped, as
+    // the scalar reference's `>` does.
+    __m512 amax16 = _mm512_setzero_ps();
+    for (int i = 0; i < kBlockK / 16; ++i) {
+      amax16 =
+          _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + 16 * i)), amax16);
+    }
+    const float amax = _mm512_reduce_max_ps(amax16);
+    if (amax == 0.0f) continue;
+    float max = 0.0f;  // the first value of the largest magnitude
+    for (int i = 0; i < kBlockK / 16; ++i) {
+      const __mmask16 at =
+          _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(x + 16 * i)),
+                             _mm512_set1_ps(amax), _CMP_EQ_OQ);
+      if (at != 0) {
+        max = x[16 * i + __builtin_ctz(at)];
+        break;
+      }
+    }
+    const float iscale = -127.0f / max;
+    int16_t bsums[16];
+    for (int g = 0; g < 16; ++g) {
+      // Round half to even (MXCSR's default), then at most 127.
+      const __m512i q = _mm512_min_epi32(
+          _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_set1_ps(iscale),
+                                           _mm512_loadu_ps(x + 16 * g))),
+          _mm512_set1_epi32(127));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(y + q8_k::kQs + 16 * g),
+                       _mm512_cvtepi32_epi8(q));
+      bsums[g] = static_cast<int16_t>(_mm512_reduce_add_epi32(q));
+    }
+    std::memcpy(y + q8_k::kBsums, bsums, sizeof(bsums));
+    const float d = 1.0f / iscale;
+    std::memcpy(y + q8_k::kD, &d, sizeof(d));
+  }
+}
+
 void MatMulRowsQ2KAvx512(const MatMulArgs& a, int64_t b, int64_t e) {
   MatMulRowsK<UnpackQ23K<false>, q2_k::kBytes, Combine::kGgmlSteppedQ2K>(a, b,
                                                                          e);
