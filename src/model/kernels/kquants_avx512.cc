@@ -674,9 +674,12 @@ void QuantizeRowQ8_KAvx512(const float* x, int64_t n, std::byte* out) {
           _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_set1_ps(iscale),
                                            _mm512_loadu_ps(x + 16 * g))),
           _mm512_set1_epi32(127));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(y + q8_k::kQs + 16 * g),
-                       _mm512_cvtepi32_epi8(q));
-      bsums[g] = static_cast<int16_t>(_mm512_reduce_add_epi32(q));
+      // As int8 (a NaN's INT_MIN becomes 0, as in the reference); the
+      // block sum is of those bytes.
+      const __m128i q8 = _mm512_cvtepi32_epi8(q);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(y + q8_k::kQs + 16 * g), q8);
+      bsums[g] = static_cast<int16_t>(
+          _mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q8)));
     }
     std::memcpy(y + q8_k::kBsums, bsums, sizeof(bsums));
     const float d = 1.0f / iscale;
