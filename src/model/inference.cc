@@ -50,17 +50,23 @@ Pos MaxCachedPos(const KvCache& cache, SeqId seq) {
   return max_pos;
 }
 
+// count[s]: the number of batch tokens of sequence s.
+std::vector<uint32_t> TokensPerSeq(std::span<const uint32_t> seq_of) {
+  std::vector<uint32_t> count;
+  for (uint32_t s : seq_of) {
+    if (s >= count.size()) count.resize(s + 1, 0);
+    ++count[s];
+  }
+  return count;
+}
+
 // The summation order of each batch token's mat-vec products: llama.cpp's
 // for a prompt batch (kGemm) when the token's sequence has several tokens
 // in this batch, its single-token order (kGemv) otherwise. Deciding per
 // sequence keeps a token's logits independent of the other sequences in
 // the batch.
 std::vector<ggml_compat::DotOrder> DotOrders(std::span<const uint32_t> seq_of) {
-  std::vector<uint32_t> count;
-  for (uint32_t s : seq_of) {
-    if (s >= count.size()) count.resize(s + 1, 0);
-    ++count[s];
-  }
+  const std::vector<uint32_t> count = TokensPerSeq(seq_of);
   std::vector<ggml_compat::DotOrder> orders;
   for (uint32_t s : seq_of) {
     orders.push_back(count[s] >= 2 ? ggml_compat::DotOrder::kGemm
@@ -75,11 +81,7 @@ std::vector<ggml_compat::DotOrder> DotOrders(std::span<const uint32_t> seq_of) {
 // DotOrders decides.
 std::vector<kernels::DotOrder> RepackedOrders(
     std::span<const uint32_t> seq_of) {
-  std::vector<uint32_t> count;
-  for (uint32_t s : seq_of) {
-    if (s >= count.size()) count.resize(s + 1, 0);
-    ++count[s];
-  }
+  const std::vector<uint32_t> count = TokensPerSeq(seq_of);
   std::vector<uint32_t> seen(count.size(), 0);
   std::vector<kernels::DotOrder> orders;
   for (uint32_t s : seq_of) {

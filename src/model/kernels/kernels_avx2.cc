@@ -19,19 +19,7 @@ constexpr int64_t kQ8Bytes = 34;  // Q8_0 block: f16 d + 32 int8
 constexpr int64_t kQ4Bytes = 18;  // Q4_0 block: f16 d + 16 nibble pairs
 constexpr int64_t kBlock = 32;
 
-inline float HalfAt(const std::byte* p) {
-  uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-  return _cvtsh_ss(h);
-}
-
-// Fixed-order horizontal sum (every path reduces the same way).
-inline float HSum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+#include "model/kernels/helpers_avx2.inc"
 
 // Decode streams each weight row once; rows are often exactly one 4 KiB
 // page, where the hardware prefetchers stop, so fetch the same offset of

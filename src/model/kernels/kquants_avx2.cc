@@ -25,6 +25,8 @@
 namespace kvault::kernels {
 namespace {
 
+#include "model/kernels/helpers_avx2.inc"
+
 constexpr int kRegs = 8;  // ymm of 32 values per super-block
 
 enum class KType { kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kIQ4_XS };
@@ -42,12 +44,6 @@ struct SuperBlock {
 // Whether `t` keeps signed values (multiplied with the sign trick).
 constexpr bool Signed(KType t) {
   return t == KType::kQ3_K || t == KType::kIQ4_XS;
-}
-
-inline float HalfAt(const std::byte* p) {
-  uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-  return _cvtsh_ss(h);
 }
 
 inline __m256i Load32(const std::byte* p) {
@@ -197,22 +193,6 @@ inline __m256i RegLanes(const SuperBlock& s, const std::byte* xq, int c) {
   return _mm256_mullo_epi32(p32, s.scale[c]);
 }
 
-inline int32_t HSumI32(__m256i v) {
-  __m128i s =
-      _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-  return _mm_cvtsi128_si32(s) + _mm_extract_epi32(s, 1);
-}
-
-// ggml's 8-lane horizontal sum: ((a0 + a4) + (a2 + a6)) + ((a1 + a5) +
-// (a3 + a7)).
-inline float HSum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 // One row's unpacked super-blocks `w` against one token in the order
 // `gemm` selects (Q2_K, Q4_K).
 template <KType kType>
@@ -265,8 +245,8 @@ float DotRow(const SuperBlock* w, const std::byte* x, int64_t nb, bool gemm) {
     }
   }
   if constexpr (kStepped) return acc - accm;
-  if constexpr (kType == KType::kQ5_K) return HSum8(acc8) + summs;
-  return HSum8(acc8);
+  if constexpr (kType == KType::kQ5_K) return HSum(acc8) + summs;
+  return HSum(acc8);
 }
 
 // Each row is unpacked once and multiplied with every token.

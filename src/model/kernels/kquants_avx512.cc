@@ -514,6 +514,11 @@ constexpr int kTokenTile = 4;
 // Packed activations kept hot while a thread walks its rows.
 constexpr int64_t kTokenChunkBytes = 384 * 1024;
 
+// Whether token t of `a` is in the kGemm order.
+inline bool IsGemm(const MatMulArgs& a, int64_t t) {
+  return a.orders != nullptr && a.orders[t] == DotOrder::kGemm;
+}
+
 // One token (decode): each row is read once, in address order.
 template <UnpackFn kUnpack, int kBytes, Combine kCombine>
 void RowsOneToken(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
@@ -522,7 +527,7 @@ void RowsOneToken(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   xs.resize(nb);
   for (int64_t b = 0; b < nb; ++b)
     PackX<kCombine>(a.x + b * q8_k::kBytes, &xs[b]);
-  const bool gemm = a.orders != nullptr && a.orders[0] == DotOrder::kGemm;
+  const bool gemm = IsGemm(a, 0);
   for (int64_t r = row_begin; r < row_end; ++r) {
     const std::byte* row = a.w + r * a.w_row_bytes;
     __m512 acc = _mm512_setzero_ps();
@@ -543,10 +548,10 @@ void RowsOneToken(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   }
 }
 
-// `gemm[t]`: token t's order is kGemm.
+// Tokens [t0, t0 + T) of `a`; x and y start at token t0.
 template <Combine kCombine, int R, int T>
 void TileMany(const PackedW* w, const PackedX* x, int64_t nb, int64_t x_stride,
-              const uint8_t* gemm, float* y, int64_t y_stride) {
+              const MatMulArgs& a, int64_t t0, float* y, int64_t y_stride) {
   __m512 acc[R][T];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
@@ -559,7 +564,7 @@ void TileMany(const PackedW* w, const PackedX* x, int64_t nb, int64_t x_stride,
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         acc[r][t] = Step<kCombine>(w[r * nb + b], x[t * x_stride + b],
-                                   acc[r][t], gemm[t] != 0);
+                                   acc[r][t], IsGemm(a, t0 + t));
       }
     }
   }
@@ -572,20 +577,17 @@ void TileMany(const PackedW* w, const PackedX* x, int64_t nb, int64_t x_stride,
   }
 }
 
-// Rows [r0, r0 + R) against tokens [t0, t1) of the packed chunk; gemm[t]
-// for every token of the call.
+// Rows [r0, r0 + R) against tokens [t0, t1) of the packed chunk.
 template <Combine kCombine, int R>
 void RowTile(const PackedW* w, const PackedX* xs, int64_t nb, int64_t t0,
-             int64_t t1, int64_t chunk_begin, const uint8_t* gemm,
-             const MatMulArgs& a, int64_t r0) {
+             int64_t t1, int64_t chunk_begin, const MatMulArgs& a, int64_t r0) {
   int64_t t = t0;
   for (; t + kTokenTile <= t1; t += kTokenTile) {
-    TileMany<kCombine, R, kTokenTile>(w, xs + (t - chunk_begin) * nb, nb, nb,
-                                      gemm + t, a.y + t * a.y_stride + r0,
-                                      a.y_stride);
+    TileMany<kCombine, R, kTokenTile>(w, xs + (t - chunk_begin) * nb, nb, nb, a,
+                                      t, a.y + t * a.y_stride + r0, a.y_stride);
   }
   for (; t < t1; ++t) {
-    TileMany<kCombine, R, 1>(w, xs + (t - chunk_begin) * nb, nb, nb, gemm + t,
+    TileMany<kCombine, R, 1>(w, xs + (t - chunk_begin) * nb, nb, nb, a, t,
                              a.y + t * a.y_stride + r0, a.y_stride);
   }
 }
@@ -595,15 +597,9 @@ void RowsManyTokens(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   const int64_t nb = a.cols / kBlockK;
   thread_local std::vector<PackedX> xs;
   thread_local std::vector<PackedW> ws;
-  thread_local std::vector<uint8_t> gemm;
   ws.resize(kRowTile * nb);
-  gemm.assign(a.num_tokens, 0);
-  for (int64_t t = 0; a.orders != nullptr && t < a.num_tokens; ++t) {
-    gemm[t] = a.orders[t] == DotOrder::kGemm;
-  }
   int64_t chunk = kTokenChunkBytes / (nb * int64_t{sizeof(PackedX)});
   chunk = chunk < kTokenTile ? kTokenTile : chunk / kTokenTile * kTokenTile;
-  const uint8_t* flags = gemm.data();
   for (int64_t tc = 0; tc < a.num_tokens; tc += chunk) {
     const int64_t te = tc + chunk < a.num_tokens ? tc + chunk : a.num_tokens;
     xs.resize((te - tc) * nb);
@@ -622,10 +618,9 @@ void RowsManyTokens(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
         }
       }
       if (rows == kRowTile) {
-        RowTile<kCombine, kRowTile>(ws.data(), xs.data(), nb, tc, te, tc, flags,
-                                    a, r);
+        RowTile<kCombine, kRowTile>(ws.data(), xs.data(), nb, tc, te, tc, a, r);
       } else {
-        RowTile<kCombine, 1>(ws.data(), xs.data(), nb, tc, te, tc, flags, a, r);
+        RowTile<kCombine, 1>(ws.data(), xs.data(), nb, tc, te, tc, a, r);
       }
       r += rows;
     }

@@ -24,11 +24,7 @@ namespace {
 
 enum class LType { kQ4_1, kQ5_0, kQ5_1, kIQ4_NL };
 
-inline float HalfAt(const std::byte* p) {
-  uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-  return _cvtsh_ss(h);
-}
+#include "model/kernels/helpers_avx2.inc"
 
 // Values 0-15 from the low nibbles of the 16 bytes at qs, 16-31 from the
 // high nibbles.
@@ -83,21 +79,6 @@ inline __m256i Lanes(__m256i q, __m256i x) {
   return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
 }
 
-// ggml's 8-lane horizontal sum.
-inline float HSum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-inline int32_t HSumI32(__m256i v) {
-  __m128i s =
-      _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-  return _mm_cvtsi128_si32(s) + _mm_extract_epi32(s, 1);
-}
-
 template <LType kType, int kBytes>
 float DotRow(const std::byte* w, const std::byte* x, int64_t nb) {
   constexpr bool kQ8_1 = kType == LType::kQ4_1 || kType == LType::kQ5_1;
@@ -127,8 +108,8 @@ float DotRow(const std::byte* w, const std::byte* x, int64_t nb) {
     }
   }
   if constexpr (kType == LType::kIQ4_NL) return acc;
-  if constexpr (kQ8_1) return HSum8(acc8) + summs;
-  return HSum8(acc8);
+  if constexpr (kQ8_1) return HSum(acc8) + summs;
+  return HSum(acc8);
 }
 
 template <LType kType, int kBytes>

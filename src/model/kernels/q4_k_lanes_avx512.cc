@@ -151,12 +151,19 @@ void PackTokenSbs(const MatMulArgs& a, int64_t t, TokenSb* out) {
   }
 }
 
+// Whether token t of `a` is in the kGemm order.
+inline bool IsGemm(const MatMulArgs& a, int64_t t) {
+  return a.orders != nullptr && a.orders[t] == DotOrder::kGemm;
+}
+
 // acc/accm[t] (16 rows) += super-block b for tokens [t0, t0 + T).
 template <int T>
 inline __attribute__((always_inline)) void StepTokens(
-    const GroupSb& g, const MatMulArgs& a, const TokenSb* tok,
-    const uint8_t* gemm, int64_t t0, int64_t b, __m512 (&acc)[T],
-    __m512 (&accm)[T]) {
+    const GroupSb& g, const MatMulArgs& a, const TokenSb* tok, int64_t t0,
+    int64_t b, __m512 (&acc)[T], __m512 (&accm)[T]) {
+  bool gemm[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) gemm[t] = IsGemm(a, t0 + t);
   const std::byte* xq[T];
   __m512 dd[T], dm[T];
   __m512i sum[T], msum[T];
@@ -212,8 +219,7 @@ inline __attribute__((always_inline)) void StepTokens(
 
 template <int T>
 void GroupTokens(const GroupSb* packed, const MatMulArgs& a, const TokenSb* tok,
-                 const uint8_t* gemm, int64_t nb, int64_t t0,
-                 int64_t chunk_begin, int64_t r0) {
+                 int64_t nb, int64_t t0, int64_t chunk_begin, int64_t r0) {
   __m512 acc[T], accm[T];
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = accm[t] = _mm512_setzero_ps();
@@ -222,7 +228,7 @@ void GroupTokens(const GroupSb* packed, const MatMulArgs& a, const TokenSb* tok,
   for (int64_t b = 0; b < nb; ++b) {
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) tb[t] = tt[t * nb + b];
-    StepTokens<T>(packed[b], a, tb, gemm + t0, t0, b, acc, accm);
+    StepTokens<T>(packed[b], a, tb, t0, b, acc, accm);
   }
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
@@ -239,26 +245,6 @@ inline void PackSb(const MatMulArgs& a, int64_t r0, int64_t b, GroupSb* g) {
     LoadGroupSb(group + b * kLanes * q4_k::kBytes, g);
   } else {
     PackGroupSb(group + b * q4_k::kBytes, a.w_row_bytes, g);
-  }
-}
-
-// One token over kRows groups: each group's super-blocks transposed as
-// they are used.
-void GroupsOneToken(const MatMulArgs& a, const uint8_t* gemm, int64_t r0,
-                    int64_t r1) {
-  const int64_t nb = a.cols / kBlockK;
-  thread_local std::vector<TokenSb> tok;
-  tok.resize(nb);
-  PackTokenSbs(a, 0, tok.data());
-  for (; r0 < r1; r0 += kLanes) {
-    __m512 acc[1] = {_mm512_setzero_ps()};
-    __m512 accm[1] = {_mm512_setzero_ps()};
-    for (int64_t b = 0; b < nb; ++b) {
-      GroupSb g;
-      PackSb<false>(a, r0, b, &g);
-      StepTokens<1>(g, a, &tok[b], gemm, 0, b, acc, accm);
-    }
-    _mm512_storeu_ps(a.y + r0, _mm512_sub_ps(acc[0], accm[0]));
   }
 }
 
@@ -340,20 +326,13 @@ void MatMulRowsLanes(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   const int64_t nb = a.cols / kBlockK;
   thread_local std::vector<TokenSb> tok;
   thread_local std::vector<GroupSb> packed;
-  thread_local std::vector<uint8_t> gemm;
-  gemm.assign(a.num_tokens, 0);
-  for (int64_t t = 0; a.orders != nullptr && t < a.num_tokens; ++t) {
-    gemm[t] = a.orders[t] == DotOrder::kGemm;
-  }
   const int64_t lanes_end = row_begin + (row_end - row_begin) / kLanes * kLanes;
-  if (a.num_tokens == 1 && kGroups16) {
-    Groups16OneToken(a, gemm[0] != 0, row_begin, lanes_end);
-  } else if (a.num_tokens == 1) {
-    GroupsOneToken(a, gemm.data(), row_begin, lanes_end);
-  }
+  // One token over kGroups16: straight from memory. (kRows is only called
+  // with batches: MatMulRowsQ4KAvx512 sends one token to the per-row kernel.)
+  const bool one_token = a.num_tokens == 1 && kGroups16;
+  if (one_token) Groups16OneToken(a, IsGemm(a, 0), row_begin, lanes_end);
   packed.resize(nb);
-  for (int64_t tc = 0; a.num_tokens > 1 && tc < a.num_tokens;
-       tc += kTokenChunk) {
+  for (int64_t tc = 0; !one_token && tc < a.num_tokens; tc += kTokenChunk) {
     const int64_t te =
         tc + kTokenChunk < a.num_tokens ? tc + kTokenChunk : a.num_tokens;
     tok.resize((te - tc) * nb);
@@ -364,12 +343,10 @@ void MatMulRowsLanes(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
       for (int64_t b = 0; b < nb; ++b) PackSb<kGroups16>(a, r0, b, &packed[b]);
       int64_t t = tc;
       for (; t + kTokenTile <= te; t += kTokenTile) {
-        GroupTokens<kTokenTile>(packed.data(), a, tok.data(), gemm.data(), nb,
-                                t, tc, r0);
+        GroupTokens<kTokenTile>(packed.data(), a, tok.data(), nb, t, tc, r0);
       }
       for (; t < te; ++t) {
-        GroupTokens<1>(packed.data(), a, tok.data(), gemm.data(), nb, t, tc,
-                       r0);
+        GroupTokens<1>(packed.data(), a, tok.data(), nb, t, tc, r0);
       }
     }
   }
