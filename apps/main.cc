@@ -1,6 +1,7 @@
 // kvault: one binary, several subcommands (flags and wiring only).
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "apps/commands.h"
@@ -10,8 +11,8 @@ namespace {
 constexpr const char kUsage[] =
     "usage: kvault <command> [flags]\n"
     "commands:\n"
-    "  serve               the HTTP server, llama-server's API (--help for\n"
-    "                      flags; without -m: an embedded demo model)\n"
+    "  serve               the HTTP server: llama-server's command line and\n"
+    "                      API (--help for flags; also run as llama-server)\n"
     "  bench alloc-churn   the seed request's slot save/restore churn, "
     "model-free\n"
     "  bench state-io      save/restore GB/s of one sequence's state file vs\n"
@@ -33,6 +34,13 @@ constexpr const char kUsage[] =
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  // Installed as llama-server too: the same binary, run as `kvault serve`.
+  const std::string_view self = argv[0];
+  const size_t slash = self.rfind('/');
+  if (self.substr(slash == std::string_view::npos ? 0 : slash + 1) ==
+      "llama-server") {
+    return kvault::apps::RunServe(args);
+  }
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::fputs(kUsage, args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;

@@ -51,16 +51,17 @@ namespace {
 StatusOr<uint64_t> ParseUint(std::string_view name, const std::string& text,
                              uint64_t min, uint64_t max) {
   uint64_t value = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  auto [ptr, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || ptr != text.data() + text.size()) {
     return InvalidArgumentError("flag --" + std::string(name) +
                                 ": expected an unsigned integer, got '" + text +
                                 "'");
   }
   if (value < min || value > max) {
-    return InvalidArgumentError(
-        "flag --" + std::string(name) + ": " + text + " is outside [" +
-        std::to_string(min) + ", " + std::to_string(max) + "]");
+    return InvalidArgumentError("flag --" + std::string(name) + ": " + text +
+                                " is outside [" + std::to_string(min) + ", " +
+                                std::to_string(max) + "]");
   }
   return value;
 }
@@ -85,6 +86,36 @@ StatusOr<std::vector<uint64_t>> Flags::GetAllUint(std::string_view name,
   return out;
 }
 
+StatusOr<int64_t> Flags::GetInt(std::string_view name, int64_t fallback,
+                                int64_t min, int64_t max) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  const std::string& text = it->second;
+  int64_t value = 0;
+  auto [ptr, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size()) {
+    return InvalidArgumentError("flag --" + std::string(name) +
+                                ": expected an integer, got '" + text + "'");
+  }
+  if (value < min || value > max) {
+    return InvalidArgumentError("flag --" + std::string(name) + ": " + text +
+                                " is outside [" + std::to_string(min) + ", " +
+                                std::to_string(max) + "]");
+  }
+  return value;
+}
+
+StatusOr<bool> Flags::GetBool(std::string_view name, bool fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  const std::string& text = it->second;
+  if (text == "true" || text == "1" || text == "on") return true;
+  if (text == "false" || text == "0" || text == "off") return false;
+  return InvalidArgumentError("flag --" + std::string(name) +
+                              ": expected true or false, got '" + text + "'");
+}
+
 StatusOr<double> Flags::GetDouble(std::string_view name,
                                   double fallback) const {
   auto it = values_.find(name);
@@ -93,7 +124,8 @@ StatusOr<double> Flags::GetDouble(std::string_view name,
   double value = std::strtod(it->second.c_str(), &end);
   if (it->second.empty() || *end != '\0') {
     return InvalidArgumentError("flag --" + std::string(name) +
-                                ": expected a number, got '" + it->second + "'");
+                                ": expected a number, got '" + it->second +
+                                "'");
   }
   return value;
 }

@@ -35,6 +35,12 @@ class Flags {
   StatusOr<std::vector<uint64_t>> GetAllUint(std::string_view name,
                                              uint64_t min = 0,
                                              uint64_t max = UINT64_MAX) const;
+  // Parses `name` as a signed integer in [min, max]; `fallback` if absent.
+  StatusOr<int64_t> GetInt(std::string_view name, int64_t fallback,
+                           int64_t min, int64_t max) const;
+  // Parses `name` as a boolean ("true"/"false", "1"/"0", "on"/"off");
+  // `fallback` if absent.
+  StatusOr<bool> GetBool(std::string_view name, bool fallback) const;
   // Parses `name` as a floating point number; `fallback` if absent.
   StatusOr<double> GetDouble(std::string_view name, double fallback) const;
   // Returns the arguments that were not flags, in order.

@@ -57,7 +57,7 @@ Status ReadStop(const json& body, std::vector<std::string>* out) {
 // Reads the integer fields that are limits (n_predict, id_slot, n_probs).
 Status ParseLimitedFields(const json& body, const CompletionLimits& limits,
                           CompletionParams* params) {
-  int64_t n_predict = -1;
+  int64_t n_predict = limits.defaults.n_predict;
   KV_RETURN_IF_ERROR(ReadInt(body, "n_predict", -1, kInt32Max, &n_predict));
   if (limits.max_n_predict > 0 && n_predict > limits.max_n_predict) {
     return InvalidArgumentError(
@@ -104,7 +104,7 @@ Status ParseSamplingFields(const json& body, const CompletionLimits& limits,
   // llama-server: -1 means the whole context.
   if (last_n < 0) last_n = limits.n_ctx_slot;
   s->repeat_last_n = static_cast<int32_t>(last_n);
-  int64_t seed = -1;
+  int64_t seed = s->seed == kRandomSeed ? -1 : static_cast<int64_t>(s->seed);
   KV_RETURN_IF_ERROR(
       ReadInt(body, "seed", -1, std::numeric_limits<int64_t>::max(), &seed));
   s->seed = seed < 0 ? kRandomSeed : static_cast<uint64_t>(seed);
@@ -158,6 +158,8 @@ StatusOr<std::vector<TokenId>> TokenizePrompt(const json& prompt,
 Status ParseGenerationFields(const json& body, const CompletionLimits& limits,
                              CompletionRequest* out) {
   CompletionParams& params = out->params;
+  params = limits.defaults;
+  params.prompt.clear();
   KV_RETURN_IF_ERROR(ParseLimitedFields(body, limits, &params));
   KV_RETURN_IF_ERROR(ParseSamplingFields(body, limits, &params.sampling));
   KV_RETURN_IF_ERROR(ReadStop(body, &params.stop));

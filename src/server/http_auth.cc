@@ -29,4 +29,14 @@ bool BearerTokenMatches(std::string_view authorization, std::string_view key) {
   return ConstantTimeEquals(token, key);
 }
 
+bool ApiKeyAdmits(const std::vector<std::string>& keys,
+                  std::string_view authorization) {
+  bool admitted = keys.empty();
+  // Every key is compared, so the time does not tell which one matched.
+  for (const std::string& key : keys) {
+    admitted |= BearerTokenMatches(authorization, key);
+  }
+  return admitted;
+}
+
 }  // namespace kvault

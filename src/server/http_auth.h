@@ -2,7 +2,9 @@
 #ifndef KVAULT_SERVER_HTTP_AUTH_H_
 #define KVAULT_SERVER_HTTP_AUTH_H_
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace kvault {
 
@@ -12,6 +14,11 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b);
 // Returns true when `authorization` (the header's value) is "Bearer <key>"
 // ("Bearer" case-insensitive, spaces around the token ignored).
 bool BearerTokenMatches(std::string_view authorization, std::string_view key);
+
+// Returns true when `keys` is empty (no authentication) or `authorization`
+// carries one of them as a bearer token.
+bool ApiKeyAdmits(const std::vector<std::string>& keys,
+                  std::string_view authorization);
 
 }  // namespace kvault
 

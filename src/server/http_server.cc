@@ -27,6 +27,7 @@ nlohmann::json LoadingJson(double progress) {
 // Returns the model's name for OpenAI responses: the file name, or
 // "kvault-demo" for the embedded model.
 std::string ModelId(const ServerOptions& options) {
+  if (!options.aliases.empty()) return options.aliases.front();
   if (options.demo_model || options.model_path.empty()) return "kvault-demo";
   return std::filesystem::path(options.model_path).filename().string();
 }
@@ -90,8 +91,7 @@ bool HttpServer::Impl::Admit(const HttpRequest& head, HttpResponse& res) {
   if (head.path == "/health" || head.path == "/v1/health") {
     return true;  // public; answers loading itself
   }
-  const std::string& key = state_.options.api_key;
-  if (!key.empty() && !BearerTokenMatches(head.Header("Authorization"), key)) {
+  if (!ApiKeyAdmits(state_.options.api_keys, head.Header("Authorization"))) {
     res.SetHeader("WWW-Authenticate", "Bearer");
     ReplyError(res, MakeHttpError(401, kErrAuthentication, "Invalid API Key",
                                   "invalid_api_key"));
@@ -145,7 +145,12 @@ void HttpServer::Impl::SetEngine(Engine* engine) {
   StatusOr<std::string> jinja =
       model.file().GetString("tokenizer.chat_template");
   std::optional<ChatTemplateFamily> family;
-  if (jinja.ok()) family = DetectChatTemplate(*jinja);
+  if (!state_.options.chat_template.empty()) {
+    // Checked by the command line before the model loaded.
+    family = ParseChatTemplateName(state_.options.chat_template).value();
+  } else if (jinja.ok()) {
+    family = DetectChatTemplate(*jinja);
+  }
   state_.chat_family = family.value_or(ChatTemplateFamily::kChatml);
   if (!family.has_value()) {
     KV_LOG(INFO) << (jinja.ok() ? "chat template not recognised"

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status_or.h"
 #include "engine/engine.h"
@@ -21,15 +22,29 @@ namespace kvault {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8080;        // 0: any free port (see HttpServer::port)
-  std::string api_key;         // empty: no authentication
+  // --api-key: any one of them admits a request; empty: no
+  // authentication.
+  std::vector<std::string> api_keys;
   std::string slot_save_path;  // empty: slot save/restore answer 501
   std::string model_path;      // shown by /props and /v1/models
   bool demo_model = false;     // the embedded random-weight model
+  // --alias: the names the API reports for the model (the first is its id);
+  // empty: the file name. --tags: reported by /v1/models.
+  std::vector<std::string> aliases;
+  std::vector<std::string> tags;
+  bool metrics_endpoint = false;  // --metrics: GET /metrics (else 501)
+  bool slots_endpoint = true;     // --no-slots: GET /slots answers 501
+  bool props_endpoint = false;    // --props: POST /props may change them
+  // --chat-template NAME: a built-in family; empty: detected from the model.
+  std::string chat_template;
+  // What a request's omitted fields default to (--temp, --seed, -n,
+  // --ignore-eos, --cache-prompt, ...).
+  CompletionParams defaults;
   uint64_t max_body_bytes = 8u << 20;
   // HTTP worker threads, one connection each; a connection beyond them is
   // answered 503 too_many_connections at once.
   uint32_t max_connections = 64;
-  int32_t max_n_predict = 4096;  // a request asking more gets a 400
+  int32_t max_n_predict = 0;  // > 0: a request asking more gets a 400
   // Deadlines (milliseconds): the whole request head, the whole body after
   // it, a keep-alive connection's wait for its next request, a response
   // write without progress. A late head or body gets 408.

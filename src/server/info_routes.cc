@@ -1,4 +1,5 @@
 // GET /health, /props, /v1/models, /slots, /metrics.
+#include "core/version.h"
 #include "server/metrics_text.h"
 #include "server/openai_codec.h"
 #include "server/server_state.h"
@@ -10,7 +11,7 @@ using Request = HttpRequest;
 using Response = HttpResponse;
 using nlohmann::json;
 
-constexpr char kBuildInfo[] = "kvault 0.1.0";
+const std::string kBuildInfo = std::string("kvault ") + kKvaultVersion;
 
 void HandleHealth(const ServerState& state, Response& res) {
   if (state.engine.load() == nullptr) {
@@ -41,7 +42,17 @@ json SlotJson(const SlotInfo& s) {
   return j;
 }
 
+// llama-server's answer for an endpoint its command line left off.
+void ReplyDisabled(Response& res, const std::string& endpoint,
+                   const std::string& flag) {
+  ReplyError(res, MakeHttpError(501, kErrNotSupported,
+                                "This server does not support " + endpoint +
+                                    " endpoint. Start it with `" + flag + "`",
+                                "endpoint_disabled"));
+}
+
 void HandleSlots(const ServerState& state, const Request& req, Response& res) {
+  if (!state.options.slots_endpoint) return ReplyDisabled(res, "slots", "--slots");
   std::vector<SlotInfo> slots = state.engine.load()->Slots();
   json out = json::array();
   bool any_idle = false;
@@ -87,6 +98,9 @@ void HandleModels(const ServerState& state, Response& res) {
 }
 
 void HandleMetrics(const ServerState& state, Response& res) {
+  if (!state.options.metrics_endpoint) {
+    return ReplyDisabled(res, "metrics", "--metrics");
+  }
   const Engine& engine = *state.engine.load();
   uint32_t busy = 0;
   std::vector<SlotInfo> slots = engine.Slots();

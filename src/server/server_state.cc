@@ -25,6 +25,7 @@ CompletionLimits LimitsFor(const ServerState& state, const Engine& engine) {
   limits.max_n_predict = state.options.max_n_predict;
   limits.n_ctx_slot = engine.options().ctx_per_slot;
   limits.n_slots = engine.options().n_slots;
+  limits.defaults = state.options.defaults;
   return limits;
 }
 

@@ -34,6 +34,8 @@ StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   argv_s.push_back("--port");
   argv_s.push_back("0");
+  // /metrics is off by default, as in llama-server; every test may read it.
+  argv_s.push_back("--metrics");
   std::vector<char*> argv;
   for (std::string& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -130,7 +130,8 @@ TEST_F(SlotHardeningTest, FailedSlotActionsCountInMetrics) {
 // Regression (fault 6): with --spill-ram 0 and no disk tier a restore into
 // a full slot got 503 no_room, needing room for old and new KV at once.
 TEST_F(SlotHardeningTest, RestoreIntoAFullSlotWithoutAnyTier) {
-  StartServer(dir_, {"-c", "64", "--page-size", "16", "--spill-ram", "0"});
+  StartServer(dir_, {"-c", "64", "--kv-unified", "--page-size", "16",
+                     "--spill-ram", "0"});
   const std::string story = "Once upon a time, there was a little girl";
   Reply before = Complete(0, story, 8);
   ASSERT_EQ(before.status, 200) << before.raw;

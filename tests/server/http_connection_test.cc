@@ -142,7 +142,7 @@ TEST(HttpConnectionTest, ExpectContinueGetsAnInterimAnswer) {
 
 TEST(HttpConnectionTest, AuthAndRouteAreDecidedBeforeTheBody) {
   ServerOptions o;
-  o.api_key = "k3y";
+  o.api_keys = {"k3y"};
   auto s = StartTiny(o);
   ASSERT_TRUE(s->ok());
   const uint16_t port = s->server().port();

@@ -24,6 +24,7 @@ class HttpServerTest : public testing::Test {
     o.max_body_bytes = 64 << 10;
     o.max_n_predict = 1000;
     o.max_connections = 8;
+    o.metrics_endpoint = true;
     server_ = std::make_unique<TestServer>(std::move(model), o);
     ASSERT_TRUE(server_->ok());
   }
@@ -384,7 +385,7 @@ TEST(HttpServerAuthTest, ApiKeyGuardsEverythingButHealth) {
   auto model = LoadStoriesOrNull();
   if (model == nullptr) GTEST_SKIP() << "missing " << StoriesModelPath();
   ServerOptions o;
-  o.api_key = "s3cret";
+  o.api_keys = {"s3cret"};
   TestServer s(std::move(model), o);
   ASSERT_TRUE(s.ok());
   ExpectError(s.Get("/props"), 401, "authentication_error", "invalid_api_key");
@@ -399,6 +400,43 @@ TEST(HttpServerAuthTest, ApiKeyGuardsEverythingButHealth) {
   auto [code, r] =
       s.Post("/completion", Greedy({{"prompt", "x"}, {"n_predict", 2}}));
   EXPECT_EQ(code, 200) << r.dump();
+}
+
+TEST(HttpServerAuthTest, AnyOfSeveralKeysAdmits) {
+  auto model = LoadStoriesOrNull();
+  if (model == nullptr) GTEST_SKIP() << "missing " << StoriesModelPath();
+  ServerOptions o;
+  o.api_keys = {"one", "two"};
+  TestServer s(std::move(model), o);
+  ASSERT_TRUE(s.ok());
+  for (const char* key : {"one", "two"}) {
+    s.client().set_bearer_token_auth(key);
+    EXPECT_EQ(s.Get("/props").first, 200) << key;
+  }
+  s.client().set_bearer_token_auth("three");
+  ExpectError(s.Get("/props"), 401, "authentication_error", "invalid_api_key");
+}
+
+// As llama-server: /metrics needs --metrics, --no-slots turns /slots off;
+// both answer 501 naming the flag.
+TEST(HttpServerEndpointsTest, DisabledEndpointsAnswer501) {
+  auto model = LoadStoriesOrNull();
+  if (model == nullptr) GTEST_SKIP() << "missing " << StoriesModelPath();
+  ServerOptions o;
+  o.slots_endpoint = false;
+  TestServer s(std::move(model), o);
+  ASSERT_TRUE(s.ok());
+  auto [mcode, metrics] = s.Get("/metrics");
+  EXPECT_EQ(mcode, 501);
+  EXPECT_EQ(metrics["error"]["type"], "not_supported_error");
+  EXPECT_EQ(metrics["error"]["message"],
+            "This server does not support metrics endpoint. Start it with "
+            "`--metrics`");
+  auto [scode, slots] = s.Get("/slots");
+  EXPECT_EQ(scode, 501);
+  EXPECT_EQ(slots["error"]["message"],
+            "This server does not support slots endpoint. Start it with "
+            "`--slots`");
 }
 
 }  // namespace

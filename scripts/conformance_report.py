@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Reads the suite's JUnit XML for scripts/conformance.
+
+--write LLAMA KVAULT PASSES.txt DOC.md: writes docs/conformance.md
+and the list of tests llama-server passes. LLAMA and KVAULT are junit
+XML files or folders of them.
+--check KVAULT PASSES.txt DOC.md: exits 1 when kvault passes fewer of
+the listed tests than DOC.md records.
+"""
+import os
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+MARK = "kvault-passes-of-llama-server"
+
+
+def results(path):
+    """{test id: None if passed, else the first line of why not}, from a
+    junit XML file or a folder of them."""
+    paths = ([os.path.join(path, p) for p in sorted(os.listdir(path))
+              if p.endswith(".xml")] if os.path.isdir(path) else [path])
+    cases = [c for p in paths for c in ET.parse(p).getroot().iter("testcase")]
+    out = {}
+    for case in cases:
+        test_file = case.get("classname", "").split(".")[-1]
+        tid = f"{test_file}::{case.get('name')}"
+        why = None
+        for tag in ("failure", "error", "skipped"):
+            node = case.find(tag)
+            if node is not None:
+                text = (node.get("message") or node.text or tag).strip()
+                why = f"{tag}: {text.splitlines()[0][:160]}" if text else tag
+                break
+        out[tid] = why
+    return out
+
+
+def passed(res):
+    return {t for t, why in res.items() if why is None}
+
+
+def write(llama_xml, kvault_xml, passes_txt, doc_md):
+    llama, kvault = results(llama_xml), results(kvault_xml)
+    lp, kp = passed(llama), passed(kvault)
+    both = lp & kp
+    with open(passes_txt, "w") as f:
+        f.write("".join(t + "\n" for t in sorted(lp)))
+    files = sorted({t.split("::")[0] for t in set(llama) | set(kvault)})
+    lines = [
+        "# llama.cpp's server test suite against kvault",
+        "",
+        "llama.cpp b10573's own server tests (tools/server/tests, pinned in",
+        "../shared/conformance) run against the shared llama-server and against",
+        "`kvault serve` on the same machine. Only stories260K is available",
+        "offline and Python's `openai` client is not installed, so tests that",
+        "need either fail for both servers; what counts is which of",
+        "llama-server's passing tests kvault passes. Regenerate with",
+        "`scripts/conformance`; CI runs `scripts/conformance --check`.",
+        "",
+        f"<!-- {MARK}: {len(both)} -->",
+        f"kvault passes **{len(both)} of the {len(lp)}** tests llama-server "
+        f"passes ({len(kp)} in all; the suite has {len(llama)}).",
+        "",
+        "| test file | tests | llama-server passes | kvault passes | "
+        "of llama-server's |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for f in files:
+        ids = {t for t in set(llama) | set(kvault) if t.split("::")[0] == f}
+        lines.append(f"| {f} | {len(ids)} | {len(ids & lp)} | {len(ids & kp)} "
+                     f"| {len(ids & both)} |")
+    lines += ["", "## llama-server passes, kvault does not", ""]
+    for t in sorted(lp - kp):
+        why = kvault.get(t, "not run")
+        lines.append(f"- `{t}`: {why}")
+    with open(doc_md, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"kvault passes {len(both)} of llama-server's {len(lp)} passing "
+          f"tests; wrote {doc_md}")
+
+
+def check(kvault_xml, passes_txt, doc_md):
+    want = set(open(passes_txt).read().split())
+    got = len(passed(results(kvault_xml)) & want)
+    m = re.search(MARK + r": (\d+)", open(doc_md).read())
+    if m is None:
+        sys.exit(f"conformance: no '{MARK}' count in {doc_md}")
+    recorded = int(m.group(1))
+    print(f"conformance: kvault passes {got} of llama-server's {len(want)} "
+          f"passing tests (recorded: {recorded})")
+    if got < recorded:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 6 and sys.argv[1] == "--write":
+        write(*sys.argv[2:])
+    elif len(sys.argv) == 5 and sys.argv[1] == "--check":
+        check(*sys.argv[2:])
+    else:
+        sys.exit(__doc__)
