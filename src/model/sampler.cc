@@ -3,24 +3,20 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <string>
-#include <unordered_set>
+#include <random>
 
 #include "core/check.h"
+#include "model/sampling_stages.h"
 
 namespace kvault {
 namespace {
 
+using sampling::Candidate;
+using sampling::CandidateView;
+
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 float Sanitize(float logit) { return std::isnan(logit) ? kNegInf : logit; }
-
-// The canonical candidate order: most likely first, then lowest id.
-template <typename T>
-bool Before(const T& a, const T& b) {
-  if (a.logit != b.logit) return a.logit > b.logit;
-  return a.id < b.id;
-}
 
 // Returns log(sum(exp(logits))) in double, NaN treated as -inf; -inf when
 // every logit is -inf.
@@ -35,38 +31,17 @@ double LogSumExp(std::span<const float> logits) {
   return max_logit + std::log(sum);
 }
 
+uint32_t ChooseSeed(uint64_t requested) {
+  const uint32_t seed = static_cast<uint32_t>(requested);
+  if (seed != static_cast<uint32_t>(kRandomSeed)) return seed;
+  return std::random_device{}();
+}
+
+bool ByProbDesc(const Candidate& a, const Candidate& b) { return a.p > b.p; }
+
 }  // namespace
 
-SamplingParams SamplingParams::Greedy() {
-  SamplingParams params;
-  params.temperature = 0;
-  return params;
-}
-
-Status SamplingParams::Validate() const {
-  // Each field against its domain; NaN fails every comparison, so each
-  // test is written to accept, not to reject.
-  auto bad = [](const char* field, double value, const char* want) {
-    return InvalidArgumentError(std::string("field '") + field + "': " +
-                                std::to_string(value) + " is outside " + want)
-        .WithReason("out_of_range");
-  };
-  if (!std::isfinite(temperature)) {
-    return bad("temperature", temperature, "the finite numbers");
-  }
-  if (!(top_p >= 0 && top_p <= 1)) return bad("top_p", top_p, "[0, 1]");
-  if (!(min_p >= 0 && min_p <= 1)) return bad("min_p", min_p, "[0, 1]");
-  if (!(repeat_penalty > 0 && std::isfinite(repeat_penalty))) {
-    return bad("repeat_penalty", repeat_penalty, "(0, inf)");
-  }
-  if (repeat_last_n < 0) {
-    return bad("repeat_last_n", repeat_last_n, "[0, 2^31)");
-  }
-  return Status::Ok();
-}
-
-std::vector<TokenLogprob> TopLogprobs(std::span<const float> logits,
-                                      size_t n) {
+std::vector<TokenLogprob> TopLogprobs(std::span<const float> logits, size_t n) {
   const double lse = LogSumExp(logits);
   std::vector<TokenLogprob> all(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
@@ -102,142 +77,179 @@ TokenId ArgMax(std::span<const float> logits) {
   return static_cast<TokenId>(best);
 }
 
-Sampler::Sampler(const SamplingParams& params)
-    : params_(params),
-      seed_(params.seed == kRandomSeed ? std::random_device{}() : params.seed),
-      rng_(seed_) {
-  KV_CHECK(params.Validate().ok()) << params.Validate().ToString();
+TokenProbs PreSamplingProbs(std::span<const float> logits, size_t n,
+                            TokenId chosen) {
+  std::vector<Candidate> all(logits.size());  // [n_vocab]
+  for (size_t i = 0; i < logits.size(); ++i) {
+    all[i] = {static_cast<TokenId>(i), Sanitize(logits[i]), 0.0f};
+  }
+  n = std::min(n, all.size());
+  // llama-server orders only the n best, then sums exp() over the whole
+  // list in the order that leaves (which fixes the float rounding).
+  float max_logit = kNegInf;
+  if (n > 0) {
+    std::partial_sort(all.begin(), all.begin() + n, all.end(),
+                      [](const Candidate& a, const Candidate& b) {
+                        return a.logit > b.logit;
+                      });
+    max_logit = all[0].logit;
+  } else {
+    for (const Candidate& c : all) max_logit = std::max(max_logit, c.logit);
+  }
+  float sum = 0.0f;
+  for (Candidate& c : all) {
+    c.p = std::exp(c.logit - max_logit);
+    sum += c.p;
+  }
+  TokenProbs out;
+  for (size_t i = 0; i < all.size(); ++i) {
+    all[i].p /= sum;
+    if (i < n) out.top.push_back({all[i].id, all[i].p});
+  }
+  for (const Candidate& c : all) {
+    if (c.id == chosen) {
+      out.chosen = c.p;
+      break;
+    }
+  }
+  return out;
 }
 
-void Sampler::Accept(TokenId token) {
-  if (params_.repeat_last_n == 0) return;
-  history_.push_back(token);
-  while (history_.size() > static_cast<size_t>(params_.repeat_last_n)) {
-    history_.pop_front();
+Sampler::Sampler(const SamplingParams& params)
+    : Sampler(params, SamplerContext{}) {}
+
+Sampler::Sampler(const SamplingParams& params, const SamplerContext& context)
+    : params_(params), seed_(ChooseSeed(params.seed)) {
+  KV_CHECK(params.Validate().ok()) << params.Validate().ToString();
+  if (context.n_ctx_slot > 0) params_.ResolveContextSize(context.n_ctx_slot);
+  BuildChain(context);
+}
+
+Sampler::~Sampler() = default;
+Sampler::Sampler(Sampler&&) noexcept = default;
+Sampler& Sampler::operator=(Sampler&&) noexcept = default;
+
+void Sampler::BuildChain(const SamplerContext& context) {
+  const SamplingParams& p = params_;
+  auto add = [this](std::unique_ptr<sampling::Stage> stage) {
+    if (stage != nullptr) stages_.push_back(std::move(stage));
+  };
+  add(sampling::MakeLogitBias(p.logit_bias));
+  switch (p.mirostat) {
+    case 0:
+      AddFilters(context);
+      break;
+    case 1:
+      add(sampling::MakeTemperature(p.temperature));
+      add(sampling::MakeMirostat(0, seed_, p.mirostat_tau, p.mirostat_eta,
+                                 100));
+      break;
+    default:
+      add(sampling::MakeTemperature(p.temperature));
+      add(sampling::MakeMirostatV2(seed_, p.mirostat_tau, p.mirostat_eta));
+      break;
   }
 }
 
-void Sampler::Reset() {
-  history_.clear();
-  rng_.seed(seed_);
+void Sampler::AddFilters(const SamplerContext& context) {
+  const SamplingParams& p = params_;
+  sampling::DryConfig dry{p.dry_multiplier,     p.dry_base,
+                          p.dry_allowed_length, p.dry_penalty_last_n,
+                          context.n_ctx_train,  p.dry_sequence_breakers};
+  if (dry.n_ctx_train <= 0) dry.n_ctx_train = std::numeric_limits<int>::max();
+  bool adaptive = false;
+  for (SamplerType type : p.samplers) {
+    if (type == SamplerType::kAdaptiveP) {
+      adaptive = true;  // it draws, so it goes last, once
+      continue;
+    }
+    std::unique_ptr<sampling::Stage> stage =
+        type == SamplerType::kDry ? sampling::MakeDry(dry, context.vocab)
+                                  : MakeFilter(type, context);
+    if (stage != nullptr) stages_.push_back(std::move(stage));
+  }
+  stages_.push_back(adaptive ? sampling::MakeAdaptiveP(p.adaptive_target,
+                                                       p.adaptive_decay, seed_)
+                             : sampling::MakeDist(seed_));
+}
+
+std::unique_ptr<sampling::Stage> Sampler::MakeFilter(
+    SamplerType type, const SamplerContext& context) const {
+  const SamplingParams& p = params_;
+  const size_t min_keep = static_cast<size_t>(p.min_keep);
+  switch (type) {
+    case SamplerType::kTopK:
+      return sampling::MakeTopK(p.top_k);
+    case SamplerType::kTopP:
+      return sampling::MakeTopP(p.top_p, min_keep);
+    case SamplerType::kTopNSigma:
+      return sampling::MakeTopNSigma(p.top_n_sigma);
+    case SamplerType::kMinP:
+      return sampling::MakeMinP(p.min_p, min_keep);
+    case SamplerType::kXtc:
+      return sampling::MakeXtc(p.xtc_probability, p.xtc_threshold, min_keep,
+                               seed_);
+    case SamplerType::kTypicalP:
+      return sampling::MakeTypical(p.typical_p, min_keep);
+    case SamplerType::kTemperature:
+      return sampling::MakeTemperatureExt(p.temperature, p.dynatemp_range,
+                                          p.dynatemp_exponent);
+    case SamplerType::kInfill:
+      return sampling::MakeInfill(context.vocab);
+    case SamplerType::kPenalties:
+      return sampling::MakePenalties(p.repeat_last_n, p.repeat_penalty,
+                                     p.frequency_penalty, p.presence_penalty);
+    case SamplerType::kDry:
+    case SamplerType::kAdaptiveP:
+      break;  // built by AddFilters
+  }
+  return nullptr;
 }
 
 TokenId Sampler::Sample(std::span<const float> logits) {
   KV_CHECK(!logits.empty());
-  const bool penalize = params_.repeat_penalty != 1.0f && !history_.empty();
-  if (params_.temperature <= 0 && !penalize) return ArgMax(logits);
-  Gather(logits);
-  if (params_.temperature <= 0) {
-    return std::min_element(candidates_.begin(), candidates_.end(),
-                            Before<Candidate>)->id;
-  }
-  ApplyTopK();
-  ApplyTopP();
-  ApplyMinP();
-  return Draw();
-}
-
-void Sampler::Gather(std::span<const float> logits) {
   candidates_.resize(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
-    candidates_[i] = {static_cast<TokenId>(i), Sanitize(logits[i])};
+    candidates_[i] = {static_cast<TokenId>(i), Sanitize(logits[i]), 0.0f};
   }
-  sorted_ = false;
-  if (params_.repeat_penalty == 1.0f) return;
-  // llama.cpp penalises each distinct recent token once, whatever its count.
-  std::unordered_set<TokenId> seen(history_.begin(), history_.end());
-  for (TokenId id : seen) {
-    if (id < 0 || static_cast<size_t>(id) >= candidates_.size()) continue;
-    float& logit = candidates_[id].logit;
-    logit = logit <= 0 ? logit * params_.repeat_penalty
-                       : logit / params_.repeat_penalty;
-  }
+  view_ = CandidateView{candidates_.data(), candidates_.size(), -1, false};
+  for (const auto& stage : stages_) stage->Apply(&view_);
+  KV_CHECK(view_.selected >= 0 &&
+           static_cast<size_t>(view_.selected) < view_.size)
+      << "no token selected among " << view_.size << " candidates";
+  return view_.data[view_.selected].id;
 }
 
-void Sampler::ApplyTopK() {
-  const int32_t k = params_.top_k;
-  if (k <= 0 || static_cast<size_t>(k) >= candidates_.size()) return;
-  std::partial_sort(candidates_.begin(), candidates_.begin() + k,
-                    candidates_.end(), Before<Candidate>);
-  candidates_.resize(k);
-  sorted_ = true;
+void Sampler::Accept(TokenId token) {
+  for (const auto& stage : stages_) stage->Accept(token);
 }
 
-void Sampler::ApplyTopP() {
-  if (params_.top_p >= 1.0f || candidates_.size() <= 1) return;
-  if (!sorted_) {
-    std::sort(candidates_.begin(), candidates_.end(), Before<Candidate>);
-    sorted_ = true;
-  }
-  const double max_logit = candidates_[0].logit;
-  if (!std::isfinite(max_logit)) return;
-  std::vector<double> probs(candidates_.size());  // [num_candidates]
-  double sum = 0;
-  for (size_t i = 0; i < candidates_.size(); ++i) {
-    probs[i] = std::exp(candidates_[i].logit - max_logit);
-    sum += probs[i];
-  }
-  double cumulative = 0;
-  for (size_t i = 0; i < candidates_.size(); ++i) {
-    cumulative += probs[i] / sum;
-    if (cumulative >= params_.top_p) {
-      candidates_.resize(i + 1);
-      return;
+void Sampler::Reset() {
+  for (const auto& stage : stages_) stage->Reset();
+}
+
+TokenProbs Sampler::PostSamplingProbs(size_t n) const {
+  TokenProbs out;
+  if (view_.data == nullptr || view_.selected < 0) return out;
+  std::vector<Candidate> left(view_.data, view_.data + view_.size);
+  size_t selected = static_cast<size_t>(view_.selected);
+  if (!view_.sorted) {
+    // llama-server re-sorts by probability (std::sort, unstable) and finds
+    // the sampled token again by id.
+    const TokenId id = left[selected].id;
+    std::sort(left.begin(), left.end(), ByProbDesc);
+    for (size_t i = 0; i < left.size(); ++i) {
+      if (left[i].id == id) {
+        selected = i;
+        break;
+      }
     }
   }
-}
-
-void Sampler::ApplyMinP() {
-  if (params_.min_p <= 0 || candidates_.size() <= 1) return;
-  float max_logit = kNegInf;
-  for (const Candidate& c : candidates_) {
-    max_logit = std::max(max_logit, c.logit);
+  out.chosen = left[selected].p;
+  for (size_t i = 0; i < std::min(n, left.size()) && left[i].p != 0.0f; ++i) {
+    out.top.push_back({left[i].id, left[i].p});
   }
-  if (!std::isfinite(max_logit)) return;
-  const float min_logit = max_logit + std::log(params_.min_p);
-  // remove_if keeps the survivors' order, so sorted_ stays true if it was.
-  candidates_.erase(std::remove_if(candidates_.begin(), candidates_.end(),
-                                   [&](const Candidate& c) {
-                                     return c.logit < min_logit;
-                                   }),
-                    candidates_.end());
-}
-
-TokenId Sampler::Draw() {
-  // Every filter keeps the most likely candidate (min_p <= 1, top_p's first
-  // entry, top_k >= 1), so the set is never empty here.
-  KV_CHECK(!candidates_.empty());
-  float max_logit = kNegInf;
-  for (const Candidate& c : candidates_) {
-    max_logit = std::max(max_logit, c.logit);
-  }
-  std::vector<double> weights(candidates_.size());  // [num_candidates]
-  double total = 0;
-  const double inv_temp = 1.0 / params_.temperature;
-  for (size_t i = 0; i < candidates_.size(); ++i) {
-    const float logit = candidates_[i].logit;
-    // Equal to the max counts 1 so +inf and all -inf rows stay finite.
-    weights[i] = logit == max_logit
-                     ? 1.0
-                     : std::exp((static_cast<double>(logit) - max_logit) *
-                                inv_temp);
-    total += weights[i];
-  }
-  const double target = NextUniform() * total;
-  double cumulative = 0;
-  for (size_t i = 0; i < candidates_.size(); ++i) {
-    cumulative += weights[i];
-    if (target < cumulative) return candidates_[i].id;
-  }
-  // Rounding left target at the very top: the last token with weight.
-  for (size_t i = candidates_.size(); i-- > 0;) {
-    if (weights[i] > 0) return candidates_[i].id;
-  }
-  return candidates_.back().id;
-}
-
-double Sampler::NextUniform() {
-  return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+  return out;
 }
 
 }  // namespace kvault

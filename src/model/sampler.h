@@ -1,55 +1,57 @@
-// Sampler: picks the next token from a row of logits with llama.cpp's
-// default sampler chain (llama-server's order and defaults):
+// Sampler: picks the next token from a row of logits exactly as
+// llama-server (llama.cpp b10573's common_sampler) does, random stream
+// included, so a seeded request gives llama-server's tokens.
 //
-//   repeat penalty -> top-k -> top-p -> min-p -> temperature -> draw
+// The chain, built once from SamplingParams like common_sampler_init:
+//   logit_bias (when any) ->
+//   mirostat 0: params.samplers in order (default penalties, dry,
+//               top_n_sigma, top_k, typ_p, top_p, min_p, xtc, temperature),
+//               then dist (or adaptive_p when listed);
+//   mirostat 1: temperature, Mirostat 1.0 (m = 100);
+//   mirostat 2: temperature, Mirostat 2.0.
+// Sample() copies the logits into candidates (id order), runs every stage
+// and returns the selected id; samplers whose parameters switch them off
+// are not in the chain. The dist draw takes one std::uniform_real_
+// distribution<double> value from a std::mt19937 seeded with the 32-bit
+// seed at every step, even when one candidate is left or temperature <= 0
+// (as b10573 does); XTC, Mirostat and adaptive-p own streams seeded the
+// same way. NaN logits are read as -inf (llama.cpp's sorts are undefined
+// on NaN).
 //
-//  * temperature <= 0 is greedy: the argmax, ties broken towards the lowest
-//    id (no filter or draw runs, and the PRNG is not advanced).
-//  * top_k <= 0, top_p >= 1 and min_p <= 0 disable their filter; every
-//    filter keeps at least one token.
-//  * top-p keeps the most likely tokens until their probability mass (a
-//    softmax over the candidates top-k left, before temperature) reaches
-//    top_p, including the token that crosses it.
-//  * min-p keeps tokens whose probability is >= min_p times the most likely
-//    one's (compared on logits: logit >= max_logit + log(min_p)).
-//  * Candidates are ordered by logit, then by id, so the result depends only
-//    on the logits, the parameters, the seed and the accepted history; the
-//    draw uses std::mt19937_64 (its output is fixed by the standard) with a
-//    uniform built here, not std::uniform_real_distribution (whose output
-//    differs between standard libraries).
-//  * NaN logits are treated as -inf.
+// Accept() must see every prompt token, then every generated token, as
+// llama-server replays the prompt into its sampler.
 #ifndef KVAULT_MODEL_SAMPLER_H_
 #define KVAULT_MODEL_SAMPLER_H_
 
 #include <cstdint>
-#include <deque>
-#include <random>
+#include <memory>
 #include <span>
 #include <vector>
 
-#include "core/status.h"
 #include "kv/kv_types.h"
+#include "model/sampler_vocab.h"
+#include "model/sampling_candidates.h"
+#include "model/sampling_params.h"
 
 namespace kvault {
 
-// llama.cpp's LLAMA_DEFAULT_SEED: "pick a random seed".
-inline constexpr uint64_t kRandomSeed = 0xFFFFFFFFu;
+namespace sampling {
+class Stage;
+}  // namespace sampling
 
-struct SamplingParams {
-  float temperature = 0.8f;  // <= 0: greedy
-  int32_t top_k = 40;        // <= 0: off
-  float top_p = 0.95f;       // in [0, 1]; 1: off
-  float min_p = 0.05f;       // in [0, 1]; 0: off
-  uint64_t seed = kRandomSeed;
-  float repeat_penalty = 1.0f;  // 1: off; llama.cpp's penalty_repeat
-  int32_t repeat_last_n = 64;   // how many accepted tokens it looks back
-
-  // Returns greedy parameters (temperature 0).
-  static SamplingParams Greedy();
-  // InvalidArgument (reason "out_of_range") naming the field for a value
-  // outside its domain: temperature finite, top_p and min_p in [0, 1],
-  // repeat_penalty finite and > 0, repeat_last_n >= 0.
-  Status Validate() const;
+// What the sampler needs from the model beyond the parameters.
+struct SamplerContext {
+  // Token texts for DRY's sequence breakers and the infill sampler (not
+  // owned; must outlive the Sampler). Null: DRY runs without breakers; a
+  // chain with the infill sampler then fails its KV_CHECK.
+  const SamplerVocab* vocab = nullptr;
+  // The model's training context (llama_model_n_ctx_train): how far back
+  // DRY looks at most, and what its dry_penalty_last_n -1 means. 0: no cap.
+  int32_t n_ctx_train = 0;
+  // The slot's context size: replaces -1 in repeat_last_n and
+  // dry_penalty_last_n that the caller left unresolved. 0: -1 switches the
+  // repetition penalties off (as llama.cpp's clamp to 0 does).
+  int32_t n_ctx_slot = 0;
 };
 
 // One entry of TopLogprobs.
@@ -66,20 +68,51 @@ std::vector<TokenLogprob> TopLogprobs(std::span<const float> logits, size_t n);
 // 0 when every logit is NaN or -inf). Precondition: !logits.empty().
 TokenId ArgMax(std::span<const float> logits);
 
+// A token with its probability as llama-server reports it.
+struct TokenProb {
+  TokenId id = 0;
+  float prob = 0;
+  friend bool operator==(const TokenProb&, const TokenProb&) = default;
+};
+
+// What llama-server's n_probs reports for one generated token: `top` (its
+// completion_probabilities[].top_probs / top_logprobs, most likely first)
+// and `chosen` (the generated token's prob). llama-server's logprob is
+// std::log(prob) in float.
+struct TokenProbs {
+  std::vector<TokenProb> top;
+  float chosen = 1.0f;  // llama-server's value when the token is not found
+};
+
+// The probabilities before sampling (llama-server's default,
+// post_sampling_probs false): the float softmax of the raw logits (summed in
+// the order a partial sort of the n best leaves them), the n best first.
+TokenProbs PreSamplingProbs(std::span<const float> logits, size_t n,
+                            TokenId chosen);
+
 class Sampler {
  public:
-  // `params` must be valid (see Validate); kRandomSeed draws a seed from
+  // `params` must be valid (see Validate); a random seed is drawn from
   // std::random_device.
   explicit Sampler(const SamplingParams& params);
+  Sampler(const SamplingParams& params, const SamplerContext& context);
+  ~Sampler();
+  Sampler(Sampler&&) noexcept;
+  Sampler& operator=(Sampler&&) noexcept;
 
   // Returns the next token for `logits` (one per vocabulary entry). Does
   // not record it: call Accept. Precondition: !logits.empty().
   TokenId Sample(std::span<const float> logits);
-  // Records `token` in the repeat-penalty history (prompt and generated
-  // tokens alike, as llama-server does).
+  // Records `token` in the samplers' histories (penalties, DRY, adaptive-p).
   void Accept(TokenId token);
-  // Forgets the history and reseeds the PRNG with the seed in use.
+  // Forgets the histories, restores Mirostat's mu and reseeds every random
+  // stream with the seed in use.
   void Reset();
+
+  // The probabilities after the chain (post_sampling_probs true) for the
+  // last Sample(): the candidates left, by descending probability, at most
+  // `n` and none of probability 0; `chosen` is the sampled token's.
+  TokenProbs PostSamplingProbs(size_t n) const;
 
   // Returns the parameters.
   const SamplingParams& params() const { return params_; }
@@ -87,27 +120,19 @@ class Sampler {
   uint64_t seed() const { return seed_; }
 
  private:
-  struct Candidate {
-    TokenId id;
-    float logit;
-  };
-
-  // Fills candidates_ from `logits`, applying the repeat penalty.
-  void Gather(std::span<const float> logits);
-  void ApplyTopK();
-  void ApplyTopP();
-  void ApplyMinP();
-  // Draws from the softmax of candidates_' logits / temperature.
-  TokenId Draw();
-  // Returns a uniform double in [0, 1) with 53 random bits.
-  double NextUniform();
+  void BuildChain(const SamplerContext& context);
+  // Appends params_.samplers' stages and the final draw.
+  void AddFilters(const SamplerContext& context);
+  // Returns the stage of `type` (not DRY or adaptive-p); null when its
+  // parameters switch it off.
+  std::unique_ptr<sampling::Stage> MakeFilter(
+      SamplerType type, const SamplerContext& context) const;
 
   SamplingParams params_;
-  uint64_t seed_;
-  std::mt19937_64 rng_;
-  std::deque<TokenId> history_;   // the last repeat_last_n accepted tokens
-  std::vector<Candidate> candidates_;  // reused between calls
-  bool sorted_ = false;  // candidates_ sorted by (logit desc, id asc)
+  uint32_t seed_;
+  std::vector<std::unique_ptr<sampling::Stage>> stages_;
+  std::vector<sampling::Candidate> candidates_;  // [n_vocab], reused
+  sampling::CandidateView view_;                 // the last Sample()'s
 };
 
 }  // namespace kvault
