@@ -44,8 +44,10 @@ void Engine::Impl::HandleLogits(Slot& slot, std::span<const float> row) {
              req.result.tokens.size() >=
                  static_cast<size_t>(req.params.n_predict)) {
     stop_type = "limit";
-  } else if (slot.cached.size() >= options_.ctx_per_slot) {
-    stop_type = "limit";  // the pending token has no cell left
+  } else if (slot.cached.size() + 1 >= options_.ctx_per_slot) {
+    // Prompt and output fill the context, as llama-server counts it (the
+    // last token is returned, never evaluated).
+    stop_type = "limit";
     truncated = true;
   }
   if (!stop_type.empty() && !out.match) out.text += FlushText(req);

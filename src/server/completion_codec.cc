@@ -177,13 +177,6 @@ Status CheckPromptLength(size_t num_tokens, const CompletionLimits& limits) {
                "tokens)")
         .WithReason("empty_prompt");
   }
-  if (limits.n_ctx_slot > 0 && num_tokens > limits.n_ctx_slot) {
-    return InvalidArgumentError(
-               "field 'prompt': " + std::to_string(num_tokens) +
-               " tokens, more than a slot's context of " +
-               std::to_string(limits.n_ctx_slot) + " tokens")
-        .WithReason("prompt_too_long");
-  }
   return Status::Ok();
 }
 

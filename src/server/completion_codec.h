@@ -35,6 +35,7 @@ struct CompletionRequest {
   CompletionParams params;
   bool stream = false;
   bool return_tokens = false;
+  bool include_usage = false;  // OpenAI stream_options.include_usage
 };
 
 // Returns the tokens of a prompt value: a string (tokenized with add_special
@@ -55,8 +56,9 @@ Status ParseGenerationFields(const nlohmann::json& body,
                              const CompletionLimits& limits,
                              CompletionRequest* out);
 
-// Returns OK when `num_tokens` prompt tokens fit `limits`; else
-// InvalidArgument reason "prompt_too_long" (or "empty_prompt").
+// Returns OK unless the prompt has no tokens: InvalidArgument reason
+// "empty_prompt". (A prompt longer than a slot's context is answered by the
+// route, as llama-server's exceed_context_size_error.)
 Status CheckPromptLength(size_t num_tokens, const CompletionLimits& limits);
 
 // Parses a POST /completion body (fields as above, plus the prompt).

@@ -16,6 +16,18 @@ using nlohmann::json;
 
 enum class Api { kLlama, kOaiCompletion, kOaiChat };
 
+// llama-server's answer to a prompt that leaves no room in a slot.
+HttpError ExceedContextError(size_t n_prompt, uint32_t n_ctx) {
+  HttpError e = MakeHttpError(
+      400, kErrExceedContext,
+      "request (" + std::to_string(n_prompt) +
+          " tokens) exceeds the available context size (" +
+          std::to_string(n_ctx) + " tokens), try increasing it",
+      "prompt_too_long");
+  e.details = {{"n_prompt_tokens", n_prompt}, {"n_ctx", n_ctx}};
+  return e;
+}
+
 StatusOr<CompletionRequest> ParseFor(Api api, const ServerState& state,
                                      const json& body, const Engine& engine) {
   const Tokenizer& tokenizer = engine.model().tokenizer();
@@ -31,8 +43,10 @@ StatusOr<CompletionRequest> ParseFor(Api api, const ServerState& state,
   return InternalError("unknown API");
 }
 
-OaiContext MakeOaiContext(Api api, ServerState& state) {
+OaiContext MakeOaiContext(Api api, ServerState& state,
+                          const CompletionRequest& request) {
   OaiContext ctx;
+  ctx.include_usage = request.include_usage;
   ctx.id = std::string(api == Api::kOaiChat ? "chatcmpl-" : "cmpl-") +
            std::to_string(state.next_response_id.fetch_add(1));
   ctx.created = static_cast<int64_t>(std::time(nullptr));
@@ -49,25 +63,25 @@ std::unique_ptr<StreamFormatter> MakeFormatter(Api api, ServerState& state,
           req, &engine.model().tokenizer());
     case Api::kOaiCompletion:
       return std::make_unique<OaiCompletionStreamFormatter>(
-          MakeOaiContext(api, state));
+          MakeOaiContext(api, state, req));
     case Api::kOaiChat:
       return std::make_unique<OaiChatStreamFormatter>(
-          MakeOaiContext(api, state));
+          MakeOaiContext(api, state, req));
   }
   return nullptr;
 }
 
-json ResultJson(Api api, ServerState& state, const CompletionRequest& request,
+json ResultJson(Api api, ServerState& state, const CompletionRequest& req,
                 const CompletionResult& result,
                 const std::vector<TokenEvent>& events, const Engine& engine) {
   switch (api) {
     case Api::kLlama:
-      return CompletionResponseJson(request, result, events,
+      return CompletionResponseJson(req, result, events,
                                     engine.model().tokenizer());
     case Api::kOaiCompletion:
-      return OaiCompletionJson(result, MakeOaiContext(api, state));
+      return OaiCompletionJson(result, MakeOaiContext(api, state, req));
     case Api::kOaiChat:
-      return OaiChatJson(result, MakeOaiContext(api, state));
+      return OaiChatJson(result, MakeOaiContext(api, state, req));
   }
   return json();
 }
@@ -79,6 +93,11 @@ void HandleCompletion(Api api, ServerState& state, const Request& req,
   if (!body.ok()) return ReplyStatus(res, body.status());
   StatusOr<CompletionRequest> request = ParseFor(api, state, *body, *engine);
   if (!request.ok()) return ReplyStatus(res, request.status());
+  const size_t n_prompt = request->params.prompt.size();
+  const uint32_t n_ctx = engine->options().ctx_per_slot;
+  if (n_prompt >= n_ctx) {  // no room left to generate, as llama-server
+    return ReplyError(res, ExceedContextError(n_prompt, n_ctx));
+  }
   auto sink = std::make_shared<QueueSink>();
   StatusOr<uint64_t> task = engine->Submit(request->params, sink);
   if (!task.ok()) return ReplyStatus(res, task.status());

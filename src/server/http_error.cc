@@ -108,11 +108,11 @@ HttpError HttpErrorFromStatus(const Status& status) {
 }
 
 nlohmann::json ErrorJson(const HttpError& error) {
-  return nlohmann::json{{"error",
-                         {{"code", error.http_status},
-                          {"message", error.message},
-                          {"type", error.type}}},
-                        {"reason", error.reason}};
+  nlohmann::json body{{"code", error.http_status},
+                      {"message", error.message},
+                      {"type", error.type}};
+  body.update(error.details);
+  return nlohmann::json{{"error", std::move(body)}, {"reason", error.reason}};
 }
 
 std::string DumpJson(const nlohmann::json& j) {

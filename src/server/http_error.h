@@ -27,12 +27,15 @@ inline constexpr char kErrNotFound[] = "not_found_error";
 inline constexpr char kErrServer[] = "server_error";
 inline constexpr char kErrNotSupported[] = "not_supported_error";
 inline constexpr char kErrUnavailable[] = "unavailable_error";
+inline constexpr char kErrExceedContext[] = "exceed_context_size_error";
 
 struct HttpError {
   int http_status = 500;
   std::string type;     // one of the kErr* types
   std::string message;  // human readable
   std::string reason;   // stable snake_case tag
+  // Further fields of the "error" object (e.g. n_prompt_tokens, n_ctx).
+  nlohmann::json details = nlohmann::json::object();
 };
 
 // Returns the HTTP error for a non-OK `status`: its code picks the HTTP status

@@ -1,5 +1,6 @@
 #include "server/openai_codec.h"
 
+#include "core/version.h"
 #include "server/json_fields.h"
 
 namespace kvault {
@@ -70,13 +71,28 @@ StatusOr<std::string> MessageText(const json& content,
   return text;
 }
 
+// Reads stream_options: {include_usage: bool}.
+Status ReadStreamOptions(const json& body, CompletionRequest* request) {
+  const json* options = FindField(body, "stream_options");
+  if (options == nullptr || options->is_null()) return Status::Ok();
+  if (!options->is_object()) {
+    return WrongType("stream_options", "an object", *options);
+  }
+  return ReadBool(*options, "include_usage", &request->include_usage);
+}
+
 }  // namespace
 
 StatusOr<CompletionRequest> ParseOaiCompletionRequest(
     const json& body, const Tokenizer& tokenizer,
     const CompletionLimits& limits) {
   KV_ASSIGN_OR_RETURN(json normalized, NormalizeOaiFields(body, false));
-  return ParseCompletionRequest(normalized, tokenizer, limits);
+  KV_ASSIGN_OR_RETURN(CompletionRequest request,
+                      ParseCompletionRequest(normalized, tokenizer, limits));
+  // Text completions always end with usage, so include_usage changes
+  // nothing there; it is still type-checked.
+  KV_RETURN_IF_ERROR(ReadStreamOptions(body, &request));
+  return request;
 }
 
 StatusOr<std::vector<ChatMessage>> ParseChatMessages(const json& body) {
@@ -115,6 +131,7 @@ StatusOr<CompletionRequest> ParseOaiChatRequest(const json& body,
   KV_ASSIGN_OR_RETURN(json normalized, NormalizeOaiFields(body, true));
   CompletionRequest request;
   KV_RETURN_IF_ERROR(ParseGenerationFields(normalized, limits, &request));
+  KV_RETURN_IF_ERROR(ReadStreamOptions(body, &request));
   KV_ASSIGN_OR_RETURN(std::vector<ChatMessage> messages,
                       ParseChatMessages(body));
   const Vocab& vocab = tokenizer.vocab();
@@ -135,26 +152,38 @@ std::string FinishReason(const CompletionResult& result) {
   return result.stop_type == "limit" || result.truncated ? "length" : "stop";
 }
 
+std::string SystemFingerprint() {
+  return std::string("b") + kKvaultVersion + "-kvault";
+}
+
 json UsageJson(const CompletionResult& result) {
   return json{
       {"prompt_tokens", result.tokens_evaluated},
       {"completion_tokens", result.tokens_predicted},
-      {"total_tokens", result.tokens_evaluated + result.tokens_predicted}};
+      {"total_tokens", result.tokens_evaluated + result.tokens_predicted},
+      {"prompt_tokens_details", {{"cached_tokens", result.timings.cache_n}}}};
 }
 
 namespace {
 
-// The envelope both non-streamed OpenAI replies share around one choice.
-json OaiReplyJson(const char* object, json choice,
-                  const CompletionResult& result, const OaiContext& ctx) {
+// The fields every OpenAI object and chunk repeats.
+json OaiEnvelope(const char* object, const OaiContext& ctx, json choices) {
   return json{{"id", ctx.id},
               {"object", object},
               {"created", ctx.created},
               {"model", ctx.model},
-              {"choices", json::array({std::move(choice)})},
-              {"usage", UsageJson(result)},
-              {"id_slot", result.slot},
-              {"timings", TimingsJson(result.timings)}};
+              {"system_fingerprint", SystemFingerprint()},
+              {"choices", std::move(choices)}};
+}
+
+// The envelope both non-streamed OpenAI replies share around one choice.
+json OaiReplyJson(const char* object, json choice,
+                  const CompletionResult& result, const OaiContext& ctx) {
+  json out = OaiEnvelope(object, ctx, json::array({std::move(choice)}));
+  out["usage"] = UsageJson(result);
+  out["id_slot"] = result.slot;
+  out["timings"] = TimingsJson(result.timings);
+  return out;
 }
 
 }  // namespace
@@ -198,11 +227,7 @@ json OaiCompletionStreamFormatter::Chunk(const std::string& text,
               {"index", 0},
               {"logprobs", nullptr},
               {"finish_reason", finish_reason}};
-  return json{{"id", ctx_.id},
-              {"object", "text_completion"},
-              {"created", ctx_.created},
-              {"model", ctx_.model},
-              {"choices", json::array({std::move(choice)})}};
+  return OaiEnvelope("text_completion", ctx_, json::array({std::move(choice)}));
 }
 
 std::string OaiCompletionStreamFormatter::Token(const TokenEvent& event,
@@ -233,17 +258,15 @@ json OaiChatStreamFormatter::Chunk(json delta,
   json choice{{"index", 0},
               {"delta", std::move(delta)},
               {"finish_reason", finish_reason}};
-  return json{{"id", ctx_.id},
-              {"object", "chat.completion.chunk"},
-              {"created", ctx_.created},
-              {"model", ctx_.model},
-              {"choices", json::array({std::move(choice)})}};
+  return OaiEnvelope("chat.completion.chunk", ctx_,
+                     json::array({std::move(choice)}));
 }
 
 std::string OaiChatStreamFormatter::RoleChunkOnce() {
   if (sent_role_) return "";
   sent_role_ = true;
-  return SseData(Chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr));
+  return SseData(
+      Chunk(json{{"role", "assistant"}, {"content", nullptr}}, nullptr));
 }
 
 std::string OaiChatStreamFormatter::Token(const TokenEvent& event,
@@ -262,9 +285,15 @@ std::string OaiChatStreamFormatter::Done(const CompletionResult& result) {
         json{{"content", result.content.substr(streamed_.size())}}, nullptr));
   }
   json last = Chunk(json::object(), FinishReason(result));
-  last["usage"] = UsageJson(result);
-  last["timings"] = TimingsJson(result.timings);
-  return out + SseData(last) + std::string(kSseDone);
+  if (!ctx_.include_usage) {
+    last["timings"] = TimingsJson(result.timings);
+    return out + SseData(last) + std::string(kSseDone);
+  }
+  // OpenAI: usage comes in a chunk of its own, with no choices.
+  json usage = OaiEnvelope("chat.completion.chunk", ctx_, json::array());
+  usage["usage"] = UsageJson(result);
+  usage["timings"] = TimingsJson(result.timings);
+  return out + SseData(last) + SseData(usage) + std::string(kSseDone);
 }
 
 }  // namespace kvault

@@ -23,7 +23,14 @@ struct OaiContext {
   std::string id;       // "cmpl-<n>" or "chatcmpl-<n>"
   int64_t created = 0;  // Unix seconds
   std::string model;    // the model's id as /v1/models lists it
+  // stream_options.include_usage: a chat stream ends with a chunk of
+  // usage and no choices.
+  bool include_usage = false;
 };
+
+// Returns the system_fingerprint OpenAI replies carry (llama-server's
+// convention: it begins with "b").
+std::string SystemFingerprint();
 
 // Parses a /v1/completions body: prompt (as /completion), max_tokens (or
 // n_predict), n (only 1), stream, stop, temperature, top_p, seed and the
@@ -49,7 +56,8 @@ StatusOr<CompletionRequest> ParseOaiChatRequest(const nlohmann::json& body,
 // Returns "length" when the result ended at a token limit, else "stop".
 std::string FinishReason(const CompletionResult& result);
 
-// Returns {prompt_tokens, completion_tokens, total_tokens}.
+// Returns {prompt_tokens, completion_tokens, total_tokens,
+// prompt_tokens_details: {cached_tokens}}.
 nlohmann::json UsageJson(const CompletionResult& result);
 
 // Returns the non-streamed text_completion object.

@@ -138,7 +138,9 @@ TEST_F(HttpServerTest, OpenAiCompletionsAndChat) {
     json chunk = json::parse(p[i]);
     EXPECT_EQ(chunk["object"], "chat.completion.chunk");
     const json& delta = chunk["choices"][0]["delta"];
-    if (delta.contains("content")) text += delta["content"].get<std::string>();
+    if (delta.contains("content") && delta["content"].is_string()) {
+      text += delta["content"].get<std::string>();
+    }
   }
   EXPECT_EQ(text, reply["choices"][0]["message"]["content"].get<std::string>());
   EXPECT_FALSE(
@@ -158,9 +160,13 @@ TEST_F(HttpServerTest, RequestErrors) {
               400, "invalid_request_error", "out_of_range");
   ExpectError(s().Post("/completion", {{"prompt", "x"}, {"id_slot", 2}}), 400,
               "invalid_request_error", "slot_out_of_range");
-  ExpectError(
-      s().Post("/completion", {{"prompt", json(std::vector<int>(1100, 5))}}),
-      400, "invalid_request_error", "prompt_too_long");
+  auto [long_code, too_long] =
+      s().Post("/completion", {{"prompt", json(std::vector<int>(1100, 5))}});
+  EXPECT_EQ(long_code, 400);
+  EXPECT_EQ(too_long["error"]["type"], "exceed_context_size_error");
+  EXPECT_EQ(too_long["error"]["n_prompt_tokens"], 1100);
+  EXPECT_GT(too_long["error"]["n_ctx"].get<int>(), 0);
+  EXPECT_EQ(too_long["reason"], "prompt_too_long");
   ExpectError(s().Get("/nope"), 404, "not_found_error", "no_such_route");
   ExpectError(s().PostRaw("/completion", std::string(70 << 10, ' ')), 413,
               "invalid_request_error", "body_too_large");

@@ -154,7 +154,9 @@ TEST_F(OpenAiCodecTest, NonStreamedObjects) {
   EXPECT_EQ(c["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(c["usage"], json({{"prompt_tokens", 4},
                               {"completion_tokens", 3},
-                              {"total_tokens", 7}}));
+                              {"total_tokens", 7},
+                              {"prompt_tokens_details", {{"cached_tokens", 0}}}}));
+  EXPECT_EQ(c["system_fingerprint"].get<std::string>().substr(0, 1), "b");
   json chat = OaiChatJson(Result("limit"), ctx_);
   EXPECT_EQ(chat["object"], "chat.completion");
   EXPECT_EQ(chat["choices"][0]["message"],
@@ -201,9 +203,27 @@ TEST_F(OpenAiCodecTest, ChatStreamFraming) {
   json last = json::parse(p[3]);
   EXPECT_EQ(last["choices"][0]["delta"], json::object());
   EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
-  EXPECT_EQ(last["usage"]["total_tokens"], 7);
+  EXPECT_TRUE(last["timings"].is_object());
+  EXPECT_FALSE(last.contains("usage"));  // only with include_usage
   EXPECT_EQ(p[4], "[DONE]");
   EXPECT_EQ(text.substr(text.size() - 14), "data: [DONE]\n\n");
+}
+
+// stream_options.include_usage: the finish chunk, then a chunk of usage
+// with no choices (as OpenAI and llama-server send it).
+TEST_F(OpenAiCodecTest, ChatStreamIncludeUsageEndsWithAUsageChunk) {
+  OaiContext ctx = ctx_;
+  ctx.include_usage = true;
+  OaiChatStreamFormatter f(ctx);
+  std::vector<std::string> p = Payloads(f.Done(Result("eos")));
+  ASSERT_GE(p.size(), 3u);
+  json finish = json::parse(p[p.size() - 3]);
+  json usage = json::parse(p[p.size() - 2]);
+  EXPECT_EQ(finish["choices"][0]["finish_reason"], "stop");
+  EXPECT_FALSE(finish.contains("usage"));
+  EXPECT_EQ(usage["choices"], json::array());
+  EXPECT_EQ(usage["usage"]["total_tokens"], 7);
+  EXPECT_EQ(p.back(), "[DONE]");
 }
 
 TEST_F(OpenAiCodecTest, ChatStreamWithNoTokensStillSendsRole) {
