@@ -30,11 +30,13 @@ bool BearerTokenMatches(std::string_view authorization, std::string_view key) {
 }
 
 bool ApiKeyAdmits(const std::vector<std::string>& keys,
-                  std::string_view authorization) {
+                  std::string_view authorization,
+                  std::string_view x_api_key) {
   bool admitted = keys.empty();
   // Every key is compared, so the time does not tell which one matched.
   for (const std::string& key : keys) {
     admitted |= BearerTokenMatches(authorization, key);
+    admitted |= !x_api_key.empty() && ConstantTimeEquals(x_api_key, key);
   }
   return admitted;
 }

@@ -1,4 +1,5 @@
-// --api-key checks: "Authorization: Bearer KEY", compared in constant time.
+// --api-key checks: "Authorization: Bearer KEY" or "X-Api-Key: KEY",
+// compared in constant time.
 #ifndef KVAULT_SERVER_HTTP_AUTH_H_
 #define KVAULT_SERVER_HTTP_AUTH_H_
 
@@ -15,10 +16,12 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b);
 // ("Bearer" case-insensitive, spaces around the token ignored).
 bool BearerTokenMatches(std::string_view authorization, std::string_view key);
 
-// Returns true when `keys` is empty (no authentication) or `authorization`
-// carries one of them as a bearer token.
+// Returns true when `keys` is empty (no authentication), `authorization`
+// carries one of them as a bearer token, or `x_api_key` (the X-Api-Key
+// header Anthropic clients send) is one of them.
 bool ApiKeyAdmits(const std::vector<std::string>& keys,
-                  std::string_view authorization);
+                  std::string_view authorization,
+                  std::string_view x_api_key = {});
 
 }  // namespace kvault
 

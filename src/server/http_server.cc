@@ -91,7 +91,8 @@ bool HttpServer::Impl::Admit(const HttpRequest& head, HttpResponse& res) {
   if (head.path == "/health" || head.path == "/v1/health") {
     return true;  // public; answers loading itself
   }
-  if (!ApiKeyAdmits(state_.options.api_keys, head.Header("Authorization"))) {
+  if (!ApiKeyAdmits(state_.options.api_keys, head.Header("Authorization"),
+                    head.Header("X-Api-Key"))) {
     res.SetHeader("WWW-Authenticate", "Bearer");
     ReplyError(res, MakeHttpError(401, kErrAuthentication, "Invalid API Key",
                                   "invalid_api_key"));
@@ -126,6 +127,8 @@ Status HttpServer::Impl::Listen() {
   RegisterCompletionRoutes(router_, state_);
   RegisterSlotRoutes(router_, state_);
   RegisterKvRoutes(router_, state_);
+  RegisterAnthropicRoutes(router_, state_);
+  RegisterResponsesRoutes(router_, state_);
   callbacks_.admit = [this](const HttpRequest& head, HttpResponse& res) {
     return Admit(head, res);
   };

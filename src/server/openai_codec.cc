@@ -124,27 +124,48 @@ StatusOr<std::vector<ChatMessage>> ParseChatMessages(const json& body) {
   return out;
 }
 
-StatusOr<CompletionRequest> ParseOaiChatRequest(const json& body,
-                                                const Tokenizer& tokenizer,
-                                                const CompletionLimits& limits,
-                                                ChatTemplateFamily family) {
-  KV_ASSIGN_OR_RETURN(json normalized, NormalizeOaiFields(body, true));
-  CompletionRequest request;
-  KV_RETURN_IF_ERROR(ParseGenerationFields(normalized, limits, &request));
-  KV_RETURN_IF_ERROR(ReadStreamOptions(body, &request));
-  KV_ASSIGN_OR_RETURN(std::vector<ChatMessage> messages,
-                      ParseChatMessages(body));
+StatusOr<std::vector<TokenId>> TokenizeChat(
+    const std::vector<ChatMessage>& messages, const Tokenizer& tokenizer,
+    ChatTemplateFamily family) {
   const Vocab& vocab = tokenizer.vocab();
   std::string bos, eos;
   if (vocab.bos) bos = std::string(tokenizer.TokenToPiece(*vocab.bos, true));
   if (vocab.eos) eos = std::string(tokenizer.TokenToPiece(*vocab.eos, true));
   KV_ASSIGN_OR_RETURN(std::string prompt,
                       RenderChat(family, messages, true, bos, eos));
-  request.params.prompt = tokenizer.Tokenize(prompt, true, true);
+  return tokenizer.Tokenize(prompt, true, true);
+}
+
+StatusOr<CompletionRequest> BuildChatRequest(
+    const json& fields, const std::vector<ChatMessage>& messages,
+    const Tokenizer& tokenizer, const CompletionLimits& limits,
+    ChatTemplateFamily family) {
+  CompletionRequest request;
+  KV_RETURN_IF_ERROR(ParseGenerationFields(fields, limits, &request));
+  KV_ASSIGN_OR_RETURN(request.params.prompt,
+                      TokenizeChat(messages, tokenizer, family));
   KV_RETURN_IF_ERROR(CheckPromptLength(request.params.prompt.size(), limits));
   for (std::string& s : ChatStopStrings(family)) {
     request.params.stop.push_back(std::move(s));
   }
+  return request;
+}
+
+StatusOr<CompletionRequest> ParseOaiChatRequest(const json& body,
+                                                const Tokenizer& tokenizer,
+                                                const CompletionLimits& limits,
+                                                ChatTemplateFamily family) {
+  KV_ASSIGN_OR_RETURN(json normalized, NormalizeOaiFields(body, true));
+  // Field errors come in the order the old parser reported them: the
+  // generation fields first, then the messages.
+  CompletionRequest check;
+  KV_RETURN_IF_ERROR(ParseGenerationFields(normalized, limits, &check));
+  KV_ASSIGN_OR_RETURN(std::vector<ChatMessage> messages,
+                      ParseChatMessages(body));
+  KV_ASSIGN_OR_RETURN(CompletionRequest request,
+                      BuildChatRequest(normalized, messages, tokenizer, limits,
+                                       family));
+  KV_RETURN_IF_ERROR(ReadStreamOptions(body, &request));
   return request;
 }
 

@@ -44,6 +44,21 @@ StatusOr<CompletionRequest> ParseOaiCompletionRequest(
 StatusOr<std::vector<ChatMessage>> ParseChatMessages(
     const nlohmann::json& body);
 
+// Returns the request for chat `messages`: the generation fields of
+// `fields` (as ParseGenerationFields), the messages rendered with `family`
+// (generation prompt added) and tokenized (BOS per the vocabulary, special
+// tokens parsed), the family's stop strings added to `stop`.
+StatusOr<CompletionRequest> BuildChatRequest(
+    const nlohmann::json& fields, const std::vector<ChatMessage>& messages,
+    const Tokenizer& tokenizer, const CompletionLimits& limits,
+    ChatTemplateFamily family);
+
+// Returns `messages` rendered with `family` (generation prompt added) and
+// tokenized as BuildChatRequest does.
+StatusOr<std::vector<TokenId>> TokenizeChat(
+    const std::vector<ChatMessage>& messages, const Tokenizer& tokenizer,
+    ChatTemplateFamily family);
+
 // Parses a /v1/chat/completions body: the messages rendered with `family`
 // (generation prompt added) and tokenized (BOS per the vocabulary, special
 // tokens parsed), max_tokens / max_completion_tokens, the family's stop

@@ -1,5 +1,7 @@
 #include "server/server_state.h"
 
+#include "server/stream_response.h"
+
 namespace kvault {
 
 void ReplyJson(HttpResponse& res, const nlohmann::json& j, int status) {
@@ -27,6 +29,31 @@ CompletionLimits LimitsFor(const ServerState& state, const Engine& engine) {
   limits.n_slots = engine.options().n_slots;
   limits.defaults = state.options.defaults;
   return limits;
+}
+
+void RunCompletion(
+    ServerState& state, Engine* engine, const CompletionRequest& request,
+    std::unique_ptr<StreamFormatter> formatter,
+    const std::function<nlohmann::json(const CompletionResult&)>& reply,
+    HttpResponse& res) {
+  auto sink = std::make_shared<QueueSink>();
+  StatusOr<uint64_t> task = engine->Submit(request.params, sink);
+  if (!task.ok()) return ReplyStatus(res, task.status());
+  if (request.stream) {
+    auto job = std::make_shared<StreamJob>();
+    job->engine = engine;
+    job->task_id = *task;
+    job->sink = sink;
+    job->formatter = std::move(formatter);
+    job->stopping = &state.stopping;
+    ServeStream(std::move(job), &res);
+    return;
+  }
+  std::vector<TokenEvent> events;
+  StatusOr<CompletionResult> result =
+      WaitForResult(engine, *task, sink.get(), state.stopping, &events);
+  if (!result.ok()) return ReplyStatus(res, result.status());
+  ReplyJson(res, reply(*result));
 }
 
 }  // namespace kvault

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -18,6 +19,7 @@
 #include "server/http_message.h"
 #include "server/http_router.h"
 #include "server/http_server.h"
+#include "server/sse_sink.h"
 
 namespace kvault {
 
@@ -53,6 +55,14 @@ void RegisterPost(HttpRouter& server, const std::string& pattern,
 // Returns the limits requests are checked against on `engine`.
 CompletionLimits LimitsFor(const ServerState& state, const Engine& engine);
 
+// Runs `request` on `engine` and answers it: streamed through `formatter`
+// when request.stream, else as reply(result) (both made by the API's codec).
+void RunCompletion(
+    ServerState& state, Engine* engine, const CompletionRequest& request,
+    std::unique_ptr<StreamFormatter> formatter,
+    const std::function<nlohmann::json(const CompletionResult&)>& reply,
+    HttpResponse& res);
+
 // GET /health, /props, /v1/models, /slots, /metrics.
 void RegisterInfoRoutes(HttpRouter& server, ServerState& state);
 // POST /completion, /completions, /v1/completions, /v1/chat/completions,
@@ -62,6 +72,10 @@ void RegisterCompletionRoutes(HttpRouter& server, ServerState& state);
 void RegisterSlotRoutes(HttpRouter& server, ServerState& state);
 // GET /kv, POST /kv/defrag.
 void RegisterKvRoutes(HttpRouter& server, ServerState& state);
+// POST /v1/messages, /v1/messages/count_tokens (Anthropic).
+void RegisterAnthropicRoutes(HttpRouter& server, ServerState& state);
+// POST /v1/responses, /responses (OpenAI Responses).
+void RegisterResponsesRoutes(HttpRouter& server, ServerState& state);
 
 }  // namespace kvault
 
