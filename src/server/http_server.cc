@@ -49,7 +49,10 @@ ListenerOptions ToListenerOptions(const ServerOptions& o) {
 
 class HttpServer::Impl {
  public:
-  explicit Impl(const ServerOptions& options) { state_.options = options; }
+  explicit Impl(const ServerOptions& options) {
+    state_.options = options;
+    state_.started = static_cast<int64_t>(std::time(nullptr));
+  }
 
   Status Listen();
   void SetEngine(Engine* engine);
@@ -68,10 +71,17 @@ class HttpServer::Impl {
   std::mutex stop_mu_;
 };
 
-// Runs on the request head, before any body byte is read: an unknown route
-// is a 404 (405 for a known path with another method), then the API key,
-// then the loading answer.
+// Runs on the request head, before any body byte is read: CORS headers go
+// on every answer and an OPTIONS preflight is answered on any path; then an
+// unknown route is a 404 (405 for a known path with another method), then
+// the API key, then the loading answer.
 bool HttpServer::Impl::Admit(const HttpRequest& head, HttpResponse& res) {
+  const std::string origin = head.Header("Origin");
+  AddCorsHeaders(state_.options.cors, origin, res);
+  if (head.method == "OPTIONS") {
+    ReplyPreflight(state_.options.cors, origin, res);
+    return false;
+  }
   const HttpRouter::Match match = router_.Find(head.method, head.path);
   if (match.handler == nullptr && !match.allow.empty()) {
     res.SetHeader("Allow", match.allow);
@@ -115,7 +125,10 @@ void HttpServer::Impl::Handle(HttpRequest& req, HttpResponse& res) {
     (*match.handler)(req, res);
   } catch (const std::exception& e) {
     KV_LOG(ERROR) << "request handler threw: " << e.what();
+    // Admit's CORS headers must survive, or a browser hides the 500.
+    HttpHeaders cors = std::move(res.headers);
     res = HttpResponse();
+    res.headers = std::move(cors);
     ReplyError(res, MakeHttpError(500, kErrServer, e.what(), "internal"));
   }
 }

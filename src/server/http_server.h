@@ -16,6 +16,7 @@
 
 #include "core/status_or.h"
 #include "engine/engine.h"
+#include "server/http_cors.h"
 
 namespace kvault {
 
@@ -35,6 +36,7 @@ struct ServerOptions {
   bool metrics_endpoint = false;  // --metrics: GET /metrics (else 501)
   bool slots_endpoint = true;     // --no-slots: GET /slots answers 501
   bool props_endpoint = false;    // --props: POST /props may change them
+  CorsOptions cors;               // --cors-*: llama-server's defaults
   // --chat-template NAME: a built-in family; empty: detected from the model.
   std::string chat_template;
   // What a request's omitted fields default to (--temp, --seed, -n,

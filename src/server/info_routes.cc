@@ -111,6 +111,7 @@ void HandleMetrics(const ServerState& state, Response& res) {
   metrics.requests_total += state.slot_actions_total.load();
   metrics.requests_failed += state.slot_actions_failed.load();
   res.status = 200;
+  res.SetHeader("Process-Start-Time-Unix", std::to_string(state.started));
   res.SetContent(FormatMetrics(metrics,
                                 static_cast<uint32_t>(slots.size()), busy),
                   "text/plain; version=0.0.4");

@@ -29,6 +29,9 @@ struct ServerState {
   ChatTemplateFamily chat_family = ChatTemplateFamily::kChatml;
   std::string model_id;  // /v1/models id and OpenAI "model"
   int64_t created = 0;   // Unix seconds the engine was set
+  // Unix seconds the server started: /metrics' Process-Start-Time-Unix
+  // header, so a scraper can tell a restart from a counter reset.
+  int64_t started = 0;
   std::atomic<double> load_progress{0.0};
   std::atomic<bool> stopping{false};
   std::atomic<uint64_t> next_response_id{1};
