@@ -1,4 +1,6 @@
 // GET /health, /props, /v1/models, /slots, /metrics.
+#include <algorithm>
+
 #include "core/version.h"
 #include "server/metrics_text.h"
 #include "server/openai_codec.h"
@@ -24,6 +26,19 @@ void HandleHealth(const ServerState& state, Response& res) {
   ReplyJson(res, json{{"status", "ok"}});
 }
 
+// llama-server's next_token entry: the running task's budget; an idle
+// slot shows none (the finished task's numbers must not leak into it).
+json NextTokenJson(const SlotInfo& s) {
+  const int64_t decoded = s.is_processing ? int64_t(s.n_decoded) : 0;
+  const int64_t remain = !s.is_processing || s.n_predict < 0
+                             ? -1
+                             : std::max<int64_t>(0, s.n_predict - decoded);
+  return json{{"has_next_token", s.is_processing},
+              {"has_new_line", false},
+              {"n_remain", remain},
+              {"n_decoded", decoded}};
+}
+
 json SlotJson(const SlotInfo& s) {
   CompletionParams p;
   p.n_predict = s.n_predict;
@@ -37,7 +52,7 @@ json SlotJson(const SlotInfo& s) {
          {"spilled", s.spilled},
          {"kv_dropped", s.n_kv_dropped > 0},
          {"n_kv_dropped", s.n_kv_dropped},
-         {"next_token", {{"n_decoded", s.n_decoded}}}};
+         {"next_token", json::array({NextTokenJson(s)})}};
   j["params"] = s.params.has_value() ? GenerationSettingsJson(p) : json();
   return j;
 }
@@ -97,7 +112,7 @@ void HandleModels(const ServerState& state, Response& res) {
   ReplyJson(res, OaiModelsJson(info));
 }
 
-void HandleMetrics(const ServerState& state, Response& res) {
+void HandleMetrics(ServerState& state, Response& res) {
   if (!state.options.metrics_endpoint) {
     return ReplyDisabled(res, "metrics", "--metrics");
   }
@@ -112,9 +127,16 @@ void HandleMetrics(const ServerState& state, Response& res) {
   metrics.requests_failed += state.slot_actions_failed.load();
   res.status = 200;
   res.SetHeader("Process-Start-Time-Unix", std::to_string(state.started));
-  res.SetContent(FormatMetrics(metrics,
-                                static_cast<uint32_t>(slots.size()), busy),
-                  "text/plain; version=0.0.4");
+  EngineMetrics window;
+  {
+    // As llama-server, each scrape starts a new throughput window.
+    std::lock_guard<std::mutex> lock(state.metrics_mu);
+    window = CounterDelta(metrics, state.last_scrape);
+    state.last_scrape = metrics;
+  }
+  res.SetContent(FormatMetrics(metrics, window,
+                               static_cast<uint32_t>(slots.size()), busy),
+                 "text/plain; version=0.0.4");
 }
 
 }  // namespace

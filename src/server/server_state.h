@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -38,6 +39,10 @@ struct ServerState {
   // POST /slots/{id}?action=... requests, and those answered with an error.
   std::atomic<uint64_t> slot_actions_total{0};
   std::atomic<uint64_t> slot_actions_failed{0};
+  // /metrics' memory (under metrics_mu): the counters at the last scrape,
+  // for the throughput window.
+  std::mutex metrics_mu;
+  EngineMetrics last_scrape;
 };
 
 // Sets `res` to `j` as application/json with HTTP status `status`.
