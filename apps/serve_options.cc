@@ -218,6 +218,14 @@ Status ParseServer(const Flags& f, ServeOptions* o) {
   s.port = static_cast<uint16_t>(port);
   KV_RETURN_IF_ERROR(ParseApiKeys(f, &s));
   KV_RETURN_IF_ERROR(ParseCors(f, &s.cors));
+  KV_ASSIGN_OR_RETURN(int64_t sleep_s,
+                      f.GetInt("sleep-idle-seconds", -1, -1, 1 << 30));
+  if (sleep_s == 0) {
+    return InvalidArgumentError(
+        "--sleep-idle-seconds 0: give a positive number of seconds, or -1 "
+        "never to sleep");
+  }
+  s.sleep_idle_seconds = sleep_s < 0 ? 0 : static_cast<uint32_t>(sleep_s);
   KV_ASSIGN_OR_RETURN(int64_t http_threads,
                       f.GetInt("threads-http", -1, -1, 4096));
   if (http_threads > 0) s.max_connections = uint32_t(http_threads);

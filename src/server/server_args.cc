@@ -636,7 +636,9 @@ constexpr ArgSpec kTable[] = {
     {"lora-init-without-apply", "--lora-init-without-apply", "", kSwitch, "",
      "", kRefuse, kServer, "LoRA adapters are not supported"},
     {"sleep-idle-seconds", "--sleep-idle-seconds", "", kValue, "SECONDS", "",
-     kRefuse, kServer, "sleeping is not supported yet"},
+     kServe, kServer,
+     "unload the model after SECONDS without requests; the next generation "
+     "request loads it again (default -1: never)"},
     {"log-prompts-dir", "--log-prompts-dir", "", kValue, "PATH", "", kRefuse,
      kServer, "prompt logging is not supported"},
     {"embd-gemma-default", "--embd-gemma-default", "", kSwitch, "", "", kRefuse,
