@@ -3,6 +3,7 @@
 // (or the demo model generated in memory), then the engine starts. SIGINT
 // and SIGTERM are taken with sigwait on the main thread (blocked in every
 // other thread), so shutdown runs in ordinary code, not in a handler.
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include "engine/engine.h"
 #include "model/demo_model.h"
 #include "model/llama_model.h"
+#include "server/engine_host.h"
 #include "server/http_server.h"
 #include "server/slot_filename.h"
 
@@ -53,6 +55,21 @@ sigset_t BlockStopSignals() {
   return set;
 }
 
+// Returns the engine's keeper when the server may sleep, else null (the
+// engine stays in `engine`). The host reloads with the options resolved
+// at the first load, so a woken engine is the same shape.
+std::unique_ptr<EngineHost> MaybeHost(const ServeOptions& o,
+                                      std::unique_ptr<Engine>& engine) {
+  if (o.server.sleep_idle_seconds == 0) return nullptr;
+  auto load = [o]() -> StatusOr<std::unique_ptr<Engine>> {
+    KV_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, LoadModel(o));
+    return Engine::Create(std::move(model), o.engine);
+  };
+  return std::make_unique<EngineHost>(
+      std::move(engine), load,
+      std::chrono::seconds(o.server.sleep_idle_seconds));
+}
+
 int Fail(const Status& status) {
   std::fprintf(stderr, "kvault serve: %s\n", status.ToString().c_str());
   return 1;
@@ -76,7 +93,12 @@ int Serve(ServeOptions o) {
   DefaultSpillRam(**model, &o);
   auto engine = Engine::Create(std::move(*model), o.engine);
   if (!engine.ok()) return Fail(engine.status());
-  (*server)->SetEngine(engine->get());
+  std::unique_ptr<EngineHost> host = MaybeHost(o, *engine);
+  if (host != nullptr) {
+    (*server)->SetEngineHost(host.get());
+  } else {
+    (*server)->SetEngine(engine->get());
+  }
   KV_LOG(INFO) << "ready: " << o.engine.n_slots << " slots, "
                << o.engine.n_ctx_total << " KV cells ("
                << o.engine.kv_policy << ", page size " << o.engine.page_size
@@ -85,7 +107,8 @@ int Serve(ServeOptions o) {
   sigwait(&stop_signals, &signal_number);
   KV_LOG(INFO) << "signal " << signal_number << ": shutting down";
   (*server)->Stop();
-  (*engine)->Shutdown();
+  if (host != nullptr) host->Shutdown();
+  if (*engine != nullptr) (*engine)->Shutdown();
   KV_LOG(INFO) << "stopped";
   return 0;
 }

@@ -198,12 +198,34 @@ Status ParseApiKeys(const Flags& f, ServerOptions* s) {
   return Status::Ok();
 }
 
+// --cors-origins, --cors-methods, --cors-headers, --cors-credentials.
+Status ParseCors(const Flags& f, CorsOptions* c) {
+  if (f.Has("cors-origins")) {
+    KV_ASSIGN_OR_RETURN(c->origins,
+                        ParseCorsOrigins(f.GetString("cors-origins", "")));
+  }
+  c->methods = f.GetString("cors-methods", c->methods);
+  c->headers = f.GetString("cors-headers", c->headers);
+  KV_ASSIGN_OR_RETURN(c->credentials,
+                      f.GetBool("cors-credentials", c->credentials));
+  return Status::Ok();
+}
+
 Status ParseServer(const Flags& f, ServeOptions* o) {
   ServerOptions& s = o->server;
   KV_ASSIGN_OR_RETURN(uint64_t port, f.GetUint("port", 8080, 0, 65535));
   s.host = f.GetString("host", "127.0.0.1");
   s.port = static_cast<uint16_t>(port);
   KV_RETURN_IF_ERROR(ParseApiKeys(f, &s));
+  KV_RETURN_IF_ERROR(ParseCors(f, &s.cors));
+  KV_ASSIGN_OR_RETURN(int64_t sleep_s,
+                      f.GetInt("sleep-idle-seconds", -1, -1, 1 << 30));
+  if (sleep_s == 0) {
+    return InvalidArgumentError(
+        "--sleep-idle-seconds 0: give a positive number of seconds, or -1 "
+        "never to sleep");
+  }
+  s.sleep_idle_seconds = sleep_s < 0 ? 0 : static_cast<uint32_t>(sleep_s);
   KV_ASSIGN_OR_RETURN(int64_t http_threads,
                       f.GetInt("threads-http", -1, -1, 4096));
   if (http_threads > 0) s.max_connections = uint32_t(http_threads);

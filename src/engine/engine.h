@@ -200,7 +200,8 @@ struct EngineMetrics {
   uint64_t requests_failed = 0;
   uint64_t requests_processing = 0;
   uint64_t requests_deferred = 0;  // waiting for a slot
-  uint64_t prompt_tokens_total = 0;
+  uint64_t prompt_tokens_total = 0;  // decoded, cache hits excluded
+  uint64_t prompt_tokens_cached_total = 0;  // reused from a slot's cache
   double prompt_seconds_total = 0;
   uint64_t tokens_predicted_total = 0;
   double predicted_seconds_total = 0;
@@ -220,6 +221,10 @@ struct EngineMetrics {
   uint64_t io_timeouts = 0;
   uint64_t io_stuck = 0;
   uint64_t forward_calls = 0;
+  // The slots taking part, summed over forward calls (divided by
+  // forward_calls: the average batch width in sequences).
+  uint64_t busy_slot_steps = 0;
+  uint64_t n_tokens_max = 0;  // longest finished sequence (prompt + output)
   PoolStats pool;  // sequences omitted
   VaultStats vault;
   uint64_t restores_ok = 0;            // slot restores by result

@@ -1,6 +1,7 @@
 // A request's output: sampling the next token from its logits, stop
 // conditions (end of generation, n_predict, stop strings, the slot's
 // context), streaming to the sink and the final result.
+#include <algorithm>
 #include <utility>
 
 #include "core/log.h"
@@ -77,6 +78,10 @@ void Engine::Impl::Finish(Slot& slot, const std::string& stop_type,
   r.timings.predicted_n = r.tokens.size();
   r.timings.predicted_ms = MsBetween(prompt_end, now);
   counters_.prompt_tokens_total += r.timings.prompt_n;
+  counters_.prompt_tokens_cached_total += r.timings.cache_n;
+  counters_.n_tokens_max = std::max<uint64_t>(
+      counters_.n_tokens_max, r.timings.prompt_n + r.timings.cache_n +
+                                  r.timings.predicted_n);
   counters_.prompt_seconds_total += r.timings.prompt_ms / 1e3;
   counters_.tokens_predicted_total += r.timings.predicted_n;
   counters_.predicted_seconds_total += r.timings.predicted_ms / 1e3;

@@ -235,6 +235,7 @@ void Engine::Impl::Step() {
                          EngineClock::now() - start).count(),
                      had_decode, units);
       ++counters_.forward_calls;
+      counters_.busy_slot_steps += plan.size();  // one part per slot
       ApplyDecoded(plan, *logits);
       return;
     }

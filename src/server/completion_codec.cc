@@ -221,6 +221,9 @@ json TimingsJson(const CompletionTimings& t) {
   auto per_second = [](uint64_t n, double ms) {
     return ms <= 0 ? 0.0 : 1e3 * static_cast<double>(n) / ms;
   };
+  // As llama-server: the first output token comes from the prompt's last
+  // batch, so the generation rate is over the decode steps after it.
+  const uint64_t steps = t.predicted_n > 0 ? t.predicted_n - 1 : 0;
   return json{
       {"prompt_n", t.prompt_n},
       {"prompt_ms", t.prompt_ms},
@@ -228,8 +231,8 @@ json TimingsJson(const CompletionTimings& t) {
       {"prompt_per_second", per_second(t.prompt_n, t.prompt_ms)},
       {"predicted_n", t.predicted_n},
       {"predicted_ms", t.predicted_ms},
-      {"predicted_per_token_ms", per_token(t.predicted_n, t.predicted_ms)},
-      {"predicted_per_second", per_second(t.predicted_n, t.predicted_ms)},
+      {"predicted_per_token_ms", per_token(steps, t.predicted_ms)},
+      {"predicted_per_second", per_second(steps, t.predicted_ms)},
       {"cache_n", t.cache_n}};
 }
 

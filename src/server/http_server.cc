@@ -4,11 +4,13 @@
 #include <ctime>
 #include <exception>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 
 #include "core/log.h"
 #include "server/http_auth.h"
 #include "server/http_listener.h"
+#include "server/metrics_text.h"
 #include "server/server_state.h"
 
 namespace kvault {
@@ -49,15 +51,20 @@ ListenerOptions ToListenerOptions(const ServerOptions& o) {
 
 class HttpServer::Impl {
  public:
-  explicit Impl(const ServerOptions& options) { state_.options = options; }
+  explicit Impl(const ServerOptions& options) {
+    state_.options = options;
+    state_.started = static_cast<int64_t>(std::time(nullptr));
+  }
 
   Status Listen();
   void SetEngine(Engine* engine);
+  void SetEngineHost(EngineHost* host);
   void Stop();
   uint16_t port() const { return listener_->port(); }
   ServerState& state() { return state_; }
 
  private:
+  void Describe(const Engine& engine);
   bool Admit(const HttpRequest& head, HttpResponse& res);
   void Handle(HttpRequest& req, HttpResponse& res);
 
@@ -68,10 +75,17 @@ class HttpServer::Impl {
   std::mutex stop_mu_;
 };
 
-// Runs on the request head, before any body byte is read: an unknown route
-// is a 404 (405 for a known path with another method), then the API key,
-// then the loading answer.
+// Runs on the request head, before any body byte is read: CORS headers go
+// on every answer and an OPTIONS preflight is answered on any path; then an
+// unknown route is a 404 (405 for a known path with another method), then
+// the API key, then the loading answer.
 bool HttpServer::Impl::Admit(const HttpRequest& head, HttpResponse& res) {
+  const std::string origin = head.Header("Origin");
+  AddCorsHeaders(state_.options.cors, origin, res);
+  if (head.method == "OPTIONS") {
+    ReplyPreflight(state_.options.cors, origin, res);
+    return false;
+  }
   const HttpRouter::Match match = router_.Find(head.method, head.path);
   if (match.handler == nullptr && !match.allow.empty()) {
     res.SetHeader("Allow", match.allow);
@@ -98,7 +112,7 @@ bool HttpServer::Impl::Admit(const HttpRequest& head, HttpResponse& res) {
                                   "invalid_api_key"));
     return false;
   }
-  if (state_.engine.load() == nullptr) {
+  if (!state_.ready.load()) {
     ReplyJson(res, LoadingJson(state_.load_progress.load()), 503);
     return false;
   }
@@ -112,11 +126,29 @@ void HttpServer::Impl::Handle(HttpRequest& req, HttpResponse& res) {
                                          "no_such_route"));
   }
   req.matches = std::move(match.matches);
+  EngineHost::Lease lease;  // a sleeping server wakes for all but reads
+  if (state_.host != nullptr && !IsReadOnlyRoute(req)) {
+    StatusOr<EngineHost::Lease> woken = state_.host->Wake();
+    if (!woken.ok()) return ReplyStatus(res, woken.status());
+    lease = std::move(woken).value();
+  }
   try {
     (*match.handler)(req, res);
+    if (res.pump && lease.engine() != nullptr) {
+      // A stream runs after this returns: its end releases the lease.
+      auto held = std::make_shared<EngineHost::Lease>(std::move(lease));
+      res.on_stream_end = [held, end = std::move(res.on_stream_end)](
+                              bool completed) {
+        if (end) end(completed);
+        *held = EngineHost::Lease();
+      };
+    }
   } catch (const std::exception& e) {
     KV_LOG(ERROR) << "request handler threw: " << e.what();
+    // Admit's CORS headers must survive, or a browser hides the 500.
+    HttpHeaders cors = std::move(res.headers);
     res = HttpResponse();
+    res.headers = std::move(cors);
     ReplyError(res, MakeHttpError(500, kErrServer, e.what(), "internal"));
   }
 }
@@ -143,8 +175,9 @@ Status HttpServer::Impl::Listen() {
   return Status::Ok();
 }
 
-void HttpServer::Impl::SetEngine(Engine* engine) {
-  const LlamaModel& model = engine->model();
+// Sets what the API reports about the model; called once, before `ready`.
+void HttpServer::Impl::Describe(const Engine& engine) {
+  const LlamaModel& model = engine.model();
   StatusOr<std::string> jinja =
       model.file().GetString("tokenizer.chat_template");
   std::optional<ChatTemplateFamily> family;
@@ -164,8 +197,48 @@ void HttpServer::Impl::SetEngine(Engine* engine) {
   }
   state_.model_id = ModelId(state_.options);
   state_.created = static_cast<int64_t>(std::time(nullptr));
+  state_.engine_options = engine.options();
+  OaiModelInfo& info = state_.model_info;
+  info.id = state_.model_id;
+  info.created = state_.created;
+  info.n_vocab = model.n_vocab();
+  info.n_ctx_train = model.hparams().n_ctx_train;
+  info.n_params = model.num_parameters();
+  info.size_bytes = model.weight_bytes();
   state_.load_progress.store(1.0);
-  state_.engine.store(engine);  // publishes the fields above
+}
+
+void HttpServer::Impl::SetEngine(Engine* engine) {
+  Describe(*engine);
+  state_.engine.store(engine);
+  state_.ready.store(true);  // publishes the fields above
+}
+
+void HttpServer::Impl::SetEngineHost(EngineHost* host) {
+  EngineHost::Lease lease = host->Peek();  // awake: it was just loaded
+  Describe(*lease.engine());
+  state_.engine.store(lease.engine());
+  ServerState& state = state_;
+  host->SetHooks(
+      {.before_sleep =
+           [&state](Engine& engine) {
+             std::lock_guard<std::mutex> lock(state.metrics_mu);
+             EngineMetrics m = engine.Metrics();
+             AddCounters(state.counter_base, &m);
+             state.counter_base = m;  // only its counters are used
+             state.asleep_metrics = m;
+             state.asleep_slots = engine.Slots();
+             state.engine.store(nullptr);
+           },
+       .after_wake =
+           [&state](Engine& engine) {
+             std::lock_guard<std::mutex> lock(state.metrics_mu);
+             state.asleep_metrics.reset();
+             state.asleep_slots.clear();
+             state.engine.store(&engine);
+           }});
+  state_.host = host;
+  state_.ready.store(true);
 }
 
 void HttpServer::Impl::Stop() {
@@ -187,6 +260,10 @@ HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpServer::~HttpServer() { Stop(); }
 
 void HttpServer::SetEngine(Engine* engine) { impl_->SetEngine(engine); }
+
+void HttpServer::SetEngineHost(EngineHost* host) {
+  impl_->SetEngineHost(host);
+}
 
 void HttpServer::SetLoadProgress(double fraction) {
   impl_->state().load_progress.store(std::clamp(fraction, 0.0, 1.0));

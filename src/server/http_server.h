@@ -16,6 +16,8 @@
 
 #include "core/status_or.h"
 #include "engine/engine.h"
+#include "server/engine_host.h"
+#include "server/http_cors.h"
 
 namespace kvault {
 
@@ -35,6 +37,7 @@ struct ServerOptions {
   bool metrics_endpoint = false;  // --metrics: GET /metrics (else 501)
   bool slots_endpoint = true;     // --no-slots: GET /slots answers 501
   bool props_endpoint = false;    // --props: POST /props may change them
+  CorsOptions cors;               // --cors-*: llama-server's defaults
   // --chat-template NAME: a built-in family; empty: detected from the model.
   std::string chat_template;
   // What a request's omitted fields default to (--temp, --seed, -n,
@@ -55,6 +58,9 @@ struct ServerOptions {
   // Stop: how long responses in progress may still write (a stream's last
   // error event and terminating chunk).
   uint32_t stop_grace_ms = 2000;
+  // --sleep-idle-seconds: 0 never sleeps (the serve command builds the
+  // EngineHost from it).
+  uint32_t sleep_idle_seconds = 0;
 };
 
 class HttpServer {
@@ -69,6 +75,10 @@ class HttpServer {
   // Makes the server ready: requests go to `engine` (not owned; outlives
   // the server or until Stop).
   void SetEngine(Engine* engine);
+  // Makes the server ready over a host that may unload the engine when
+  // idle (--sleep-idle-seconds): requests other than health, props, models
+  // and metrics wake it (not owned; outlives the server or until Stop).
+  void SetEngineHost(EngineHost* host);
   // Shows model-load progress in /health's loading answer ([0, 1]).
   void SetLoadProgress(double fraction);
   // Stops accepting connections, closes idle and half-read ones at once,

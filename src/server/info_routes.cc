@@ -1,4 +1,6 @@
 // GET /health, /props, /v1/models, /slots, /metrics.
+#include <algorithm>
+
 #include "core/version.h"
 #include "server/metrics_text.h"
 #include "server/openai_codec.h"
@@ -14,7 +16,7 @@ using nlohmann::json;
 const std::string kBuildInfo = std::string("kvault ") + kKvaultVersion;
 
 void HandleHealth(const ServerState& state, Response& res) {
-  if (state.engine.load() == nullptr) {
+  if (!state.ready.load()) {
     json j = ErrorJson(
         MakeHttpError(503, kErrUnavailable, "Loading model", "loading"));
     j["progress"] = state.load_progress.load();
@@ -22,6 +24,19 @@ void HandleHealth(const ServerState& state, Response& res) {
     return;
   }
   ReplyJson(res, json{{"status", "ok"}});
+}
+
+// llama-server's next_token entry: the running task's budget; an idle
+// slot shows none (the finished task's numbers must not leak into it).
+json NextTokenJson(const SlotInfo& s) {
+  const int64_t decoded = s.is_processing ? int64_t(s.n_decoded) : 0;
+  const int64_t remain = !s.is_processing || s.n_predict < 0
+                             ? -1
+                             : std::max<int64_t>(0, s.n_predict - decoded);
+  return json{{"has_next_token", s.is_processing},
+              {"has_new_line", false},
+              {"n_remain", remain},
+              {"n_decoded", decoded}};
 }
 
 json SlotJson(const SlotInfo& s) {
@@ -37,7 +52,7 @@ json SlotJson(const SlotInfo& s) {
          {"spilled", s.spilled},
          {"kv_dropped", s.n_kv_dropped > 0},
          {"n_kv_dropped", s.n_kv_dropped},
-         {"next_token", {{"n_decoded", s.n_decoded}}}};
+         {"next_token", json::array({NextTokenJson(s)})}};
   j["params"] = s.params.has_value() ? GenerationSettingsJson(p) : json();
   return j;
 }
@@ -70,53 +85,82 @@ void HandleSlots(const ServerState& state, const Request& req, Response& res) {
 }
 
 void HandleProps(const ServerState& state, Response& res) {
-  const Engine& engine = *state.engine.load();
+  const EngineOptions& options = state.engine_options;
   CompletionParams defaults;
-  json settings{{"n_ctx", engine.options().ctx_per_slot},
+  json settings{{"n_ctx", options.ctx_per_slot},
                 {"params", GenerationSettingsJson(defaults)}};
+  const bool sleeping = state.host != nullptr && state.host->sleeping();
   ReplyJson(res,
             json{{"default_generation_settings", std::move(settings)},
-                 {"total_slots", engine.options().n_slots},
-                 {"n_ctx_total", engine.options().n_ctx_total},
+                 {"total_slots", options.n_slots},
+                 {"n_ctx_total", options.n_ctx_total},
                  {"model_path", state.options.model_path},
                  {"model_id", state.model_id},
                  {"chat_template", ChatTemplateFamilyName(state.chat_family)},
                  {"build_info", kBuildInfo},
-                 {"demo_model", state.options.demo_model}});
+                 {"demo_model", state.options.demo_model},
+                 {"is_sleeping", sleeping}});
 }
 
 void HandleModels(const ServerState& state, Response& res) {
-  const LlamaModel& model = state.engine.load()->model();
-  OaiModelInfo info;
-  info.id = state.model_id;
-  info.created = state.created;
-  info.n_vocab = model.n_vocab();
-  info.n_ctx_train = model.hparams().n_ctx_train;
-  info.n_params = model.num_parameters();
-  info.size_bytes = model.weight_bytes();
-  ReplyJson(res, OaiModelsJson(info));
+  ReplyJson(res, OaiModelsJson(state.model_info));
 }
 
-void HandleMetrics(const ServerState& state, Response& res) {
+// The engine's metrics and slots now, or asleep the ones it showed on
+// entering sleep; counters include those of engines unloaded before.
+void MetricsSnapshot(ServerState& state, EngineMetrics* m,
+                     std::vector<SlotInfo>* slots) {
+  EngineHost::Lease lease;  // keeps a sleeping server's engine alive
+  const Engine* engine = state.engine.load();
+  if (state.host != nullptr) engine = (lease = state.host->Peek()).engine();
+  std::lock_guard<std::mutex> lock(state.metrics_mu);
+  if (engine == nullptr) {
+    *m = state.asleep_metrics.value_or(EngineMetrics());
+    *slots = state.asleep_slots;
+    return;
+  }
+  *m = engine->Metrics();
+  *slots = engine->Slots();
+  AddCounters(state.counter_base, m);
+}
+
+void HandleMetrics(ServerState& state, Response& res) {
   if (!state.options.metrics_endpoint) {
     return ReplyDisabled(res, "metrics", "--metrics");
   }
-  const Engine& engine = *state.engine.load();
+  EngineMetrics metrics;
+  std::vector<SlotInfo> slots;
+  MetricsSnapshot(state, &metrics, &slots);
   uint32_t busy = 0;
-  std::vector<SlotInfo> slots = engine.Slots();
   for (const SlotInfo& s : slots) busy += s.is_processing ? 1 : 0;
   // Slot actions count as requests: their failures (bad names included,
   // which never reach the engine) are counted by the slot routes.
-  EngineMetrics metrics = engine.Metrics();
   metrics.requests_total += state.slot_actions_total.load();
   metrics.requests_failed += state.slot_actions_failed.load();
   res.status = 200;
-  res.SetContent(FormatMetrics(metrics,
-                                static_cast<uint32_t>(slots.size()), busy),
-                  "text/plain; version=0.0.4");
+  res.SetHeader("Process-Start-Time-Unix", std::to_string(state.started));
+  EngineMetrics window;
+  {
+    // As llama-server, each scrape starts a new throughput window.
+    std::lock_guard<std::mutex> lock(state.metrics_mu);
+    window = CounterDelta(metrics, state.last_scrape);
+    state.last_scrape = metrics;
+  }
+  res.SetContent(FormatMetrics(metrics, window,
+                               static_cast<uint32_t>(slots.size()), busy),
+                 "text/plain; version=0.0.4");
 }
 
 }  // namespace
+
+bool IsReadOnlyRoute(const HttpRequest& req) {
+  if (req.method != "GET") return false;
+  for (const char* path : {"/health", "/v1/health", "/props", "/models",
+                           "/v1/models", "/metrics"}) {
+    if (req.path == path) return true;
+  }
+  return false;
+}
 
 void RegisterInfoRoutes(HttpRouter& server, ServerState& state) {
   auto health = [&state](const Request&, Response& res) {

@@ -1,5 +1,6 @@
 #include "server/metrics_text.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -20,10 +21,43 @@ std::string FormatNumber(double v) {
 
 double Rate(double n, double seconds) { return seconds > 0 ? n / seconds : 0; }
 
-void WriteLlamaSeries(const EngineMetrics& m, PrometheusWriter& w) {
+// The counters added across engines and subtracted between scrapes.
+constexpr uint64_t EngineMetrics::*kCounters[] = {
+    &EngineMetrics::requests_total,
+    &EngineMetrics::requests_failed,
+    &EngineMetrics::prompt_tokens_total,
+    &EngineMetrics::prompt_tokens_cached_total,
+    &EngineMetrics::tokens_predicted_total,
+    &EngineMetrics::preemptions,
+    &EngineMetrics::preemptions_recomputed,
+    &EngineMetrics::idle_kv_discards,
+    &EngineMetrics::idle_kv_discarded_tokens,
+    &EngineMetrics::kv_full_refusals,
+    &EngineMetrics::io_timeouts,
+    &EngineMetrics::forward_calls,
+    &EngineMetrics::busy_slot_steps,
+    &EngineMetrics::restores_ok,
+    &EngineMetrics::restores_not_found,
+    &EngineMetrics::restores_corrupt,
+    &EngineMetrics::restores_mismatch,
+    &EngineMetrics::restores_no_room,
+    &EngineMetrics::restores_other_error,
+    &EngineMetrics::saves_ok,
+    &EngineMetrics::saves_failed,
+};
+constexpr double EngineMetrics::*kSecondCounters[] = {
+    &EngineMetrics::prompt_seconds_total,
+    &EngineMetrics::predicted_seconds_total,
+};
+
+// Cumulative series.
+void WriteLlamaCounters(const EngineMetrics& m, PrometheusWriter& w) {
   w.Family("llamacpp:prompt_tokens_total", "counter",
-           "Number of prompt tokens processed.");
+           "Number of prompt tokens processed, excluding cached tokens.");
   w.Sample(m.prompt_tokens_total);
+  w.Family("llamacpp:prompt_tokens_cached_total", "counter",
+           "Number of prompt tokens reused from the cache.");
+  w.Sample(m.prompt_tokens_cached_total);
   w.Family("llamacpp:prompt_seconds_total", "counter", "Prompt process time.");
   w.Sample(m.prompt_seconds_total);
   w.Family("llamacpp:tokens_predicted_total", "counter",
@@ -35,12 +69,27 @@ void WriteLlamaSeries(const EngineMetrics& m, PrometheusWriter& w) {
   w.Family("llamacpp:n_decode_total", "counter",
            "Total number of forward calls (batches).");
   w.Sample(m.forward_calls);
+  w.Family("llamacpp:n_tokens_max", "counter",
+           "Largest observed sequence length (prompt + generation).");
+  w.Sample(m.n_tokens_max);
+  // kvault does no speculative decoding; the series exist for dashboards.
+  for (const char* name : {"llamacpp:spec_decode_num_draft_tokens_total",
+                           "llamacpp:spec_decode_num_accepted_tokens_total",
+                           "llamacpp:spec_decode_num_drafts_total"}) {
+    w.Family(name, "counter", "Speculative decoding (always 0 in kvault).");
+    w.Sample(0);
+  }
+}
+
+// Gauges; the rates are over `window`, the counters since the last scrape.
+void WriteLlamaGauges(const EngineMetrics& m, const EngineMetrics& window,
+                      PrometheusWriter& w) {
   w.Family("llamacpp:prompt_tokens_seconds", "gauge",
-           "Average prompt throughput in tokens/s.");
-  w.Sample(Rate(m.prompt_tokens_total, m.prompt_seconds_total));
+           "Average prompt throughput in tokens/s since the last scrape.");
+  w.Sample(Rate(window.prompt_tokens_total, window.prompt_seconds_total));
   w.Family("llamacpp:predicted_tokens_seconds", "gauge",
-           "Average generation throughput in tokens/s.");
-  w.Sample(Rate(m.tokens_predicted_total, m.predicted_seconds_total));
+           "Average generation throughput in tokens/s since the last scrape.");
+  w.Sample(Rate(window.tokens_predicted_total, window.predicted_seconds_total));
   w.Family("llamacpp:kv_cache_usage_ratio", "gauge",
            "KV-cache usage. 1 means 100 percent usage.");
   w.Sample(m.pool.num_cells == 0
@@ -54,6 +103,10 @@ void WriteLlamaSeries(const EngineMetrics& m, PrometheusWriter& w) {
   w.Family("llamacpp:requests_deferred", "gauge",
            "Number of requests deferred (waiting for a slot).");
   w.Sample(m.requests_deferred);
+  w.Family("llamacpp:n_busy_slots_per_decode", "gauge",
+           "Average number of busy slots per forward call since the last "
+           "scrape.");
+  w.Sample(Rate(window.busy_slot_steps, window.forward_calls));
 }
 
 void WritePoolSeries(const EngineMetrics& m, PrometheusWriter& w) {
@@ -205,10 +258,29 @@ std::string EscapeLabel(std::string_view value) {
   return out;
 }
 
-std::string FormatMetrics(const EngineMetrics& m, uint32_t n_slots,
-                          uint32_t busy_slots) {
+EngineMetrics CounterDelta(const EngineMetrics& now,
+                           const EngineMetrics& before) {
+  EngineMetrics d;
+  for (auto field : kCounters) {
+    d.*field = now.*field >= before.*field ? now.*field - before.*field : 0;
+  }
+  for (auto field : kSecondCounters) {
+    d.*field = std::max(0.0, now.*field - before.*field);
+  }
+  return d;
+}
+
+void AddCounters(const EngineMetrics& base, EngineMetrics* m) {
+  for (auto field : kCounters) m->*field += base.*field;
+  for (auto field : kSecondCounters) m->*field += base.*field;
+  m->n_tokens_max = std::max(m->n_tokens_max, base.n_tokens_max);
+}
+
+std::string FormatMetrics(const EngineMetrics& m, const EngineMetrics& window,
+                          uint32_t n_slots, uint32_t busy_slots) {
   PrometheusWriter w;
-  WriteLlamaSeries(m, w);
+  WriteLlamaCounters(m, w);
+  WriteLlamaGauges(m, window, w);
   WriteRequestSeries(m, n_slots, busy_slots, w);
   WritePoolSeries(m, w);
   WriteVaultSeries(m.vault, w);

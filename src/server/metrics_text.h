@@ -33,10 +33,20 @@ class PrometheusWriter {
 // Returns `value` escaped for a Prometheus label value (\\, \", \n).
 std::string EscapeLabel(std::string_view value);
 
-// Returns the whole /metrics page for `m`; `n_slots` and `busy_slots` come
-// from the slot snapshot.
-std::string FormatMetrics(const EngineMetrics& m, uint32_t n_slots,
-                          uint32_t busy_slots);
+// Returns the counters of `now` less those of `before` (other fields 0):
+// what happened between two scrapes.
+EngineMetrics CounterDelta(const EngineMetrics& now,
+                           const EngineMetrics& before);
+
+// Adds the counters of `base` to `m` (n_tokens_max: the larger), so that
+// counters keep growing across an engine reloaded after sleep.
+void AddCounters(const EngineMetrics& base, EngineMetrics* m);
+
+// Returns the whole /metrics page for `m`. As llama-server's, the
+// throughput gauges cover `window` (CounterDelta since the last scrape);
+// `n_slots` and `busy_slots` come from the slot snapshot.
+std::string FormatMetrics(const EngineMetrics& m, const EngineMetrics& window,
+                          uint32_t n_slots, uint32_t busy_slots);
 
 }  // namespace kvault
 

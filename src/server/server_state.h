@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -18,26 +21,51 @@
 #include "server/http_error.h"
 #include "server/http_message.h"
 #include "server/http_router.h"
+#include "server/engine_host.h"
 #include "server/http_server.h"
+#include "server/openai_codec.h"
 #include "server/sse_sink.h"
 
 namespace kvault {
 
 struct ServerState {
   ServerOptions options;
-  // Null until SetEngine; the fields below it are written before the
-  // pointer is published and never after.
+  // The engine for requests: null until SetEngine/SetEngineHost, and while
+  // the host sleeps. Route handlers other than the read-only ones (see
+  // IsReadOnlyRoute) run holding a waking lease, so it is live for them.
   std::atomic<Engine*> engine{nullptr};
+  // Set (with `ready`) when the server sleeps (--sleep-idle-seconds).
+  EngineHost* host = nullptr;
+  // False while the model first loads; the fields below are written
+  // before it turns true and never after.
+  std::atomic<bool> ready{false};
+  EngineOptions engine_options;  // /props, even asleep
+  OaiModelInfo model_info;       // /v1/models, even asleep
   ChatTemplateFamily chat_family = ChatTemplateFamily::kChatml;
   std::string model_id;  // /v1/models id and OpenAI "model"
   int64_t created = 0;   // Unix seconds the engine was set
+  // Unix seconds the server started: /metrics' Process-Start-Time-Unix
+  // header, so a scraper can tell a restart from a counter reset.
+  int64_t started = 0;
   std::atomic<double> load_progress{0.0};
   std::atomic<bool> stopping{false};
   std::atomic<uint64_t> next_response_id{1};
   // POST /slots/{id}?action=... requests, and those answered with an error.
   std::atomic<uint64_t> slot_actions_total{0};
   std::atomic<uint64_t> slot_actions_failed{0};
+  // /metrics' memory (under metrics_mu): the counters at the last scrape,
+  // for the throughput window; the counters of engines unloaded by sleep;
+  // while asleep, what the engine showed on entering sleep.
+  std::mutex metrics_mu;
+  EngineMetrics last_scrape;
+  EngineMetrics counter_base;
+  std::optional<EngineMetrics> asleep_metrics;
+  std::vector<SlotInfo> asleep_slots;
 };
+
+// Returns true for the endpoints that answer without waking a sleeping
+// server (as llama-server: health, props, models, metrics).
+bool IsReadOnlyRoute(const HttpRequest& req);
 
 // Sets `res` to `j` as application/json with HTTP status `status`.
 void ReplyJson(HttpResponse& res, const nlohmann::json& j, int status = 200);

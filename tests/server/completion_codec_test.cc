@@ -291,8 +291,9 @@ TEST_F(CompletionCodecTest, ResponseHasEveryField) {
   EXPECT_DOUBLE_EQ(t["prompt_per_second"].get<double>(), 500.0);
   EXPECT_EQ(t["predicted_n"], 2);
   EXPECT_DOUBLE_EQ(t["predicted_ms"].get<double>(), 10.0);
-  EXPECT_DOUBLE_EQ(t["predicted_per_token_ms"].get<double>(), 5.0);
-  EXPECT_DOUBLE_EQ(t["predicted_per_second"].get<double>(), 200.0);
+  // Two tokens are one decode step: the first came with the prompt.
+  EXPECT_DOUBLE_EQ(t["predicted_per_token_ms"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(t["predicted_per_second"].get<double>(), 100.0);
   EXPECT_EQ(t["cache_n"], 1);
   req.return_tokens = false;
   EXPECT_EQ(CompletionResponseJson(req, SampleResult(), {}, tok())["tokens"],
@@ -302,6 +303,15 @@ TEST_F(CompletionCodecTest, ResponseHasEveryField) {
 TEST_F(CompletionCodecTest, ZeroTimingsGiveZeroRates) {
   json t = TimingsJson(CompletionTimings{});
   EXPECT_EQ(t["prompt_per_second"], 0.0);
+  EXPECT_EQ(t["predicted_per_token_ms"], 0.0);
+}
+
+TEST_F(CompletionCodecTest, OneTokenHasNoGenerationRate) {
+  CompletionTimings timings;
+  timings.predicted_n = 1;
+  timings.predicted_ms = 3.0;
+  json t = TimingsJson(timings);
+  EXPECT_EQ(t["predicted_per_second"], 0.0);
   EXPECT_EQ(t["predicted_per_token_ms"], 0.0);
 }
 

@@ -43,7 +43,7 @@ bool HasLine(const std::string& text, const std::string& line) {
 }
 
 TEST(MetricsTextTest, ContainsTheExpectedSeries) {
-  std::string text = FormatMetrics(SampleMetrics(), 4, 2);
+  std::string text = FormatMetrics(SampleMetrics(), SampleMetrics(), 4, 2);
   const char* lines[] = {
       "llamacpp:prompt_tokens_total 100",
       "llamacpp:prompt_seconds_total 0.5",
@@ -83,7 +83,7 @@ TEST(MetricsTextTest, ContainsTheExpectedSeries) {
 }
 
 TEST(MetricsTextTest, EveryFamilyHasHelpAndTypeOnce) {
-  std::string text = FormatMetrics(SampleMetrics(), 1, 0);
+  std::string text = FormatMetrics(SampleMetrics(), SampleMetrics(), 1, 0);
   size_t helps = 0, types = 0, pos = 0;
   while ((pos = text.find("# HELP ", pos)) != std::string::npos) {
     ++helps;
@@ -100,9 +100,57 @@ TEST(MetricsTextTest, EveryFamilyHasHelpAndTypeOnce) {
 }
 
 TEST(MetricsTextTest, ZeroDurationsGiveZeroRates) {
-  std::string text = FormatMetrics(EngineMetrics{}, 1, 0);
+  std::string text = FormatMetrics(EngineMetrics{}, EngineMetrics{}, 1, 0);
   EXPECT_TRUE(HasLine(text, "llamacpp:prompt_tokens_seconds 0"));
   EXPECT_TRUE(HasLine(text, "llamacpp:kv_cache_usage_ratio 0"));
+}
+
+TEST(MetricsTextTest, ThroughputGaugesCoverTheWindowOnly) {
+  EngineMetrics before = SampleMetrics();
+  EngineMetrics now = before;
+  now.tokens_predicted_total += 30;
+  now.predicted_seconds_total += 0.5;
+  now.forward_calls += 10;
+  now.busy_slot_steps += 15;
+  const EngineMetrics window = CounterDelta(now, before);
+  EXPECT_EQ(window.tokens_predicted_total, 30u);
+  EXPECT_EQ(window.prompt_tokens_total, 0u);
+  std::string text = FormatMetrics(now, window, 2, 0);
+  EXPECT_TRUE(HasLine(text, "llamacpp:tokens_predicted_total 70")) << text;
+  EXPECT_TRUE(HasLine(text, "llamacpp:predicted_tokens_seconds 60"));
+  EXPECT_TRUE(HasLine(text, "llamacpp:prompt_tokens_seconds 0"));
+  EXPECT_TRUE(HasLine(text, "llamacpp:n_busy_slots_per_decode 1.5"));
+  // A scrape right after another one reports an empty window.
+  text = FormatMetrics(now, CounterDelta(now, now), 2, 0);
+  EXPECT_TRUE(HasLine(text, "llamacpp:predicted_tokens_seconds 0"));
+}
+
+TEST(MetricsTextTest, LlamaServerSeriesArePresentWithTheirTypes) {
+  std::string text = FormatMetrics(SampleMetrics(), EngineMetrics{}, 1, 0);
+  for (const char* name :
+       {"prompt_tokens_cached_total", "n_tokens_max",
+        "spec_decode_num_draft_tokens_total",
+        "spec_decode_num_accepted_tokens_total",
+        "spec_decode_num_drafts_total"}) {
+    EXPECT_TRUE(HasLine(text, std::string("# TYPE llamacpp:") + name +
+                                  " counter"))
+        << name;
+  }
+  EXPECT_TRUE(HasLine(text, "# TYPE llamacpp:n_busy_slots_per_decode gauge"));
+}
+
+TEST(MetricsTextTest, AddCountersCarriesTotalsAcrossEngines) {
+  EngineMetrics base = SampleMetrics();
+  base.n_tokens_max = 50;
+  EngineMetrics fresh;
+  fresh.tokens_predicted_total = 2;
+  fresh.n_tokens_max = 7;
+  fresh.pool.used_cells = 3;
+  AddCounters(base, &fresh);
+  EXPECT_EQ(fresh.tokens_predicted_total, 42u);
+  EXPECT_DOUBLE_EQ(fresh.prompt_seconds_total, 0.5);
+  EXPECT_EQ(fresh.n_tokens_max, 50u);
+  EXPECT_EQ(fresh.pool.used_cells, 3u);  // gauges are the new engine's
 }
 
 TEST(MetricsTextTest, LabelEscaping) {
