@@ -96,7 +96,10 @@ const EngineOptions& Engine::options() const { return impl_->options(); }
 
 Engine::Impl::Impl(std::unique_ptr<LlamaModel> model,
                    const EngineOptions& options)
-    : model_(std::move(model)), options_(options) {}
+    : model_(std::move(model)),
+      sampler_vocab_(
+          std::make_unique<TokenizerSamplerVocab>(&model_->tokenizer())),
+      options_(options) {}
 
 StatusOr<std::unique_ptr<Engine::Impl>> Engine::Impl::Create(
     std::unique_ptr<LlamaModel> model, const EngineOptions& options) {

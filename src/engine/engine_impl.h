@@ -34,6 +34,7 @@
 #include "engine/prefill_pacer.h"
 #include "engine/slot.h"
 #include "model/inference.h"
+#include "model/sampler_vocab.h"
 
 namespace kvault {
 
@@ -266,6 +267,9 @@ class Engine::Impl {
   Status CountRestoreError(const Status& status);
 
   std::unique_ptr<LlamaModel> model_;
+  // Token texts for DRY's sequence breakers and infill; every Sampler
+  // points at it.
+  std::unique_ptr<TokenizerSamplerVocab> sampler_vocab_;
   EngineOptions options_;
   std::unique_ptr<KvCache> cache_;
   std::unique_ptr<KvVault> vault_;

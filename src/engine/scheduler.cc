@@ -102,9 +102,13 @@ std::optional<uint32_t> Engine::Impl::ChooseSlot(
 }
 
 void Engine::Impl::StartRequest(Slot& slot, WorkItem item) {
+  SamplerContext sampling;
+  sampling.vocab = sampler_vocab_.get();
+  sampling.n_ctx_train = static_cast<int32_t>(model_->hparams().n_ctx_train);
+  sampling.n_ctx_slot = static_cast<int32_t>(options_.ctx_per_slot);
   auto request = std::make_unique<Request>(item.task_id, std::move(item.params),
                                            std::move(item.sink),
-                                           &model_->tokenizer());
+                                           &model_->tokenizer(), sampling);
   Request& req = *request;
   req.admit_order = ++admit_counter_;
   const std::vector<TokenId>& prompt = req.params.prompt;

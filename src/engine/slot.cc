@@ -10,11 +10,12 @@ double MsBetween(EngineClock::time_point start, EngineClock::time_point end) {
 }
 
 Request::Request(uint64_t id, CompletionParams p,
-                 std::shared_ptr<CompletionSink> s, const Tokenizer* tokenizer)
+                 std::shared_ptr<CompletionSink> s, const Tokenizer* tokenizer,
+                 const SamplerContext& sampling)
     : task_id(id),
       params(std::move(p)),
       sink(std::move(s)),
-      sampler(params.sampling),
+      sampler(params.sampling, sampling),
       detok(tokenizer),
       stop(params.stop),
       start(EngineClock::now()) {}

@@ -28,7 +28,8 @@ double MsBetween(EngineClock::time_point start, EngineClock::time_point end);
 // A running completion.
 struct Request {
   Request(uint64_t task_id, CompletionParams params,
-          std::shared_ptr<CompletionSink> sink, const Tokenizer* tokenizer);
+          std::shared_ptr<CompletionSink> sink, const Tokenizer* tokenizer,
+          const SamplerContext& sampling);
 
   uint64_t task_id;
   CompletionParams params;

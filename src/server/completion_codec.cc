@@ -3,7 +3,9 @@
 #include <limits>
 
 #include "model/unicode_text.h"
+#include "model/sampler_vocab.h"
 #include "server/json_fields.h"
+#include "server/sampling_fields.h"
 
 namespace kvault {
 namespace {
@@ -89,26 +91,12 @@ Status ParseLimitedFields(const json& body, const CompletionLimits& limits,
   return Status::Ok();
 }
 
-// Reads the sampler's fields.
+// Reads the sampler's fields; -1 context windows become the slot's.
 Status ParseSamplingFields(const json& body, const CompletionLimits& limits,
                            SamplingParams* s) {
-  KV_RETURN_IF_ERROR(ReadFloat(body, "temperature", &s->temperature));
-  int64_t top_k = s->top_k;
-  KV_RETURN_IF_ERROR(ReadInt(body, "top_k", kInt32Min, kInt32Max, &top_k));
-  s->top_k = static_cast<int32_t>(top_k);
-  KV_RETURN_IF_ERROR(ReadFloat(body, "top_p", &s->top_p));
-  KV_RETURN_IF_ERROR(ReadFloat(body, "min_p", &s->min_p));
-  KV_RETURN_IF_ERROR(ReadFloat(body, "repeat_penalty", &s->repeat_penalty));
-  int64_t last_n = s->repeat_last_n;
-  KV_RETURN_IF_ERROR(ReadInt(body, "repeat_last_n", -1, kInt32Max, &last_n));
-  // llama-server: -1 means the whole context.
-  if (last_n < 0) last_n = limits.n_ctx_slot;
-  s->repeat_last_n = static_cast<int32_t>(last_n);
-  int64_t seed = s->seed == kRandomSeed ? -1 : static_cast<int64_t>(s->seed);
-  KV_RETURN_IF_ERROR(
-      ReadInt(body, "seed", -1, std::numeric_limits<int64_t>::max(), &seed));
-  s->seed = seed < 0 ? kRandomSeed : static_cast<uint64_t>(seed);
-  return s->Validate();
+  KV_RETURN_IF_ERROR(ReadSamplingFields(body, limits.tokenizer, s));
+  s->ResolveContextSize(static_cast<int32_t>(limits.n_ctx_slot));
+  return Status::Ok();
 }
 
 // Returns true when `prompt` holds no text and no token: "", [] or an array
@@ -167,6 +155,22 @@ Status ParseGenerationFields(const json& body, const CompletionLimits& limits,
   KV_RETURN_IF_ERROR(ReadBool(body, "return_tokens", &out->return_tokens));
   KV_RETURN_IF_ERROR(ReadBool(body, "cache_prompt", &params.cache_prompt));
   KV_RETURN_IF_ERROR(ReadBool(body, "ignore_eos", &params.ignore_eos));
+  // As llama-server: ignoring end of text is a -inf bias on every
+  // end-of-generation token, shown in generation_settings.logit_bias.
+  if (params.ignore_eos && limits.tokenizer != nullptr) {
+    for (const LogitBias& b : EogLogitBias(limits.tokenizer->vocab())) {
+      params.sampling.logit_bias.push_back(b);
+    }
+  }
+  bool post_sampling_probs = false;
+  KV_RETURN_IF_ERROR(
+      ReadBool(body, "post_sampling_probs", &post_sampling_probs));
+  if (post_sampling_probs) {
+    return InvalidArgumentError(
+               "field 'post_sampling_probs': true is not supported yet; "
+               "n_probs reports the probabilities before sampling")
+        .WithReason("unsupported_field");
+  }
   return Status::Ok();
 }
 
@@ -199,19 +203,15 @@ StatusOr<CompletionRequest> ParseCompletionRequest(
 }
 
 json GenerationSettingsJson(const CompletionParams& params) {
-  const SamplingParams& s = params.sampling;
-  return json{{"n_predict", params.n_predict},
-              {"temperature", s.temperature},
-              {"top_k", s.top_k},
-              {"top_p", s.top_p},
-              {"min_p", s.min_p},
-              {"seed", s.seed},
-              {"repeat_penalty", s.repeat_penalty},
-              {"repeat_last_n", s.repeat_last_n},
-              {"stop", params.stop},
-              {"n_probs", params.n_probs},
-              {"ignore_eos", params.ignore_eos},
-              {"cache_prompt", params.cache_prompt}};
+  json out = SamplingSettingsJson(params.sampling);
+  out.update(json{{"n_predict", params.n_predict},
+                  {"max_tokens", params.n_predict},
+                  {"stop", params.stop},
+                  {"n_probs", params.n_probs},
+                  {"post_sampling_probs", false},
+                  {"ignore_eos", params.ignore_eos},
+                  {"cache_prompt", params.cache_prompt}});
+  return out;
 }
 
 json TimingsJson(const CompletionTimings& t) {

@@ -29,6 +29,9 @@ struct CompletionLimits {
   // What omitted fields take: the server's --temp, --seed, -n, ... (its
   // prompt is ignored).
   CompletionParams defaults;
+  // Tokenizes logit_bias texts and finds end-of-generation tokens for
+  // ignore_eos; null: text keys are refused, ignore_eos adds no bias.
+  const Tokenizer* tokenizer = nullptr;
 };
 
 struct CompletionRequest {

@@ -28,6 +28,7 @@ CompletionLimits LimitsFor(const ServerState& state, const Engine& engine) {
   limits.n_ctx_slot = engine.options().ctx_per_slot;
   limits.n_slots = engine.options().n_slots;
   limits.defaults = state.options.defaults;
+  limits.tokenizer = &engine.model().tokenizer();
   return limits;
 }
 
