@@ -1,5 +1,6 @@
 #include "apps/serve_options.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 
@@ -236,7 +237,11 @@ Status ParseServer(const Flags& f, ServeOptions* o) {
   KV_ASSIGN_OR_RETURN(s.metrics_endpoint, f.GetBool("metrics", false));
   KV_ASSIGN_OR_RETURN(s.slots_endpoint, f.GetBool("slots", true));
   KV_ASSIGN_OR_RETURN(s.props_endpoint, f.GetBool("props", false));
+  // Sorted and unique as llama-server keeps them: the first is the id.
   s.aliases = SplitList(f.GetString("alias", ""));
+  std::sort(s.aliases.begin(), s.aliases.end());
+  s.aliases.erase(std::unique(s.aliases.begin(), s.aliases.end()),
+                  s.aliases.end());
   s.tags = SplitList(f.GetString("tags", ""));
   s.chat_template = f.GetString("chat-template", "");
   if (!s.chat_template.empty()) {

@@ -143,6 +143,52 @@ StatusOr<std::vector<TokenId>> TokenizePrompt(const json& prompt,
   return tokens;
 }
 
+namespace {
+
+Status ReadResponseFields(const json& body, std::vector<std::string>* out) {
+  const json* v = FindField(body, "response_fields");
+  if (v == nullptr || v->is_null()) return Status::Ok();
+  if (!v->is_array()) return WrongType("response_fields", "an array", *v);
+  for (size_t i = 0; i < v->size(); ++i) {
+    if (!(*v)[i].is_string()) {
+      return WrongType("response_fields[" + std::to_string(i) + "]",
+                       "a string", (*v)[i]);
+    }
+    out->push_back((*v)[i].get<std::string>());
+  }
+  return Status::Ok();
+}
+
+// Keeps the `fields` of `full` ("a/b" walks into objects); missing ones
+// are left out, as llama-server does.
+json SelectFields(const json& full, const std::vector<std::string>& fields) {
+  json out = json::object();
+  for (const std::string& path : fields) {
+    const json* node = &full;
+    size_t i = 0;
+    while (node != nullptr && i <= path.size()) {
+      size_t j = path.find('/', i);
+      if (j == std::string::npos) j = path.size();
+      auto it = node->is_object() ? node->find(path.substr(i, j - i))
+                                  : node->end();
+      node = (node->is_object() && it != node->end()) ? &*it : nullptr;
+      i = j + 1;
+    }
+    if (node != nullptr) out[path] = *node;
+  }
+  return out;
+}
+
+// The prompt as text, special tokens written out ("<s> Once").
+std::string PromptText(const std::vector<TokenId>& prompt,
+                       const Tokenizer& tokenizer) {
+  std::string text;
+  for (TokenId id : prompt) text += tokenizer.TokenToPiece(id, true);
+  return text;
+}
+
+}  // namespace
+
 Status ParseGenerationFields(const json& body, const CompletionLimits& limits,
                              CompletionRequest* out) {
   CompletionParams& params = out->params;
@@ -162,6 +208,7 @@ Status ParseGenerationFields(const json& body, const CompletionLimits& limits,
       params.sampling.logit_bias.push_back(b);
     }
   }
+  KV_RETURN_IF_ERROR(ReadResponseFields(body, &out->response_fields));
   bool post_sampling_probs = false;
   KV_RETURN_IF_ERROR(
       ReadBool(body, "post_sampling_probs", &post_sampling_probs));
@@ -273,6 +320,7 @@ json CompletionResponseJson(const CompletionRequest& request,
            {"truncated", result.truncated},
            {"has_new_line", result.content.find('\n') != std::string::npos},
            {"generation_settings", GenerationSettingsJson(request.params)},
+           {"prompt", PromptText(request.params.prompt, tokenizer)},
            {"timings", TimingsJson(result.timings)}};
   if (request.params.n_probs > 0) {
     json probs = json::array();
@@ -280,6 +328,9 @@ json CompletionResponseJson(const CompletionRequest& request,
       probs.push_back(TokenProbsJson(e, tokenizer));
     }
     out["completion_probabilities"] = std::move(probs);
+  }
+  if (!request.response_fields.empty()) {
+    return SelectFields(out, request.response_fields);
   }
   return out;
 }
@@ -291,12 +342,12 @@ CompletionStreamFormatter::CompletionStreamFormatter(CompletionRequest request,
 std::string CompletionStreamFormatter::Token(const TokenEvent& event,
                                              int slot) {
   const bool with_probs = request_.params.n_probs > 0;
-  if (event.text.empty() && !request_.return_tokens && !with_probs) return "";
   streamed_ += event.text;
+  // One chunk per token, with its id, as llama-server streams them (text
+  // held back for a stop string arrives in a later chunk).
   json j{{"index", 0},
          {"content", event.text},
-         {"tokens", request_.return_tokens ? std::vector<TokenId>{event.token}
-                                           : std::vector<TokenId>{}},
+         {"tokens", std::vector<TokenId>{event.token}},
          {"stop", false},
          {"id_slot", slot}};
   if (with_probs) {

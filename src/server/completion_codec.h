@@ -39,6 +39,9 @@ struct CompletionRequest {
   bool stream = false;
   bool return_tokens = false;
   bool include_usage = false;  // OpenAI stream_options.include_usage
+  // response_fields: the reply keeps only these ("a/b" names a nested
+  // field and becomes a top-level key of that name); empty: everything.
+  std::vector<std::string> response_fields;
 };
 
 // Returns the tokens of a prompt value: a string (tokenized with add_special

@@ -205,6 +205,8 @@ void HttpServer::Impl::Describe(const Engine& engine) {
   info.n_ctx_train = model.hparams().n_ctx_train;
   info.n_params = model.num_parameters();
   info.size_bytes = model.weight_bytes();
+  info.aliases = state_.options.aliases;
+  info.tags = state_.options.tags;
   state_.load_progress.store(1.0);
 }
 

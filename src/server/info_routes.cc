@@ -46,6 +46,7 @@ json SlotJson(const SlotInfo& s) {
   json j{{"id", s.id},
          {"id_task", s.id_task.has_value() ? json(*s.id_task) : json(-1)},
          {"n_ctx", s.n_ctx},
+         {"speculative", false},
          {"is_processing", s.is_processing},
          {"state", s.state},
          {"n_cached", s.n_cached},
@@ -53,7 +54,8 @@ json SlotJson(const SlotInfo& s) {
          {"kv_dropped", s.n_kv_dropped > 0},
          {"n_kv_dropped", s.n_kv_dropped},
          {"next_token", json::array({NextTokenJson(s)})}};
-  j["params"] = s.params.has_value() ? GenerationSettingsJson(p) : json();
+  // As llama-server: a slot that never ran a task shows no params.
+  if (s.params.has_value()) j["params"] = GenerationSettingsJson(p);
   return j;
 }
 
@@ -86,9 +88,8 @@ void HandleSlots(const ServerState& state, const Request& req, Response& res) {
 
 void HandleProps(const ServerState& state, Response& res) {
   const EngineOptions& options = state.engine_options;
-  CompletionParams defaults;
   json settings{{"n_ctx", options.ctx_per_slot},
-                {"params", GenerationSettingsJson(defaults)}};
+                {"params", GenerationSettingsJson(state.options.defaults)}};
   const bool sleeping = state.host != nullptr && state.host->sleeping();
   ReplyJson(res,
             json{{"default_generation_settings", std::move(settings)},
@@ -96,6 +97,12 @@ void HandleProps(const ServerState& state, Response& res) {
                  {"n_ctx_total", options.n_ctx_total},
                  {"model_path", state.options.model_path},
                  {"model_id", state.model_id},
+                 {"model_alias", state.model_id},
+                 {"endpoint_slots", state.options.slots_endpoint},
+                 {"endpoint_props", state.options.props_endpoint},
+                 {"endpoint_metrics", state.options.metrics_endpoint},
+                 {"modalities",
+                  {{"vision", false}, {"video", false}, {"audio", false}}},
                  {"chat_template", ChatTemplateFamilyName(state.chat_family)},
                  {"build_info", kBuildInfo},
                  {"demo_model", state.options.demo_model},

@@ -229,6 +229,8 @@ json OaiModelsJson(const OaiModelInfo& info) {
              {"object", "model"},
              {"created", info.created},
              {"owned_by", "kvault"},
+             {"aliases", info.aliases},
+             {"tags", info.tags},
              {"meta",
               {{"n_vocab", info.n_vocab},
                {"n_ctx_train", info.n_ctx_train},

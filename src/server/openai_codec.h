@@ -90,6 +90,8 @@ struct OaiModelInfo {
   uint64_t n_ctx_train = 0;
   uint64_t n_params = 0;
   uint64_t size_bytes = 0;
+  std::vector<std::string> aliases;  // --alias, sorted (id is the first)
+  std::vector<std::string> tags;     // --tags
 };
 // Returns {"object":"list","data":[{"id","object":"model",...,"meta"}]}.
 nlohmann::json OaiModelsJson(const OaiModelInfo& info);

@@ -381,10 +381,36 @@ TEST_F(CompletionCodecTest, StreamFormatterTokensThenFinal) {
   EXPECT_EQ(last["tokens"], json::array());
 }
 
-TEST_F(CompletionCodecTest, StreamFormatterSkipsEmptyTokens) {
+// As llama-server: every token is a chunk with its id, even while its text
+// is held back (for a stop string or an incomplete UTF-8 sequence).
+TEST_F(CompletionCodecTest, StreamFormatterSendsEveryTokenWithItsId) {
   CompletionRequest req;
   CompletionStreamFormatter f(req, &tok());
-  EXPECT_EQ(f.Token(TokenEvent{}, 0), "");
+  TokenEvent held;
+  held.token = 42;
+  const std::string chunk = f.Token(held, 1);
+  ASSERT_EQ(chunk.rfind("data: ", 0), 0u) << chunk;
+  json j = json::parse(chunk.substr(6));
+  EXPECT_EQ(j["content"], "");
+  EXPECT_EQ(j["tokens"], json::array({42}));
+  EXPECT_EQ(j["stop"], false);
+  EXPECT_EQ(j["id_slot"], 1);
+}
+
+TEST_F(CompletionCodecTest, ResponseFieldsSelectNestedFields) {
+  auto r = Parse(json{{"prompt", "Once"},
+                      {"n_predict", 3},
+                      {"response_fields",
+                       {"content", "generation_settings/n_predict", "nope"}}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  CompletionResult result;
+  result.content = "abc";
+  json out = CompletionResponseJson(*r, result, {}, tok());
+  EXPECT_EQ(out, json({{"content", "abc"},
+                       {"generation_settings/n_predict", 3}}));
+  EXPECT_EQ(Error(json{{"prompt", "x"}, {"response_fields", "content"}})
+                .reason(),
+            "invalid_field");
 }
 
 TEST_F(CompletionCodecTest, TokenizeAndDetokenize) {
