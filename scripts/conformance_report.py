@@ -36,6 +36,43 @@ def results(path):
     return out
 
 
+# Why kvault does not pass (yet) what llama-server passes, per area: the
+# issue that owns it, or what it would take.
+NOT_YET = [
+    ("test_router", "router mode (one server, several models loaded on "
+     "demand: --models-dir/--models-preset, /models load and unload) is not "
+     "done; it needs a model registry over several engines"),
+    ("test_mcp_servers", "MCP servers are not done; they need a JSON-RPC "
+     "client over stdio/HTTP and tool routing"),
+    ("test_tools_builtin", "built-in tools (--tools: files, shell) are not "
+     "done; they need a sandboxed tool runtime"),
+    ("test_proxy", "the web UI's CORS proxy (--ui-mcp-proxy, /cors-proxy) is "
+     "not done; it comes with the web UI issue"),
+    ("test_chat_completion::test_completion_with_grammar", "grammars: the "
+     "issue \"Structured output\""),
+    ("test_chat_completion::test_completion_with_invalid_grammar", "grammars: "
+     "the issue \"Structured output\""),
+    ("test_chat_completion::test_completion_with_json_schema", "JSON schema: "
+     "the issue \"Structured output\""),
+    ("test_chat_completion::test_completion_with_response_format",
+     "response_format: the issue \"Structured output\""),
+    ("test_chat_completion::test_apply_chat_template", "Jinja templates: the "
+     "issue \"Jinja chat templates, tool calls and reasoning\""),
+    ("test_chat_completion::test_chat_template", "Jinja templates: the issue "
+     "\"Jinja chat templates, tool calls and reasoning\""),
+    ("test_slot_save::test_slot_restore_legacy_token_list", "edits "
+     "llama.cpp's own state-file layout; kvault's state files are its own "
+     "checksummed, model-bound format"),
+]
+
+
+def note_for(test_id):
+    for prefix, why in NOT_YET:
+        if test_id.startswith(prefix):
+            return why
+    return None
+
+
 def passed(res):
     return {t for t, why in res.items() if why is None}
 
@@ -73,7 +110,8 @@ def write(llama_xml, kvault_xml, passes_txt, doc_md):
     lines += ["", "## llama-server passes, kvault does not", ""]
     for t in sorted(lp - kp):
         why = kvault.get(t, "not run")
-        lines.append(f"- `{t}`: {why}")
+        note = note_for(t)
+        lines.append(f"- `{t}`: {why}" + (f" — **{note}**" if note else ""))
     with open(doc_md, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"kvault passes {len(both)} of llama-server's {len(lp)} passing "
