@@ -119,7 +119,7 @@ def write(llama_xml, kvault_xml, passes_txt, doc_md):
 
 
 def check(kvault_xml, passes_txt, doc_md):
-    want = set(open(passes_txt).read().split())
+    want = {l for l in open(passes_txt).read().splitlines() if l}
     got = len(passed(results(kvault_xml)) & want)
     m = re.search(MARK + r": (\d+)", open(doc_md).read())
     if m is None:
