@@ -118,6 +118,16 @@ void HandleCompletion(Api api, ServerState& state, const Request& req,
   ReplyJson(res, ResultJson(api, state, *request, *result, events, *engine));
 }
 
+// {"input_tokens": N}: the tokens a chat request's prompt would take.
+StatusOr<json> ChatInputTokens(const json& body, const Tokenizer& tokenizer,
+                               ChatTemplateFamily family) {
+  KV_ASSIGN_OR_RETURN(std::vector<ChatMessage> messages,
+                      ParseChatMessages(body));
+  KV_ASSIGN_OR_RETURN(std::vector<TokenId> tokens,
+                      TokenizeChat(messages, tokenizer, family));
+  return json{{"input_tokens", tokens.size()}};
+}
+
 // Runs a JSON-in, JSON-out handler over the model's tokenizer.
 template <typename Fn>
 void HandleTokenizerCall(ServerState& state, const Request& req, Response& res,
@@ -145,6 +155,20 @@ void RegisterCompletionRoutes(HttpRouter& server, ServerState& state) {
       {"/chat/completions", Api::kOaiChat}};
   for (const auto& [path, api] : completions) {
     RegisterPost(server, path, state, route(api));
+  }
+  // llama-server's token count of a chat request, before running it.
+  for (const char* path :
+       {"/chat/completions/input_tokens", "/v1/chat/completions/input_tokens"}) {
+    RegisterPost(server, path, state,
+                 [&state](const Request& req, Response& res) {
+                   HandleTokenizerCall(state, req, res,
+                                       [&state](const json& body,
+                                                const Tokenizer& tokenizer) {
+                                         return ChatInputTokens(
+                                             body, tokenizer,
+                                             state.chat_family);
+                                       });
+                 });
   }
   RegisterPost(server, "/tokenize", state,
                [&state](const Request& req, Response& res) {

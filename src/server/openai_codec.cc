@@ -81,6 +81,29 @@ Status ReadStreamOptions(const json& body, CompletionRequest* request) {
   return ReadBool(*options, "include_usage", &request->include_usage);
 }
 
+// Reads add_generation_prompt (default true) and continue_final_message
+// (llama-server's chat fields); returns whether to add the generation
+// prompt.
+StatusOr<bool> ReadGenerationPromptFields(const json& body) {
+  bool add = true;
+  bool continue_final = false;
+  KV_RETURN_IF_ERROR(ReadBool(body, "add_generation_prompt", &add));
+  KV_RETURN_IF_ERROR(
+      ReadBool(body, "continue_final_message", &continue_final));
+  if (add && continue_final && FindField(body, "add_generation_prompt")) {
+    return InvalidArgumentError(
+               "fields 'add_generation_prompt' and 'continue_final_message' "
+               "cannot both be true")
+        .WithReason("invalid_field");
+  }
+  if (continue_final) {
+    return InvalidArgumentError(
+               "field 'continue_final_message': true is not supported yet")
+        .WithReason("unsupported_field");
+  }
+  return add;
+}
+
 }  // namespace
 
 StatusOr<CompletionRequest> ParseOaiCompletionRequest(
@@ -121,29 +144,38 @@ StatusOr<std::vector<ChatMessage>> ParseChatMessages(const json& body) {
     KV_ASSIGN_OR_RETURN(msg.content, MessageText(content, name + ".content"));
     out.push_back(std::move(msg));
   }
+  if (out.size() >= 2 && out.back().role == "assistant" &&
+      out[out.size() - 2].role == "assistant") {
+    return InvalidArgumentError(
+               "field 'messages': cannot have 2 or more assistant messages "
+               "at the end of the list")
+        .WithReason("invalid_messages");
+  }
   return out;
 }
 
 StatusOr<std::vector<TokenId>> TokenizeChat(
     const std::vector<ChatMessage>& messages, const Tokenizer& tokenizer,
-    ChatTemplateFamily family) {
+    ChatTemplateFamily family, bool add_generation_prompt) {
   const Vocab& vocab = tokenizer.vocab();
   std::string bos, eos;
   if (vocab.bos) bos = std::string(tokenizer.TokenToPiece(*vocab.bos, true));
   if (vocab.eos) eos = std::string(tokenizer.TokenToPiece(*vocab.eos, true));
   KV_ASSIGN_OR_RETURN(std::string prompt,
-                      RenderChat(family, messages, true, bos, eos));
+                      RenderChat(family, messages, add_generation_prompt, bos,
+                                 eos));
   return tokenizer.Tokenize(prompt, true, true);
 }
 
 StatusOr<CompletionRequest> BuildChatRequest(
     const json& fields, const std::vector<ChatMessage>& messages,
     const Tokenizer& tokenizer, const CompletionLimits& limits,
-    ChatTemplateFamily family) {
+    ChatTemplateFamily family, bool add_generation_prompt) {
   CompletionRequest request;
   KV_RETURN_IF_ERROR(ParseGenerationFields(fields, limits, &request));
   KV_ASSIGN_OR_RETURN(request.params.prompt,
-                      TokenizeChat(messages, tokenizer, family));
+                      TokenizeChat(messages, tokenizer, family,
+                                   add_generation_prompt));
   KV_RETURN_IF_ERROR(CheckPromptLength(request.params.prompt.size(), limits));
   for (std::string& s : ChatStopStrings(family)) {
     request.params.stop.push_back(std::move(s));
@@ -162,9 +194,11 @@ StatusOr<CompletionRequest> ParseOaiChatRequest(const json& body,
   KV_RETURN_IF_ERROR(ParseGenerationFields(normalized, limits, &check));
   KV_ASSIGN_OR_RETURN(std::vector<ChatMessage> messages,
                       ParseChatMessages(body));
+  KV_ASSIGN_OR_RETURN(bool add_generation_prompt,
+                      ReadGenerationPromptFields(body));
   KV_ASSIGN_OR_RETURN(CompletionRequest request,
                       BuildChatRequest(normalized, messages, tokenizer, limits,
-                                       family));
+                                       family, add_generation_prompt));
   KV_RETURN_IF_ERROR(ReadStreamOptions(body, &request));
   return request;
 }

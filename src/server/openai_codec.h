@@ -40,7 +40,8 @@ StatusOr<CompletionRequest> ParseOaiCompletionRequest(
     const CompletionLimits& limits);
 
 // Returns the messages of a chat body: `messages` must be a non-empty array
-// of {role: string, content: string | [{type:"text", text}] | null}.
+// of {role: string, content: string | [{type:"text", text}] | null}, not
+// ending with two assistant messages (as llama-server).
 StatusOr<std::vector<ChatMessage>> ParseChatMessages(
     const nlohmann::json& body);
 
@@ -51,13 +52,13 @@ StatusOr<std::vector<ChatMessage>> ParseChatMessages(
 StatusOr<CompletionRequest> BuildChatRequest(
     const nlohmann::json& fields, const std::vector<ChatMessage>& messages,
     const Tokenizer& tokenizer, const CompletionLimits& limits,
-    ChatTemplateFamily family);
+    ChatTemplateFamily family, bool add_generation_prompt = true);
 
 // Returns `messages` rendered with `family` (generation prompt added) and
 // tokenized as BuildChatRequest does.
 StatusOr<std::vector<TokenId>> TokenizeChat(
     const std::vector<ChatMessage>& messages, const Tokenizer& tokenizer,
-    ChatTemplateFamily family);
+    ChatTemplateFamily family, bool add_generation_prompt = true);
 
 // Parses a /v1/chat/completions body: the messages rendered with `family`
 // (generation prompt added) and tokenized (BOS per the vocabulary, special

@@ -353,6 +353,23 @@ TEST_F(HttpServerTest, StopEndsStreamsInFlight) {
       << "Stop did not cancel the streamed request";
 }
 
+// llama-server's chat token count: the prompt the request would run.
+TEST_F(HttpServerTest, ChatInputTokensCountsTheRenderedPrompt) {
+  const json messages = {{{"role", "system"}, {"content", "Book"}},
+                         {{"role", "user"}, {"content", "best book"}}};
+  auto [code, count] = s().Post("/chat/completions/input_tokens",
+                                {{"messages", messages}});
+  ASSERT_EQ(code, 200) << count.dump();
+  auto [ccode, chat] = s().Post(
+      "/v1/chat/completions",
+      Greedy({{"messages", messages}, {"max_tokens", 1}}));
+  ASSERT_EQ(ccode, 200) << chat.dump();
+  EXPECT_EQ(count["input_tokens"], chat["usage"]["prompt_tokens"]);
+  EXPECT_EQ(s().Post("/v1/chat/completions/input_tokens", json::object())
+                .first,
+            400);
+}
+
 TEST(HttpServerLoadingTest, HealthSaysLoadingUntilSetEngine) {
   auto model = LoadStoriesOrNull();
   if (model == nullptr) GTEST_SKIP() << "missing " << StoriesModelPath();

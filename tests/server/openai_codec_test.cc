@@ -135,6 +135,46 @@ TEST_F(OpenAiCodecTest, ChatRendersTemplateAndAddsStopStrings) {
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST_F(OpenAiCodecTest, ChatGenerationPromptFields) {
+  const json messages = {{{"role", "user"}, {"content", "hello"}},
+                         {{"role", "assistant"}, {"content", "Hi"}}};
+  auto parse = [&](json extra) {
+    json body{{"messages", messages}};
+    body.update(extra);
+    return ParseOaiChatRequest(body, tok(), limits_,
+                               ChatTemplateFamily::kChatml);
+  };
+  auto without = parse({{"add_generation_prompt", false}});
+  ASSERT_TRUE(without.ok()) << without.status();
+  std::vector<ChatMessage> msgs = {{"user", "hello"}, {"assistant", "Hi"}};
+  auto text =
+      RenderChat(ChatTemplateFamily::kChatml, msgs, false, "<s>", "</s>");
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(without->params.prompt, tok().Tokenize(*text, true, true));
+  EXPECT_EQ(parse({{"add_generation_prompt", true},
+                   {"continue_final_message", true}})
+                .status()
+                .reason(),
+            "invalid_field");
+  EXPECT_EQ(parse({{"add_generation_prompt", false},
+                   {"continue_final_message", true}})
+                .status()
+                .reason(),
+            "unsupported_field");
+}
+
+TEST_F(OpenAiCodecTest, TwoAssistantMessagesAtTheEndAreRefused) {
+  json body{{"messages",
+             {{{"role", "user"}, {"content", "a"}},
+              {{"role", "assistant"}, {"content", "b"}},
+              {{"role", "assistant"}, {"content", "c"}}}}};
+  auto r = ParseChatMessages(body);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), "invalid_messages");
+  body["messages"].push_back({{"role", "user"}, {"content", "d"}});
+  EXPECT_TRUE(ParseChatMessages(body).ok());
+}
+
 CompletionResult Result(const std::string& stop_type) {
   CompletionResult r;
   r.content = "abc";
