@@ -122,6 +122,21 @@ StatusOr<std::vector<TokenId>> TokenizePrompt(const json& prompt,
     return tokenizer.Tokenize(prompt.get_ref<const std::string&>(), add_special,
                               /*parse_special=*/true);
   }
+  if (prompt.is_object()) {  // llama-server's {"prompt_string", ...} form
+    const json* media = FindField(prompt, "multimodal_data");
+    if (media != nullptr && !(media->is_array() && media->empty())) {
+      return InvalidArgumentError("field '" + std::string(field) +
+                                  ".multimodal_data': multimodal input is "
+                                  "not supported by this model")
+          .WithReason("unsupported_content");
+    }
+    const json* text = FindField(prompt, "prompt_string");
+    if (text == nullptr || !text->is_string()) {
+      return WrongType(std::string(field) + ".prompt_string", "a string",
+                       text == nullptr ? json(nullptr) : *text);
+    }
+    return TokenizePrompt(*text, tokenizer, add_special, field);
+  }
   if (!prompt.is_array()) {
     return WrongType(field, "a string or an array of token ids and strings",
                      prompt);

@@ -86,11 +86,119 @@ json ResultJson(Api api, ServerState& state, const CompletionRequest& req,
   return json();
 }
 
+// True when `prompt` lists several prompts (llama-server runs one task per
+// entry): an array holding an array or an object, or only strings. An
+// array of ids, or of ids and strings, is one prompt.
+bool IsPromptList(const json& prompt) {
+  if (!prompt.is_array() || prompt.empty()) return false;
+  bool any_number = false;
+  bool any_nested = false;
+  for (const json& p : prompt) {
+    any_number |= p.is_number();
+    any_nested |= p.is_array() || p.is_object();
+  }
+  return any_nested || (!any_number && prompt.size() > 1);
+}
+
+// The bodies of the tasks a request asks for, each with one prompt and
+// one choice: one per prompt of a prompt list, times n (OpenAI) or n_cmpl
+// (llama-server).
+StatusOr<std::vector<json>> SplitTasks(Api api, const json& body) {
+  int64_t n = 1;
+  KV_RETURN_IF_ERROR(
+      ReadInt(body, api == Api::kLlama ? "n_cmpl" : "n", 1, 128, &n));
+  std::vector<json> prompts;
+  const json* prompt = api == Api::kOaiChat ? nullptr : FindField(body, "prompt");
+  if (prompt != nullptr && IsPromptList(*prompt)) {
+    for (const json& p : *prompt) {
+      json one = body;
+      one["prompt"] = p;
+      prompts.push_back(std::move(one));
+    }
+  } else {
+    prompts.push_back(body);
+  }
+  std::vector<json> tasks;
+  for (json& p : prompts) {
+    p.erase("n");
+    p.erase("n_cmpl");
+    for (int64_t i = 0; i < n; ++i) tasks.push_back(p);
+  }
+  return tasks;
+}
+
+// Runs several tasks at once (not streamed) and answers with llama-server's
+// list of results, or one OpenAI object whose choices are the tasks'.
+void HandleTasks(Api api, ServerState& state, Engine* engine,
+                 std::vector<CompletionRequest> requests, Response& res) {
+  std::vector<std::shared_ptr<QueueSink>> sinks;
+  std::vector<uint64_t> tasks;
+  for (const CompletionRequest& r : requests) {
+    sinks.push_back(std::make_shared<QueueSink>());
+    StatusOr<uint64_t> task = engine->Submit(r.params, sinks.back());
+    if (!task.ok()) {
+      for (uint64_t t : tasks) engine->Cancel(t);
+      return ReplyStatus(res, task.status());
+    }
+    tasks.push_back(*task);
+  }
+  json out = json::array();
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    std::vector<TokenEvent> events;
+    StatusOr<CompletionResult> result = WaitForResult(
+        engine, tasks[i], sinks[i].get(), state.stopping, &events);
+    if (!result.ok()) {
+      for (size_t j = i + 1; j < tasks.size(); ++j) engine->Cancel(tasks[j]);
+      return ReplyStatus(res, result.status());
+    }
+    json one = ResultJson(api, state, requests[i], *result, events, *engine);
+    if (api == Api::kLlama) {
+      one["index"] = i;
+      out.push_back(std::move(one));
+    } else if (out.empty()) {
+      out = std::move(one);
+    } else {
+      json choice = one["choices"][0];
+      choice["index"] = i;
+      out["choices"].push_back(std::move(choice));
+      for (const char* k : {"prompt_tokens", "completion_tokens", "total_tokens"}) {
+        out["usage"][k] = out["usage"][k].get<uint64_t>() +
+                          one["usage"][k].get<uint64_t>();
+      }
+    }
+  }
+  ReplyJson(res, out);
+}
+
 void HandleCompletion(Api api, ServerState& state, const Request& req,
                       Response& res) {
   Engine* engine = state.engine.load();
-  StatusOr<json> body = ParseJsonObject(req.body);
-  if (!body.ok()) return ReplyStatus(res, body.status());
+  StatusOr<json> parsed = ParseJsonObject(req.body);
+  if (!parsed.ok()) return ReplyStatus(res, parsed.status());
+  StatusOr<std::vector<json>> bodies = SplitTasks(api, *parsed);
+  if (!bodies.ok()) return ReplyStatus(res, bodies.status());
+  if (bodies->size() > 1) {
+    std::vector<CompletionRequest> requests;
+    for (const json& b : *bodies) {
+      StatusOr<CompletionRequest> r = ParseFor(api, state, b, *engine);
+      if (!r.ok()) return ReplyStatus(res, r.status());
+      const uint32_t n_ctx = engine->options().ctx_per_slot;
+      if (r->params.prompt.size() >= n_ctx) {
+        return ReplyError(res,
+                          ExceedContextError(r->params.prompt.size(), n_ctx));
+      }
+      if (r->stream) {
+        return ReplyStatus(
+            res, InvalidArgumentError("field 'stream': streaming several "
+                                      "prompts or choices is not supported "
+                                      "yet")
+                     .WithReason("unsupported_field"));
+      }
+      requests.push_back(std::move(*r));
+    }
+    return HandleTasks(api, state, engine, std::move(requests), res);
+  }
+  const json* body = &bodies->front();
   StatusOr<CompletionRequest> request = ParseFor(api, state, *body, *engine);
   if (!request.ok()) return ReplyStatus(res, request.status());
   const size_t n_prompt = request->params.prompt.size();

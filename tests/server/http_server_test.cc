@@ -370,6 +370,43 @@ TEST_F(HttpServerTest, ChatInputTokensCountsTheRenderedPrompt) {
             400);
 }
 
+// As llama-server: a prompt list runs one task per prompt and answers a
+// list; n asks an OpenAI route for several choices; {"prompt_string"} is a
+// prompt too.
+TEST_F(HttpServerTest, PromptListsAndChoicesRunSeveralTasks) {
+  const json ids = s().engine().model().tokenizer().Tokenize("Once upon", true,
+                                                             true);
+  auto [code, list] = s().Post(
+      "/completion",
+      Greedy({{"prompt", {ids, "Once upon"}}, {"n_predict", 4}}));
+  ASSERT_EQ(code, 200) << list.dump();
+  ASSERT_TRUE(list.is_array());
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0]["content"], list[1]["content"]);
+  EXPECT_EQ(list[1]["index"], 1);
+
+  auto [ccode, chat] = s().Post(
+      "/v1/chat/completions",
+      Greedy({{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+              {"max_tokens", 3},
+              {"n", 2},
+              {"id_slot", 0}}));
+  ASSERT_EQ(ccode, 200) << chat.dump();
+  ASSERT_EQ(chat["choices"].size(), 2u);
+  EXPECT_EQ(chat["choices"][1]["index"], 1);
+  EXPECT_EQ(chat["usage"]["completion_tokens"], 6);
+
+  auto [ocode, one] = s().Post(
+      "/completion",
+      Greedy({{"prompt", {{"prompt_string", "Once upon"}}}, {"n_predict", 4}}));
+  ASSERT_EQ(ocode, 200) << one.dump();
+  EXPECT_EQ(one["content"], list[0]["content"]);
+  ExpectError(s().Post("/completion",
+                       {{"prompt", {{"prompt_string", "x"},
+                                    {"multimodal_data", {"AAAA"}}}}}),
+              400, "invalid_request_error", "unsupported_content");
+}
+
 TEST(HttpServerLoadingTest, HealthSaysLoadingUntilSetEngine) {
   auto model = LoadStoriesOrNull();
   if (model == nullptr) GTEST_SKIP() << "missing " << StoriesModelPath();
