@@ -130,7 +130,8 @@ StatusOr<std::vector<json>> SplitTasks(Api api, const json& body) {
 // Runs several tasks at once (not streamed) and answers with llama-server's
 // list of results, or one OpenAI object whose choices are the tasks'.
 void HandleTasks(Api api, ServerState& state, Engine* engine,
-                 std::vector<CompletionRequest> requests, Response& res) {
+                 std::vector<CompletionRequest> requests, const Request& req,
+                 Response& res) {
   std::vector<std::shared_ptr<QueueSink>> sinks;
   std::vector<uint64_t> tasks;
   for (const CompletionRequest& r : requests) {
@@ -146,7 +147,8 @@ void HandleTasks(Api api, ServerState& state, Engine* engine,
   for (size_t i = 0; i < tasks.size(); ++i) {
     std::vector<TokenEvent> events;
     StatusOr<CompletionResult> result = WaitForResult(
-        engine, tasks[i], sinks[i].get(), state.stopping, &events);
+        engine, tasks[i], sinks[i].get(), state.stopping, &events,
+        req.client_gone);
     if (!result.ok()) {
       for (size_t j = i + 1; j < tasks.size(); ++j) engine->Cancel(tasks[j]);
       return ReplyStatus(res, result.status());
@@ -196,7 +198,7 @@ void HandleCompletion(Api api, ServerState& state, const Request& req,
       }
       requests.push_back(std::move(*r));
     }
-    return HandleTasks(api, state, engine, std::move(requests), res);
+    return HandleTasks(api, state, engine, std::move(requests), req, res);
   }
   const json* body = &bodies->front();
   StatusOr<CompletionRequest> request = ParseFor(api, state, *body, *engine);
@@ -221,7 +223,8 @@ void HandleCompletion(Api api, ServerState& state, const Request& req,
   }
   std::vector<TokenEvent> events;
   StatusOr<CompletionResult> result =
-      WaitForResult(engine, *task, sink.get(), state.stopping, &events);
+      WaitForResult(engine, *task, sink.get(), state.stopping, &events,
+                    req.client_gone);
   if (!result.ok()) return ReplyStatus(res, result.status());
   ReplyJson(res, ResultJson(api, state, *request, *result, events, *engine));
 }

@@ -164,6 +164,7 @@ bool HttpConnection::ServeOne(bool first) {
     return false;
   }
   HttpRequest req = parser_.TakeRequest();
+  req.client_gone = [this] { return socket_.PeerClosed(); };
   callbacks_.handle(req, res);
   const bool keep =
       head.keep_alive && !res.close_connection && !stop_->stopping();

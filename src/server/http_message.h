@@ -40,6 +40,9 @@ struct HttpRequest {
   std::string body;       // decoded (de-chunked) body
   // The route pattern's sub-matches; [0] is the whole path.
   std::vector<std::string> matches;
+  // Returns true once the client has hung up (set by the connection; empty
+  // in tests that build requests by hand): a long request stops early.
+  std::function<bool()> client_gone;
 
   // Returns the first header named `name` (case-insensitive), or "".
   std::string Header(std::string_view name) const;

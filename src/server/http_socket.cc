@@ -66,6 +66,12 @@ HttpSocket::HttpSocket(int fd, const StopSignal* stop) : fd_(fd), stop_(stop) {
   fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
 }
 
+bool HttpSocket::PeerClosed() const {
+  pollfd p{fd_, POLLRDHUP, 0};
+  if (poll(&p, 1, 0) <= 0) return false;
+  return (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 HttpSocket::~HttpSocket() {
   if (fd_ >= 0) close(fd_);
 }

@@ -60,6 +60,9 @@ class HttpSocket {
   // Sends all of `data` by `deadline` (cut short when the server stops);
   // errors: "write_timeout", "client_closed", "io_error".
   Status WriteAll(std::string_view data, HttpClock::time_point deadline);
+  // Returns true when the client has closed its side or the connection
+  // failed (it will never read a reply). Does not block or consume data.
+  bool PeerClosed() const;
   // Sends FIN, then discards what the client still sends (at most `max`
   // bytes, until `linger` passed or the server stops) before closing, so
   // the client reads the response instead of a reset caused by unread input.

@@ -93,7 +93,8 @@ void ServeStream(std::shared_ptr<StreamJob> job, HttpResponse* res) {
 StatusOr<CompletionResult> WaitForResult(Engine* engine, uint64_t task_id,
                                          QueueSink* sink,
                                          const std::atomic<bool>& stopping,
-                                         std::vector<TokenEvent>* events) {
+                                         std::vector<TokenEvent>* events,
+                                         const std::function<bool()>& client_gone) {
   bool cancelled = false;
   milliseconds waited_after_cancel{0};
   while (true) {
@@ -103,6 +104,14 @@ StatusOr<CompletionResult> WaitForResult(Engine* engine, uint64_t task_id,
       } else if (item.done.has_value()) {
         return std::move(*item.done);
       }
+    }
+    if (!cancelled && client_gone && client_gone()) {
+      // Nobody will read the answer: free the slot now. The result still
+      // arrives (cancelled) and ends the wait.
+      sink->MarkClientGone();
+      engine->Cancel(task_id);
+      cancelled = true;
+      continue;
     }
     if (stopping.load() && !cancelled) {
       sink->MarkClientGone();

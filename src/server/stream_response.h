@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -35,11 +36,13 @@ void ServeStream(std::shared_ptr<StreamJob> job, HttpResponse* res);
 
 // Waits for a non-streamed task's result, collecting its token events
 // (returned through `events`); cancels the task when `*stopping` becomes
-// true.
+// true or `client_gone` (when set) says the client hung up, as
+// llama-server frees the slot of a request nobody waits for.
 StatusOr<CompletionResult> WaitForResult(Engine* engine, uint64_t task_id,
                                          QueueSink* sink,
                                          const std::atomic<bool>& stopping,
-                                         std::vector<TokenEvent>* events);
+                                         std::vector<TokenEvent>* events,
+    const std::function<bool()>& client_gone = {});
 
 }  // namespace kvault
 

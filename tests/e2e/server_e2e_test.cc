@@ -1,6 +1,12 @@
 // End to end: start-up on the demo model, health, props, auth, limits,
 // malformed input, OpenAI endpoints with SSE, a client hanging up, and a
 // clean exit on SIGTERM.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -191,6 +197,47 @@ TEST_F(StoriesServerTest, ClientHangingUpMidStreamFreesItsSlot) {
       MetricValue(metrics.raw, "llamacpp:tokens_predicted_total");
   ASSERT_TRUE(predicted.has_value()) << metrics.raw;
   EXPECT_LT(*predicted, 1500.0);
+}
+
+// A non-streamed request whose client hangs up is cancelled, as
+// llama-server does: its slot frees long before the context would fill.
+TEST_F(StoriesServerTest, ClientHangingUpOnAWaitingRequestFreesItsSlot) {
+  HttpClient c(server_->port(), "sesame");
+  const std::string body =
+      json{{"prompt", "Once upon a time"}, {"n_predict", -1},
+           {"ignore_eos", true}, {"id_slot", 0}}.dump();
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(server_->port());
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const std::string request =
+      "POST /completion HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+      "sesame\r\nContent-Type: application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(write(fd, request.data(), request.size()),
+            static_cast<ssize_t>(request.size()));
+  // Wait (bounded) until the request occupies slot 0, then hang up.
+  bool busy = false;
+  for (int i = 0; i < 2000 && !busy; ++i) {
+    Reply slots = c.Get("/slots");
+    busy = slots.status == 200 && slots.body[0]["is_processing"] == true;
+  }
+  ASSERT_TRUE(busy);
+  close(fd);
+  Reply next = c.Post("/completion",
+                      {{"prompt", "Hi"}, {"n_predict", 4}, {"id_slot", 0}});
+  ASSERT_EQ(next.status, 200) << next.raw;
+  Reply slots = c.Get("/slots");
+  const int n_ctx = slots.body[0]["n_ctx"];
+  Reply metrics = c.Get("/metrics");
+  const std::optional<double> predicted =
+      MetricValue(metrics.raw, "llamacpp:tokens_predicted_total");
+  ASSERT_TRUE(predicted.has_value()) << metrics.raw;
+  // The abandoned request stopped before filling its slot's context.
+  EXPECT_LT(*predicted, n_ctx - 8);
 }
 
 }  // namespace
