@@ -109,6 +109,9 @@ struct CompletionParams {
   std::optional<uint32_t> slot;    // id_slot; nullopt: choose one
   bool cache_prompt = true;        // reuse the slot's common prefix
   uint32_t n_probs = 0;            // top tokens with probabilities per step
+  // n_probs reports the probabilities the sampler chain left (llama-server's
+  // post_sampling_probs) instead of the model's log-softmax.
+  bool post_sampling_probs = false;
   bool ignore_eos = false;
 };
 
@@ -120,6 +123,12 @@ struct TokenEvent {
   // incomplete or the tail could still become a stop string.
   std::string text;
   std::vector<TokenLogprob> probs;  // n_probs entries (log-softmax)
+  // With post_sampling_probs: the candidates the chain left (at most
+  // n_probs, none of probability 0) and the chosen token's probability;
+  // `probs` stays empty.
+  bool post_sampling = false;
+  std::vector<TokenProb> post_probs;
+  float chosen_prob = 0;
 };
 
 struct CompletionTimings {

@@ -31,7 +31,14 @@ void Engine::Impl::HandleLogits(Slot& slot, std::span<const float> row) {
     Finish(slot, "eos", false);
     return;
   }
-  if (req.params.n_probs > 0) event.probs = TopLogprobs(row, req.params.n_probs);
+  if (req.params.n_probs > 0 && req.params.post_sampling_probs) {
+    TokenProbs after = req.sampler.PostSamplingProbs(req.params.n_probs);
+    event.post_sampling = true;
+    event.post_probs = std::move(after.top);
+    event.chosen_prob = after.chosen;
+  } else if (req.params.n_probs > 0) {
+    event.probs = TopLogprobs(row, req.params.n_probs);
+  }
   req.sampler.Accept(event.token);
   req.result.tokens.push_back(event.token);
   req.to_feed.assign(1, event.token);

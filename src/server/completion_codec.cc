@@ -224,15 +224,8 @@ Status ParseGenerationFields(const json& body, const CompletionLimits& limits,
     }
   }
   KV_RETURN_IF_ERROR(ReadResponseFields(body, &out->response_fields));
-  bool post_sampling_probs = false;
   KV_RETURN_IF_ERROR(
-      ReadBool(body, "post_sampling_probs", &post_sampling_probs));
-  if (post_sampling_probs) {
-    return InvalidArgumentError(
-               "field 'post_sampling_probs': true is not supported yet; "
-               "n_probs reports the probabilities before sampling")
-        .WithReason("unsupported_field");
-  }
+      ReadBool(body, "post_sampling_probs", &params.post_sampling_probs));
   return Status::Ok();
 }
 
@@ -270,7 +263,7 @@ json GenerationSettingsJson(const CompletionParams& params) {
                   {"max_tokens", params.n_predict},
                   {"stop", params.stop},
                   {"n_probs", params.n_probs},
-                  {"post_sampling_probs", false},
+                  {"post_sampling_probs", params.post_sampling_probs},
                   {"ignore_eos", params.ignore_eos},
                   {"cache_prompt", params.cache_prompt}});
   return out;
@@ -307,6 +300,16 @@ json TokenProbsJson(const TokenEvent& event, const Tokenizer& tokenizer) {
   };
   json out = entry(event.token);
   json top = json::array();
+  if (event.post_sampling) {  // llama-server's post_sampling_probs form
+    out["prob"] = event.chosen_prob;
+    for (const TokenProb& p : event.post_probs) {
+      json e = entry(p.id);
+      e["prob"] = p.prob;
+      top.push_back(std::move(e));
+    }
+    out["top_probs"] = std::move(top);
+    return out;
+  }
   for (const TokenLogprob& p : event.probs) {
     json e = entry(p.id);
     e["logprob"] = p.logprob;

@@ -407,6 +407,41 @@ TEST_F(HttpServerTest, PromptListsAndChoicesRunSeveralTasks) {
               400, "invalid_request_error", "unsupported_content");
 }
 
+// post_sampling_probs: n_probs reports what the sampler chain left, as
+// probabilities ("prob", "top_probs"), never a zero-probability entry.
+TEST_F(HttpServerTest, PostSamplingProbsReportTheChainsCandidates) {
+  auto [code, r] = s().Post("/completion", {{"prompt", "Once upon a time"},
+                                            {"n_predict", 3},
+                                            {"n_probs", 5},
+                                            {"temperature", 1.0},
+                                            {"top_k", 3},
+                                            {"seed", 7},
+                                            {"post_sampling_probs", true}});
+  ASSERT_EQ(code, 200) << r.dump();
+  EXPECT_EQ(r["generation_settings"]["post_sampling_probs"], true);
+  ASSERT_EQ(r["completion_probabilities"].size(), 3u);
+  for (const json& tok : r["completion_probabilities"]) {
+    EXPECT_GT(tok["prob"].get<double>(), 0.0);
+    EXPECT_LE(tok["prob"].get<double>(), 1.0);
+    EXPECT_FALSE(tok.contains("logprob"));
+    const json& top = tok["top_probs"];
+    ASSERT_FALSE(top.empty());
+    EXPECT_LE(top.size(), 3u);  // top_k 3 left at most three
+    double sum = 0, last = 2;
+    bool chosen_listed = false;
+    for (const json& p : top) {
+      const double prob = p["prob"];
+      EXPECT_GT(prob, 0.0);
+      EXPECT_LE(prob, last);
+      last = prob;
+      sum += prob;
+      chosen_listed |= p["id"] == tok["id"];
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+    EXPECT_TRUE(chosen_listed);
+  }
+}
+
 TEST(HttpServerLoadingTest, HealthSaysLoadingUntilSetEngine) {
   auto model = LoadStoriesOrNull();
   if (model == nullptr) GTEST_SKIP() << "missing " << StoriesModelPath();
