@@ -277,6 +277,7 @@ StatusOr<ServeOptions> ParseServeOptions(const std::vector<std::string>& args,
   KV_ASSIGN_OR_RETURN(bool mmap, f.GetBool("mmap", false));
   o.load_mode = mmap ? LoadMode::kMmap : LoadMode::kRead;
   KV_ASSIGN_OR_RETURN(o.log_level, ParseLogLevel(f));
+  o.server.verbose = o.log_level == LogLevel::kDebug;
   KV_RETURN_IF_ERROR(ParseEngine(f, &o));
   KV_RETURN_IF_ERROR(ParseServer(f, &o));
   return o;

@@ -224,6 +224,7 @@ Status ParseGenerationFields(const json& body, const CompletionLimits& limits,
     }
   }
   KV_RETURN_IF_ERROR(ReadResponseFields(body, &out->response_fields));
+  KV_RETURN_IF_ERROR(ReadBool(body, "verbose", &out->verbose));
   KV_RETURN_IF_ERROR(
       ReadBool(body, "post_sampling_probs", &params.post_sampling_probs));
   return Status::Ok();

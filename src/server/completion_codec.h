@@ -42,6 +42,9 @@ struct CompletionRequest {
   // response_fields: the reply keeps only these ("a/b" names a nested
   // field and becomes a top-level key of that name); empty: everything.
   std::vector<std::string> response_fields;
+  // "verbose": OpenAI replies carry "__verbose", llama-server's native
+  // result (prompt text included), for debugging templates.
+  bool verbose = false;
 };
 
 // Returns the tokens of a prompt value: a string (tokenized with add_special

@@ -71,7 +71,7 @@ std::unique_ptr<StreamFormatter> MakeFormatter(Api api, ServerState& state,
   return nullptr;
 }
 
-json ResultJson(Api api, ServerState& state, const CompletionRequest& req,
+json ApiResultJson(Api api, ServerState& state, const CompletionRequest& req,
                 const CompletionResult& result,
                 const std::vector<TokenEvent>& events, const Engine& engine) {
   switch (api) {
@@ -84,6 +84,19 @@ json ResultJson(Api api, ServerState& state, const CompletionRequest& req,
       return OaiChatJson(result, MakeOaiContext(api, state, req));
   }
   return json();
+}
+
+// The reply, with llama-server's "__verbose" debugging object on the
+// OpenAI routes when asked for.
+json ResultJson(Api api, ServerState& state, const CompletionRequest& req,
+                const CompletionResult& result,
+                const std::vector<TokenEvent>& events, const Engine& engine) {
+  json out = ApiResultJson(api, state, req, result, events, engine);
+  if (api != Api::kLlama && (req.verbose || state.options.verbose)) {
+    out["__verbose"] = CompletionResponseJson(req, result, events,
+                                              engine.model().tokenizer());
+  }
+  return out;
 }
 
 // True when `prompt` lists several prompts (llama-server runs one task per

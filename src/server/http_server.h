@@ -43,6 +43,9 @@ struct ServerOptions {
   // What a request's omitted fields default to (--temp, --seed, -n,
   // --ignore-eos, --cache-prompt, ...).
   CompletionParams defaults;
+  // -v: every OpenAI reply carries "__verbose" (as if each request said
+  // "verbose": true).
+  bool verbose = false;
   uint64_t max_body_bytes = 8u << 20;
   // HTTP worker threads, one connection each; a connection beyond them is
   // answered 503 too_many_connections at once.

@@ -442,6 +442,23 @@ TEST_F(HttpServerTest, PostSamplingProbsReportTheChainsCandidates) {
   }
 }
 
+TEST_F(HttpServerTest, VerboseChatRepliesCarryTheRenderedPrompt) {
+  const json messages = {{{"role", "system"}, {"content", "Book"}},
+                         {{"role", "user"}, {"content", "best book"}}};
+  for (bool verbose : {true, false}) {
+    auto [code, r] = s().Post(
+        "/v1/chat/completions",
+        Greedy({{"messages", messages}, {"max_tokens", 2}, {"verbose", verbose}}));
+    ASSERT_EQ(code, 200) << r.dump();
+    EXPECT_EQ(r.contains("__verbose"), verbose);
+    if (verbose) {
+      const std::string prompt = r["__verbose"]["prompt"];
+      EXPECT_NE(prompt.find("Book"), std::string::npos) << prompt;
+      EXPECT_NE(prompt.find("best book"), std::string::npos) << prompt;
+    }
+  }
+}
+
 TEST(HttpServerLoadingTest, HealthSaysLoadingUntilSetEngine) {
   auto model = LoadStoriesOrNull();
   if (model == nullptr) GTEST_SKIP() << "missing " << StoriesModelPath();
