@@ -1,5 +1,6 @@
 #include "core/arg_table.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -75,6 +76,12 @@ class ArgParser {
       inline_value = arg.substr(eq + 1);
     }
     auto it = index_.find(name);
+    if (it == index_.end() && name.rfind("--", 0) == 0) {
+      // As llama.cpp: "--n_predict" is "--n-predict".
+      std::string dashed = name;
+      std::replace(dashed.begin() + 2, dashed.end(), '_', '-');
+      it = index_.find(dashed);
+    }
     if (it == index_.end()) {
       if (arg.empty() || arg[0] != '-' || arg == "-") {
         return InvalidArgumentError("unexpected argument " + Quote(arg) +

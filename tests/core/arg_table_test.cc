@@ -42,6 +42,14 @@ TEST_F(ArgTableTest, ShortLongAndInlineFormsReachOneKey) {
   }
 }
 
+TEST_F(ArgTableTest, UnderscoresInLongNamesAreDashes) {
+  auto parsed = Parse({"--ctx_size", "8", "--no_mmap"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->flags.GetString("ctx-size", ""), "8");
+  EXPECT_FALSE(*parsed->flags.GetBool("mmap", true));
+  EXPECT_FALSE(Parse({"-n_gl", "1"}).ok());  // short forms stay exact
+}
+
 TEST_F(ArgTableTest, ValueMayLookLikeAFlag) {
   auto parsed = Parse({"-c", "-1"});
   ASSERT_TRUE(parsed.ok());
