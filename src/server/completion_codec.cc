@@ -441,7 +441,9 @@ StatusOr<json> HandleDetokenize(const json& body, const Tokenizer& tokenizer) {
                                     "tokens[" + std::to_string(i) + "]"));
     ids.push_back(id);
   }
-  return json{{"content", tokenizer.Detokenize(ids, false, true)}};
+  // As llama-server: the pieces as they are, special tokens written out
+  // and the SentencePiece leading space kept (" Once upon").
+  return json{{"content", PromptText(ids, tokenizer)}};
 }
 
 }  // namespace kvault

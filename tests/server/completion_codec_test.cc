@@ -433,7 +433,9 @@ TEST_F(CompletionCodecTest, TokenizeAndDetokenize) {
 
   auto d = HandleDetokenize(json{{"tokens", ids}}, tok());
   ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ((*d)["content"], tok().Detokenize(ids, false, true));
+  std::string pieces;
+  for (TokenId id : ids) pieces += tok().TokenToPiece(id, true);
+  EXPECT_EQ((*d)["content"], pieces);
   EXPECT_EQ(HandleDetokenize(json{{"tokens", "x"}}, tok()).status().reason(),
             "invalid_field");
   EXPECT_EQ(

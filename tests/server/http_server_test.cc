@@ -201,7 +201,8 @@ TEST_F(HttpServerTest, TokenizeDetokenizeRoundTrip) {
   ASSERT_FALSE(t["tokens"].empty());
   auto [dcode, d] = s().Post("/detokenize", {{"tokens", t["tokens"]}});
   ASSERT_EQ(dcode, 200);
-  EXPECT_EQ(d["content"], "Once upon a time");
+  // llama-server keeps SentencePiece's leading space.
+  EXPECT_EQ(d["content"], " Once upon a time");
   auto [pcode, pieces] =
       s().Post("/tokenize", {{"content", "Once"}, {"with_pieces", true}});
   ASSERT_EQ(pcode, 200);
