@@ -24,6 +24,17 @@ int64_t DrawDiscrete(const CandidateView& view, std::mt19937* rng) {
   return dist(*rng);
 }
 
+// Both Mirostats end alike: draw from the list left, then move mu by the
+// drawn token's surprise.
+void DrawAndAdaptMu(CandidateView* view, std::mt19937* rng, float tau,
+                    float eta, float* mu) {
+  Softmax(view, true);
+  const int64_t index = DrawDiscrete(*view, rng);
+  view->selected = index;
+  const float surprise = -std::log2(view->data[index].p);
+  *mu = *mu - eta * (surprise - tau);
+}
+
 class DistStage final : public Stage {
  public:
   explicit DistStage(uint32_t seed) : seed_(seed), rng_(seed) {}
@@ -148,11 +159,7 @@ class MirostatStage final : public Stage {
                                  (1 - std::pow(n_vocab, -epsilon_hat)),
                              1 / s_hat);
     TopK(view, std::max(TruncateToInt(k), 1));
-    Softmax(view, true);
-    const int64_t index = DrawDiscrete(*view, &rng_);
-    view->selected = index;
-    const float surprise = -std::log2(view->data[index].p);
-    mu_ = mu_ - eta_ * (surprise - tau_);
+    DrawAndAdaptMu(view, &rng_, tau_, eta_, &mu_);
   }
 
   void Reset() override {
@@ -183,11 +190,7 @@ class MirostatV2Stage final : public Stage {
       ++keep;
     }
     view->size = std::max<size_t>(keep, 1);
-    Softmax(view, true);
-    const int64_t index = DrawDiscrete(*view, &rng_);
-    view->selected = index;
-    const float surprise = -std::log2(view->data[index].p);
-    mu_ = mu_ - eta_ * (surprise - tau_);
+    DrawAndAdaptMu(view, &rng_, tau_, eta_, &mu_);
   }
 
   void Reset() override {

@@ -10,11 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-Status Unsupported(const std::string& field, const std::string& why) {
-  return InvalidArgumentError("field '" + field + "' is not supported: " + why)
-      .WithReason("unsupported_field");
-}
-
 // Anthropic fields kvault cannot honour: refused rather than ignored.
 Status RefuseUnsupportedFields(const json& body) {
   static const char* const kRefused[][2] = {
@@ -23,7 +18,7 @@ Status RefuseUnsupportedFields(const json& body) {
       {"context_management", "kvault does not edit the context"},
   };
   for (const auto& [field, why] : kRefused) {
-    if (FindField(body, field) != nullptr) return Unsupported(field, why);
+    if (FindField(body, field) != nullptr) return UnsupportedField(field, why);
   }
   return Status::Ok();
 }
@@ -193,7 +188,7 @@ StatusOr<std::string> ToolsPrompt(const json& tools,
     std::string type, tool_name, description;
     KV_RETURN_IF_ERROR(ReadString(t, "type", &type));
     if (!type.empty() && type != "custom") {
-      return Unsupported(name + ".type", "\"" + type +
+      return UnsupportedField(name + ".type", "\"" + type +
                                              "\" is a server tool; kvault "
                                              "runs only client tools");
     }

@@ -1,6 +1,7 @@
 // POST /completion (llama-server), /v1/completions and /v1/chat/completions
 // (OpenAI), /tokenize and /detokenize.
 #include <ctime>
+#include <optional>
 
 #include "server/json_fields.h"
 #include "server/openai_codec.h"
@@ -26,6 +27,16 @@ HttpError ExceedContextError(size_t n_prompt, uint32_t n_ctx) {
       "prompt_too_long");
   e.details = {{"n_prompt_tokens", n_prompt}, {"n_ctx", n_ctx}};
   return e;
+}
+
+// The error for a request whose prompt leaves no room to generate in a
+// slot, as llama-server; nullopt when it fits.
+std::optional<HttpError> ContextError(const CompletionRequest& request,
+                                      const Engine& engine) {
+  const size_t n_prompt = request.params.prompt.size();
+  const uint32_t n_ctx = engine.options().ctx_per_slot;
+  if (n_prompt < n_ctx) return std::nullopt;
+  return ExceedContextError(n_prompt, n_ctx);
 }
 
 StatusOr<CompletionRequest> ParseFor(Api api, const ServerState& state,
@@ -197,11 +208,7 @@ void HandleCompletion(Api api, ServerState& state, const Request& req,
     for (const json& b : *bodies) {
       StatusOr<CompletionRequest> r = ParseFor(api, state, b, *engine);
       if (!r.ok()) return ReplyStatus(res, r.status());
-      const uint32_t n_ctx = engine->options().ctx_per_slot;
-      if (r->params.prompt.size() >= n_ctx) {
-        return ReplyError(res,
-                          ExceedContextError(r->params.prompt.size(), n_ctx));
-      }
+      if (auto e = ContextError(*r, *engine)) return ReplyError(res, *e);
       if (r->stream) {
         return ReplyStatus(
             res, InvalidArgumentError("field 'stream': streaming several "
@@ -216,11 +223,7 @@ void HandleCompletion(Api api, ServerState& state, const Request& req,
   const json* body = &bodies->front();
   StatusOr<CompletionRequest> request = ParseFor(api, state, *body, *engine);
   if (!request.ok()) return ReplyStatus(res, request.status());
-  const size_t n_prompt = request->params.prompt.size();
-  const uint32_t n_ctx = engine->options().ctx_per_slot;
-  if (n_prompt >= n_ctx) {  // no room left to generate, as llama-server
-    return ReplyError(res, ExceedContextError(n_prompt, n_ctx));
-  }
+  if (auto e = ContextError(*request, *engine)) return ReplyError(res, *e);
   auto sink = std::make_shared<QueueSink>();
   StatusOr<uint64_t> task = engine->Submit(request->params, sink);
   if (!task.ok()) return ReplyStatus(res, task.status());

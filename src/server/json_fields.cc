@@ -54,6 +54,12 @@ const json* FindField(const json& obj, std::string_view key) {
   return &*it;
 }
 
+Status UnsupportedField(std::string_view field, std::string_view why) {
+  return InvalidArgumentError("field '" + std::string(field) +
+                              "' is not supported: " + std::string(why))
+      .WithReason("unsupported_field");
+}
+
 Status WrongType(std::string_view field, std::string_view expected,
                  const json& got) {
   return InvalidArgumentError("field '" + std::string(field) + "': expected " +

@@ -25,6 +25,10 @@ const nlohmann::json* FindField(const nlohmann::json& obj,
 
 // Returns InvalidArgument "field '<field>': expected <expected>, got <type>
 // <value excerpt>" (reason "invalid_field").
+// Returns InvalidArgument (reason "unsupported_field"): "field 'F' is not
+// supported: WHY", for a field an API defines that kvault cannot honour.
+Status UnsupportedField(std::string_view field, std::string_view why);
+
 Status WrongType(std::string_view field, std::string_view expected,
                  const nlohmann::json& got);
 

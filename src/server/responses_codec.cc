@@ -10,11 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-Status Unsupported(const std::string& field, const std::string& why) {
-  return InvalidArgumentError("field '" + field + "' is not supported: " + why)
-      .WithReason("unsupported_field");
-}
-
 // Responses fields kvault cannot honour when set: refused, never ignored.
 Status RefuseUnsupportedFields(const json& body) {
   static const char* const kRefused[][2] = {
@@ -27,18 +22,18 @@ Status RefuseUnsupportedFields(const json& body) {
   for (const auto& [field, why] : kRefused) {
     const json* v = FindField(body, field);
     if (v != nullptr && !(v->is_array() && v->empty())) {
-      return Unsupported(field, why);
+      return UnsupportedField(field, why);
     }
   }
   bool flag = false;
   KV_RETURN_IF_ERROR(ReadBool(body, "background", &flag));
-  if (flag) return Unsupported("background", "requests run in the foreground");
+  if (flag) return UnsupportedField("background", "requests run in the foreground");
   flag = false;
   KV_RETURN_IF_ERROR(ReadBool(body, "store", &flag));
-  if (flag) return Unsupported("store", "kvault stores no responses");
+  if (flag) return UnsupportedField("store", "kvault stores no responses");
   const json* include = FindField(body, "include");
   if (include != nullptr && !(include->is_array() && include->empty())) {
-    return Unsupported("include", "no extra output data is available");
+    return UnsupportedField("include", "no extra output data is available");
   }
   return Status::Ok();
 }
@@ -48,16 +43,16 @@ Status CheckDefaultsOnly(const json& body) {
   std::string s;
   KV_RETURN_IF_ERROR(ReadString(body, "truncation", &s));
   if (!s.empty() && s != "disabled") {
-    return Unsupported("truncation", "only \"disabled\" (got \"" + s + "\")");
+    return UnsupportedField("truncation", "only \"disabled\" (got \"" + s + "\")");
   }
   if (const json* c = FindField(body, "tool_choice")) {
     if (!(c->is_string() && (*c == "none" || *c == "auto"))) {
-      return Unsupported("tool_choice", "there are no tools to choose");
+      return UnsupportedField("tool_choice", "there are no tools to choose");
     }
   }
   int64_t top_logprobs = 0;
   KV_RETURN_IF_ERROR(ReadInt(body, "top_logprobs", 0, 20, &top_logprobs));
-  if (top_logprobs > 0) return Unsupported("top_logprobs", "no logprobs");
+  if (top_logprobs > 0) return UnsupportedField("top_logprobs", "no logprobs");
   const json* text = FindField(body, "text");
   if (text == nullptr) return Status::Ok();
   if (!text->is_object()) return WrongType("text", "an object", *text);
@@ -67,7 +62,7 @@ Status CheckDefaultsOnly(const json& body) {
     }
     KV_RETURN_IF_ERROR(ReadString(*format, "type", &s));
     if (s != "text") {
-      return Unsupported("text.format.type",
+      return UnsupportedField("text.format.type",
                          "only \"text\" (got \"" + s + "\")");
     }
   }
