@@ -236,7 +236,6 @@ Status ParseServer(const Flags& f, ServeOptions* o) {
   s.slot_save_path = f.GetString("slot-save-path", "");
   KV_ASSIGN_OR_RETURN(s.metrics_endpoint, f.GetBool("metrics", false));
   KV_ASSIGN_OR_RETURN(s.slots_endpoint, f.GetBool("slots", true));
-  KV_ASSIGN_OR_RETURN(s.props_endpoint, f.GetBool("props", false));
   // Sorted and unique as llama-server keeps them: the first is the id.
   s.aliases = SplitList(f.GetString("alias", ""));
   std::sort(s.aliases.begin(), s.aliases.end());

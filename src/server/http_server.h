@@ -36,7 +36,6 @@ struct ServerOptions {
   std::vector<std::string> tags;
   bool metrics_endpoint = false;  // --metrics: GET /metrics (else 501)
   bool slots_endpoint = true;     // --no-slots: GET /slots answers 501
-  bool props_endpoint = false;    // --props: POST /props may change them
   CorsOptions cors;               // --cors-*: llama-server's defaults
   // --chat-template NAME: a built-in family; empty: detected from the model.
   std::string chat_template;

@@ -99,7 +99,7 @@ void HandleProps(const ServerState& state, Response& res) {
                  {"model_id", state.model_id},
                  {"model_alias", state.model_id},
                  {"endpoint_slots", state.options.slots_endpoint},
-                 {"endpoint_props", state.options.props_endpoint},
+                 {"endpoint_props", false},  // POST /props: not yet
                  {"endpoint_metrics", state.options.metrics_endpoint},
                  {"modalities",
                   {{"vision", false}, {"video", false}, {"audio", false}}},
