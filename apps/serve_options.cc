@@ -85,6 +85,7 @@ Status ParseShape(const Flags& f, ServeOptions* o) {
                       f.GetInt("ubatch-size", 512, 1, 1 << 20));
   e.prefill_chunk = static_cast<uint32_t>(batch);
   e.max_batch_tokens = static_cast<uint32_t>(ubatch);
+  KV_ASSIGN_OR_RETURN(e.context_shift, f.GetBool("context-shift", false));
   KV_ASSIGN_OR_RETURN(bool cont, f.GetBool("cont-batching", true));
   if (!cont) {
     return InvalidArgumentError(
@@ -175,6 +176,8 @@ Status ParseDefaults(const Flags& f, CompletionParams* d) {
   d->n_predict = static_cast<int32_t>(n_predict);
   KV_ASSIGN_OR_RETURN(d->ignore_eos, f.GetBool("ignore-eos", false));
   KV_ASSIGN_OR_RETURN(d->cache_prompt, f.GetBool("cache-prompt", true));
+  KV_ASSIGN_OR_RETURN(int64_t keep, f.GetInt("keep", 0, -1, kInt32Max));
+  d->n_keep = static_cast<int32_t>(keep);
   return Status::Ok();
 }
 

@@ -127,6 +127,7 @@ void Engine::Impl::StartRequest(Slot& slot, WorkItem item) {
   vault_->SetActive(slot.seq, true);
   vault_->Touch(slot.seq);
   ++counters_.requests_total;
+  ReportPromptProgress(slot);
 }
 
 bool Engine::Impl::MustWaitForRoom(const Slot& slot,
@@ -276,6 +277,7 @@ void Engine::Impl::ApplyDecoded(const std::vector<Part>& plan,
     slot.cached.insert(slot.cached.end(), feed.begin(),
                        feed.begin() + part.num_tokens);
     feed.erase(feed.begin(), feed.begin() + part.num_tokens);
+    if (!slot.request->prompt_done) ReportPromptProgress(slot);
   }
   const size_t n_vocab = model_->n_vocab();
   size_t row = 0;

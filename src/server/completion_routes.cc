@@ -58,6 +58,7 @@ OaiContext MakeOaiContext(Api api, ServerState& state,
                           const CompletionRequest& request) {
   OaiContext ctx;
   ctx.include_usage = request.include_usage;
+  ctx.timings_per_token = request.timings_per_token;
   ctx.id = std::string(api == Api::kOaiChat ? "chatcmpl-" : "cmpl-") +
            std::to_string(state.next_response_id.fetch_add(1));
   ctx.created = static_cast<int64_t>(std::time(nullptr));

@@ -291,7 +291,17 @@ std::string OaiCompletionStreamFormatter::Token(const TokenEvent& event,
                                                 int /*slot*/) {
   if (event.text.empty()) return "";
   streamed_ += event.text;
-  return SseData(Chunk(event.text, nullptr));
+  json chunk = Chunk(event.text, nullptr);
+  if (ctx_.timings_per_token) chunk["timings"] = TimingsJson(event.timings);
+  return SseData(chunk);
+}
+
+std::string OaiCompletionStreamFormatter::Progress(
+    const PromptProgress& progress, int /*slot*/) {
+  json chunk = Chunk("", nullptr);
+  if (ctx_.timings_per_token) chunk["timings"] = TimingsJson(progress.timings);
+  chunk["prompt_progress"] = PromptProgressJson(progress);
+  return SseData(chunk);
 }
 
 std::string OaiCompletionStreamFormatter::Done(const CompletionResult& result) {
@@ -331,7 +341,18 @@ std::string OaiChatStreamFormatter::Token(const TokenEvent& event,
   std::string out = RoleChunkOnce();
   if (event.text.empty()) return out;
   streamed_ += event.text;
-  return out + SseData(Chunk(json{{"content", event.text}}, nullptr));
+  json chunk = Chunk(json{{"content", event.text}}, nullptr);
+  if (ctx_.timings_per_token) chunk["timings"] = TimingsJson(event.timings);
+  return out + SseData(chunk);
+}
+
+std::string OaiChatStreamFormatter::Progress(const PromptProgress& progress,
+                                             int /*slot*/) {
+  json chunk =
+      Chunk(json{{"role", "assistant"}, {"content", nullptr}}, nullptr);
+  if (ctx_.timings_per_token) chunk["timings"] = TimingsJson(progress.timings);
+  chunk["prompt_progress"] = PromptProgressJson(progress);
+  return SseData(chunk);
 }
 
 std::string OaiChatStreamFormatter::Done(const CompletionResult& result) {

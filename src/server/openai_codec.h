@@ -26,6 +26,7 @@ struct OaiContext {
   // stream_options.include_usage: a chat stream ends with a chunk of
   // usage and no choices.
   bool include_usage = false;
+  bool timings_per_token = false;  // llama-server: timings on every chunk
 };
 
 // Returns the system_fingerprint OpenAI replies carry (llama-server's
@@ -104,6 +105,8 @@ class OaiCompletionStreamFormatter : public StreamFormatter {
   explicit OaiCompletionStreamFormatter(OaiContext ctx);
   // Returns a chunk with the token's text ("" when it releases none).
   std::string Token(const TokenEvent& event, int slot) override;
+  // Returns a chunk with no text and the prompt_progress object.
+  std::string Progress(const PromptProgress& progress, int slot) override;
   // Returns the last chunk and [DONE].
   std::string Done(const CompletionResult& result) override;
 
@@ -122,6 +125,9 @@ class OaiChatStreamFormatter : public StreamFormatter {
   explicit OaiChatStreamFormatter(OaiContext ctx);
   // Returns the role chunk (first call) and a content delta chunk.
   std::string Token(const TokenEvent& event, int slot) override;
+  // Returns a chunk with the role delta and the prompt_progress object
+  // (the role chunk itself still comes before the first content).
+  std::string Progress(const PromptProgress& progress, int slot) override;
   // Returns the held-back text, the finish chunk and [DONE].
   std::string Done(const CompletionResult& result) override;
 

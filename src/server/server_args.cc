@@ -68,8 +68,9 @@ constexpr ArgSpec kTable[] = {
      "most prompt tokens a slot evaluates in one step (default 256)"},
     {"ubatch-size", "-ub --ubatch-size", "", kValue, "N", "LLAMA_ARG_UBATCH",
      kServe, kCommon, "most tokens in one forward call (default 512)"},
-    {"keep", "--keep", "", kValue, "N", "", kRefuse, kCommon,
-     "kvault does not shift the context yet"},
+    {"keep", "--keep", "", kValue, "N", "", kServe, kCommon,
+     "with --context-shift: prompt tokens after BOS a shift never discards "
+     "(default 0, -1: all)"},
     {"swa-full", "--swa-full", "", kSwitch, "", "LLAMA_ARG_SWA_FULL", kWarn,
      kCommon,
      "no sliding-window model is supported yet, so there is no SWA cache to "
@@ -436,8 +437,9 @@ constexpr ArgSpec kTable[] = {
      "", "LLAMA_ARG_CACHE_IDLE_SLOTS", kWarn, kServer,
      "kvault's spill tiers keep idle slots' KV (--spill-ram, --spill-dir)"},
     {"context-shift", "--context-shift", "--no-context-shift", kSwitch, "",
-     "LLAMA_ARG_CONTEXT_SHIFT", kRefuse, kServer,
-     "kvault does not shift the context yet"},
+     "LLAMA_ARG_CONTEXT_SHIFT", kServe, kServer,
+     "when a generating slot's context is full, discard half of it after "
+     "--keep and go on (default: stop, truncated)"},
     {"reverse-prompt", "-r --reverse-prompt", "", kValue, "PROMPT", "", kRefuse,
      kServer, "interactive mode does not exist in a server"},
     {"special", "-sp --special", "", kSwitch, "", "", kWarn, kServer,
