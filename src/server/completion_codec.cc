@@ -5,6 +5,7 @@
 #include "model/unicode_text.h"
 #include "model/sampler_vocab.h"
 #include "server/json_fields.h"
+#include "server/unsupported_fields.h"
 #include "server/sampling_fields.h"
 
 namespace kvault {
@@ -213,6 +214,7 @@ std::string PromptText(const std::vector<TokenId>& prompt,
 
 Status ParseGenerationFields(const json& body, const CompletionLimits& limits,
                              CompletionRequest* out) {
+  KV_RETURN_IF_ERROR(CheckUnsupportedFields(body));
   CompletionParams& params = out->params;
   params = limits.defaults;
   params.prompt.clear();

@@ -55,8 +55,11 @@ StatusOr<CompletionRequest> ParseFor(Api api, const ServerState& state,
 }
 
 OaiContext MakeOaiContext(Api api, ServerState& state,
-                          const CompletionRequest& request) {
+                          const CompletionRequest& request,
+                          const Engine& engine) {
   OaiContext ctx;
+  ctx.n_probs = request.params.n_probs;
+  ctx.tokenizer = &engine.model().tokenizer();
   ctx.include_usage = request.include_usage;
   ctx.timings_per_token = request.timings_per_token;
   ctx.id = std::string(api == Api::kOaiChat ? "chatcmpl-" : "cmpl-") +
@@ -75,10 +78,10 @@ std::unique_ptr<StreamFormatter> MakeFormatter(Api api, ServerState& state,
           req, &engine.model().tokenizer());
     case Api::kOaiCompletion:
       return std::make_unique<OaiCompletionStreamFormatter>(
-          MakeOaiContext(api, state, req));
+          MakeOaiContext(api, state, req, engine));
     case Api::kOaiChat:
       return std::make_unique<OaiChatStreamFormatter>(
-          MakeOaiContext(api, state, req));
+          MakeOaiContext(api, state, req, engine));
   }
   return nullptr;
 }
@@ -91,9 +94,11 @@ json ApiResultJson(Api api, ServerState& state, const CompletionRequest& req,
       return CompletionResponseJson(req, result, events,
                                     engine.model().tokenizer());
     case Api::kOaiCompletion:
-      return OaiCompletionJson(result, MakeOaiContext(api, state, req));
+      return OaiCompletionJson(result, MakeOaiContext(api, state, req, engine),
+                               events);
     case Api::kOaiChat:
-      return OaiChatJson(result, MakeOaiContext(api, state, req));
+      return OaiChatJson(result, MakeOaiContext(api, state, req, engine),
+                         events);
   }
   return json();
 }

@@ -8,6 +8,36 @@ namespace {
 
 using nlohmann::json;
 
+// OpenAI's logprobs become llama-server's n_probs (unless it is given):
+// for text completions `logprobs` is the number of top tokens (true: 1);
+// for chat `logprobs` is a switch and `top_logprobs` the number (20 when
+// omitted), which needs logprobs true.
+Status MapLogprobs(const json& body, bool chat, json* out) {
+  const json* logprobs = FindField(body, "logprobs");
+  int64_t n = 0;
+  if (chat) {
+    bool on = false;
+    int64_t top = 20;
+    KV_RETURN_IF_ERROR(ReadBool(body, "logprobs", &on));
+    KV_RETURN_IF_ERROR(ReadInt(body, "top_logprobs", 0, 1 << 20, &top));
+    if (!on && FindField(body, "top_logprobs") != nullptr) {
+      return InvalidArgumentError(
+                 "field 'top_logprobs' requires 'logprobs' to be true")
+          .WithReason("invalid_field");
+    }
+    n = on ? top : 0;
+  } else if (logprobs != nullptr && logprobs->is_boolean()) {
+    n = logprobs->get<bool>() ? 1 : 0;
+  } else {
+    KV_RETURN_IF_ERROR(ReadInt(body, "logprobs", 0, 1 << 20, &n));
+  }
+  if (FindField(body, "n_probs") == nullptr &&
+      (n > 0 || logprobs != nullptr)) {
+    (*out)["n_probs"] = n;
+  }
+  return Status::Ok();
+}
+
 // Applies the OpenAI spellings to a copy of `body`: max_tokens (and, for
 // chat, max_completion_tokens) become n_predict unless n_predict is given;
 // n must be 1.
@@ -22,6 +52,7 @@ StatusOr<json> NormalizeOaiFields(const json& body, bool chat) {
                std::to_string(n))
         .WithReason("unsupported_field");
   }
+  KV_RETURN_IF_ERROR(MapLogprobs(body, chat, &out));
   if (FindField(body, "n_predict") == nullptr) {
     for (const char* key : {"max_completion_tokens", "max_tokens"}) {
       if (!chat && std::string_view(key) == "max_completion_tokens") continue;
@@ -243,18 +274,35 @@ json OaiReplyJson(const char* object, json choice,
 
 }  // namespace
 
-json OaiCompletionJson(const CompletionResult& result, const OaiContext& ctx) {
+json OaiLogprobsJson(const std::vector<TokenEvent>& events,
+                     const Tokenizer& tokenizer) {
+  json content = json::array();
+  for (const TokenEvent& e : events) {
+    content.push_back(TokenProbsJson(e, tokenizer));
+  }
+  return json{{"content", std::move(content)}};
+}
+
+json OaiCompletionJson(const CompletionResult& result, const OaiContext& ctx,
+                       const std::vector<TokenEvent>& events) {
   json choice{{"text", result.content},
               {"index", 0},
               {"logprobs", nullptr},
               {"finish_reason", FinishReason(result)}};
+  if (ctx.n_probs > 0 && ctx.tokenizer != nullptr) {
+    choice["logprobs"] = OaiLogprobsJson(events, *ctx.tokenizer);
+  }
   return OaiReplyJson("text_completion", std::move(choice), result, ctx);
 }
 
-json OaiChatJson(const CompletionResult& result, const OaiContext& ctx) {
+json OaiChatJson(const CompletionResult& result, const OaiContext& ctx,
+                 const std::vector<TokenEvent>& events) {
   json choice{{"index", 0},
               {"message", {{"role", "assistant"}, {"content", result.content}}},
               {"finish_reason", FinishReason(result)}};
+  if (ctx.n_probs > 0 && ctx.tokenizer != nullptr) {
+    choice["logprobs"] = OaiLogprobsJson(events, *ctx.tokenizer);
+  }
   return OaiReplyJson("chat.completion", std::move(choice), result, ctx);
 }
 
@@ -293,6 +341,9 @@ std::string OaiCompletionStreamFormatter::Token(const TokenEvent& event,
   streamed_ += event.text;
   json chunk = Chunk(event.text, nullptr);
   if (ctx_.timings_per_token) chunk["timings"] = TimingsJson(event.timings);
+  if (ctx_.n_probs > 0 && ctx_.tokenizer != nullptr) {
+    chunk["choices"][0]["logprobs"] = OaiLogprobsJson({event}, *ctx_.tokenizer);
+  }
   return SseData(chunk);
 }
 
@@ -343,6 +394,9 @@ std::string OaiChatStreamFormatter::Token(const TokenEvent& event,
   streamed_ += event.text;
   json chunk = Chunk(json{{"content", event.text}}, nullptr);
   if (ctx_.timings_per_token) chunk["timings"] = TimingsJson(event.timings);
+  if (ctx_.n_probs > 0 && ctx_.tokenizer != nullptr) {
+    chunk["choices"][0]["logprobs"] = OaiLogprobsJson({event}, *ctx_.tokenizer);
+  }
   return out + SseData(chunk);
 }
 

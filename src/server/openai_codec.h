@@ -27,7 +27,16 @@ struct OaiContext {
   // usage and no choices.
   bool include_usage = false;
   bool timings_per_token = false;  // llama-server: timings on every chunk
+  // logprobs / top_logprobs (n_probs > 0): each choice carries
+  // logprobs.content, one entry per token, spelled by `tokenizer`.
+  uint32_t n_probs = 0;
+  const Tokenizer* tokenizer = nullptr;
 };
+
+// Returns {"content": [{id, token, bytes, logprob, top_logprobs}...]} for
+// the tokens of `events` (llama-server's OpenAI logprobs).
+nlohmann::json OaiLogprobsJson(const std::vector<TokenEvent>& events,
+                               const Tokenizer& tokenizer);
 
 // Returns the system_fingerprint OpenAI replies carry (llama-server's
 // convention: it begins with "b").
@@ -77,12 +86,15 @@ std::string FinishReason(const CompletionResult& result);
 // prompt_tokens_details: {cached_tokens}}.
 nlohmann::json UsageJson(const CompletionResult& result);
 
-// Returns the non-streamed text_completion object.
+// Returns the non-streamed text_completion object; `events` give the
+// logprobs when ctx.n_probs > 0.
 nlohmann::json OaiCompletionJson(const CompletionResult& result,
-                                 const OaiContext& ctx);
-// Returns the non-streamed chat.completion object.
+                                 const OaiContext& ctx,
+                                 const std::vector<TokenEvent>& events = {});
+// Returns the non-streamed chat.completion object (logprobs as above).
 nlohmann::json OaiChatJson(const CompletionResult& result,
-                           const OaiContext& ctx);
+                           const OaiContext& ctx,
+                           const std::vector<TokenEvent>& events = {});
 
 // The GET /v1/models answer: one model.
 struct OaiModelInfo {
