@@ -280,6 +280,7 @@ StatusOr<ServeOptions> ParseServeOptions(const std::vector<std::string>& args,
   o.load_mode = mmap ? LoadMode::kMmap : LoadMode::kRead;
   KV_ASSIGN_OR_RETURN(o.log_level, ParseLogLevel(f));
   o.server.verbose = o.log_level == LogLevel::kDebug;
+  KV_ASSIGN_OR_RETURN(o.server.spm_infill, f.GetBool("spm-infill", false));
   KV_RETURN_IF_ERROR(ParseEngine(f, &o));
   KV_RETURN_IF_ERROR(ParseServer(f, &o));
   return o;

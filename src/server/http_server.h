@@ -45,6 +45,7 @@ struct ServerOptions {
   // -v: every OpenAI reply carries "__verbose" (as if each request said
   // "verbose": true).
   bool verbose = false;
+  bool spm_infill = false;  // --spm-infill: /infill puts the suffix first
   uint64_t max_body_bytes = 8u << 20;
   // HTTP worker threads, one connection each; a connection beyond them is
   // answered 503 too_many_connections at once.

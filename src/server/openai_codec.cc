@@ -185,17 +185,36 @@ StatusOr<std::vector<ChatMessage>> ParseChatMessages(const json& body) {
   return out;
 }
 
-StatusOr<std::vector<TokenId>> TokenizeChat(
-    const std::vector<ChatMessage>& messages, const Tokenizer& tokenizer,
-    ChatTemplateFamily family, bool add_generation_prompt) {
+StatusOr<std::string> ChatPromptText(const std::vector<ChatMessage>& messages,
+                                     const Tokenizer& tokenizer,
+                                     ChatTemplateFamily family,
+                                     bool add_generation_prompt) {
   const Vocab& vocab = tokenizer.vocab();
   std::string bos, eos;
   if (vocab.bos) bos = std::string(tokenizer.TokenToPiece(*vocab.bos, true));
   if (vocab.eos) eos = std::string(tokenizer.TokenToPiece(*vocab.eos, true));
+  return RenderChat(family, messages, add_generation_prompt, bos, eos);
+}
+
+StatusOr<std::vector<TokenId>> TokenizeChat(
+    const std::vector<ChatMessage>& messages, const Tokenizer& tokenizer,
+    ChatTemplateFamily family, bool add_generation_prompt) {
   KV_ASSIGN_OR_RETURN(std::string prompt,
-                      RenderChat(family, messages, add_generation_prompt, bos,
-                                 eos));
+                      ChatPromptText(messages, tokenizer, family,
+                                     add_generation_prompt));
   return tokenizer.Tokenize(prompt, true, true);
+}
+
+StatusOr<json> ApplyTemplate(const json& body, const Tokenizer& tokenizer,
+                             ChatTemplateFamily family) {
+  KV_ASSIGN_OR_RETURN(std::vector<ChatMessage> messages,
+                      ParseChatMessages(body));
+  KV_ASSIGN_OR_RETURN(bool add_generation_prompt,
+                      ReadGenerationPromptFields(body));
+  KV_ASSIGN_OR_RETURN(std::string prompt,
+                      ChatPromptText(messages, tokenizer, family,
+                                     add_generation_prompt));
+  return json{{"prompt", std::move(prompt)}};
 }
 
 StatusOr<CompletionRequest> BuildChatRequest(

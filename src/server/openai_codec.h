@@ -70,6 +70,19 @@ StatusOr<std::vector<TokenId>> TokenizeChat(
     const std::vector<ChatMessage>& messages, const Tokenizer& tokenizer,
     ChatTemplateFamily family, bool add_generation_prompt = true);
 
+// Returns `messages` rendered with `family` as text (BOS/EOS written as
+// the template writes them), before tokenization.
+StatusOr<std::string> ChatPromptText(const std::vector<ChatMessage>& messages,
+                                     const Tokenizer& tokenizer,
+                                     ChatTemplateFamily family,
+                                     bool add_generation_prompt = true);
+
+// POST /apply-template: {messages, add_generation_prompt?} ->
+// {"prompt": the rendered text}, as /v1/chat/completions would render it.
+StatusOr<nlohmann::json> ApplyTemplate(const nlohmann::json& body,
+                                       const Tokenizer& tokenizer,
+                                       ChatTemplateFamily family);
+
 // Parses a /v1/chat/completions body: the messages rendered with `family`
 // (generation prompt added) and tokenized (BOS per the vocabulary, special
 // tokens parsed), max_tokens / max_completion_tokens, the family's stop

@@ -352,5 +352,20 @@ TEST_F(OpenAiCodecTest, LogprobsInRepliesAndChunks) {
   EXPECT_EQ(chunk["choices"][0]["logprobs"]["content"].size(), 1u);
 }
 
+TEST_F(OpenAiCodecTest, ApplyTemplateRendersWithoutTokenizing) {
+  const json msgs = json::array({{{"role", "user"}, {"content", "hi"}}});
+  auto out = ApplyTemplate(json{{"messages", msgs}}, tok(),
+                           ChatTemplateFamily::kChatml);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)["prompt"],
+            "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+  out = ApplyTemplate(json{{"messages", msgs}, {"add_generation_prompt", false}},
+                      tok(), ChatTemplateFamily::kChatml);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)["prompt"], "<|im_start|>user\nhi<|im_end|>\n");
+  EXPECT_FALSE(ApplyTemplate(json::object(), tok(), ChatTemplateFamily::kChatml)
+                   .ok());
+}
+
 }  // namespace
 }  // namespace kvault
