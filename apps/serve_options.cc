@@ -238,6 +238,7 @@ Status ParseServer(const Flags& f, ServeOptions* o) {
   s.write_timeout_ms = s.body_timeout_ms;
   s.slot_save_path = f.GetString("slot-save-path", "");
   KV_ASSIGN_OR_RETURN(s.metrics_endpoint, f.GetBool("metrics", false));
+  KV_ASSIGN_OR_RETURN(s.props_endpoint, f.GetBool("props", false));
   KV_ASSIGN_OR_RETURN(s.slots_endpoint, f.GetBool("slots", true));
   // Sorted and unique as llama-server keeps them: the first is the id.
   s.aliases = SplitList(f.GetString("alias", ""));

@@ -35,6 +35,7 @@ struct ServerOptions {
   std::vector<std::string> aliases;
   std::vector<std::string> tags;
   bool metrics_endpoint = false;  // --metrics: GET /metrics (else 501)
+  bool props_endpoint = false;    // --props: POST /props (else 501)
   bool slots_endpoint = true;     // --no-slots: GET /slots answers 501
   CorsOptions cors;               // --cors-*: llama-server's defaults
   // --chat-template NAME: a built-in family; empty: detected from the model.

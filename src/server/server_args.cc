@@ -578,8 +578,10 @@ constexpr ArgSpec kTable[] = {
      "prefixes"},
     {"metrics", "--metrics", "", kSwitch, "", "LLAMA_ARG_ENDPOINT_METRICS",
      kServe, kServer, "enable GET /metrics (Prometheus text)"},
-    {"props", "--props", "", kSwitch, "", "LLAMA_ARG_ENDPOINT_PROPS", kRefuse,
-     kServer, "POST /props (changing server properties) is not supported yet"},
+    {"props", "--props", "", kSwitch, "", "LLAMA_ARG_ENDPOINT_PROPS", kServe,
+     kServer,
+     "enable POST /props (no property can change while kvault runs: a "
+     "request naming one is refused)"},
     {"slots", "--slots", "--no-slots", kSwitch, "", "LLAMA_ARG_ENDPOINT_SLOTS",
      kServe, kServer, "enable GET /slots (default on)"},
     {"slot-save-path", "--slot-save-path", "", kValue, "PATH", "", kServe,
