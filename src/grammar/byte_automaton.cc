@@ -1,0 +1,39 @@
+#include "grammar/byte_automaton.h"
+
+#include <utility>
+
+namespace kvault {
+
+uint32_t ByteAutomaton::Intern(const MatchState& state) {
+  auto [it, inserted] =
+      ids_.try_emplace(state, static_cast<uint32_t>(states_.size()));
+  if (inserted) {
+    states_.push_back(state);
+    next_.resize(next_.size() + 256, kUnknown);
+  }
+  return it->second;
+}
+
+int32_t ByteAutomaton::Next(uint32_t state, uint8_t byte) {
+  int32_t& cached = next_[size_t{state} * 256 + byte];
+  if (cached != kUnknown) return cached;
+  MatchState s = states_[state];
+  int32_t result = kDead;
+  // A limit hit counts as a rejection: the token is simply not allowed.
+  if (s.Step(grammar_, limits_, byte) == StepResult::kOk) {
+    result = static_cast<int32_t>(Intern(s));
+  }
+  // Intern may have grown next_, so index again rather than use `cached`.
+  next_[size_t{state} * 256 + byte] = result;
+  return result;
+}
+
+void ByteAutomaton::Compact(const std::vector<uint32_t*>& keep) {
+  std::vector<MatchState> old = std::move(states_);
+  states_.clear();
+  next_.clear();
+  ids_.clear();
+  for (uint32_t* id : keep) *id = Intern(old[*id]);
+}
+
+}  // namespace kvault

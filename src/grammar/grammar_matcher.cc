@@ -1,0 +1,91 @@
+#include "grammar/grammar_matcher.h"
+
+#include <utility>
+
+#include "core/check.h"
+#include "grammar/byte_automaton.h"
+
+namespace kvault {
+namespace {
+
+Status LimitError(const MatchLimits& limits) {
+  return ResourceExhaustedError(
+      "grammar matcher limit hit: more than " +
+      std::to_string(limits.max_stacks) + " parse stacks, nesting deeper than " +
+      std::to_string(limits.max_depth) + " or more than " +
+      std::to_string(limits.max_work) + " expansions in one step");
+}
+
+}  // namespace
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar,
+                               MatchLimits limits)
+    : grammar_(std::move(grammar)), limits_(limits) {
+  KV_CHECK(grammar_ != nullptr) << "GrammarMatcher needs a grammar";
+  Reset();
+}
+
+void GrammarMatcher::Reset() {
+  status_ = Status::Ok();
+  if (MatchState::Initial(*grammar_, limits_, &state_) == StepResult::kLimit) {
+    status_ = LimitError(limits_);
+    state_ = MatchState();
+  }
+}
+
+StepResult GrammarMatcher::Advance(std::string_view bytes,
+                                   MatchState* state) const {
+  for (char c : bytes) {
+    const StepResult r = state->Step(*grammar_, limits_, static_cast<uint8_t>(c));
+    if (r != StepResult::kOk) return r;
+  }
+  return StepResult::kOk;
+}
+
+bool GrammarMatcher::AcceptBytes(std::string_view bytes) {
+  MatchState next = state_;
+  const StepResult r = Advance(bytes, &next);
+  if (r == StepResult::kLimit) status_ = LimitError(limits_);
+  if (r != StepResult::kOk) return false;
+  state_ = std::move(next);
+  return true;
+}
+
+bool GrammarMatcher::CanAccept(std::string_view bytes) const {
+  MatchState next = state_;
+  return Advance(bytes, &next) == StepResult::kOk;
+}
+
+void GrammarMatcher::AllowedTokens(const TokenTrie& trie,
+                                   std::vector<uint8_t>* allowed) const {
+  allowed->assign(trie.vocab_size(), 0);
+  if (state_.empty()) return;
+  ByteAutomaton dfa(*grammar_, limits_);
+  struct Frame {
+    uint32_t node;
+    uint32_t state;
+    uint32_t next_edge;
+  };
+  std::vector<Frame> path;
+  path.push_back({TokenTrie::kRoot, dfa.Intern(state_), 0});
+  while (!path.empty()) {
+    Frame& f = path.back();
+    const auto edges = trie.edges(f.node);
+    if (f.next_edge == edges.size()) {
+      path.pop_back();
+      continue;
+    }
+    const TokenTrie::Edge e = edges[f.next_edge++];
+    const int32_t next = dfa.Next(f.state, e.byte);
+    if (next == ByteAutomaton::kDead) continue;  // prune the whole subtree
+    for (uint32_t id : trie.tokens(e.child)) (*allowed)[id] = 1;
+    path.push_back({e.child, static_cast<uint32_t>(next), 0});
+    if (dfa.size() > ByteAutomaton::kMaxStates) {
+      std::vector<uint32_t*> keep;
+      for (Frame& p : path) keep.push_back(&p.state);
+      dfa.Compact(keep);
+    }
+  }
+}
+
+}  // namespace kvault
