@@ -4,14 +4,17 @@
 
 namespace kvault {
 
-uint32_t ByteAutomaton::Intern(const MatchState& state) {
-  auto [it, inserted] =
-      ids_.try_emplace(state, static_cast<uint32_t>(states_.size()));
-  if (inserted) {
-    states_.push_back(state);
-    next_.resize(next_.size() + 256, kUnknown);
+uint32_t ByteAutomaton::Intern(MatchState state) {
+  const size_t hash = state.Hash();
+  auto [it, end] = ids_.equal_range(hash);
+  for (; it != end; ++it) {
+    if (states_[it->second] == state) return it->second;
   }
-  return it->second;
+  const uint32_t id = static_cast<uint32_t>(states_.size());
+  ids_.emplace(hash, id);
+  states_.push_back(std::move(state));
+  next_.resize(next_.size() + 256, kUnknown);
+  return id;
 }
 
 int32_t ByteAutomaton::Next(uint32_t state, uint8_t byte) {
@@ -21,7 +24,7 @@ int32_t ByteAutomaton::Next(uint32_t state, uint8_t byte) {
   int32_t result = kDead;
   // A limit hit counts as a rejection: the token is simply not allowed.
   if (s.Step(grammar_, limits_, byte) == StepResult::kOk) {
-    result = static_cast<int32_t>(Intern(s));
+    result = static_cast<int32_t>(Intern(std::move(s)));
   }
   // Intern may have grown next_, so index again rather than use `cached`.
   next_[size_t{state} * 256 + byte] = result;
@@ -33,7 +36,7 @@ void ByteAutomaton::Compact(const std::vector<uint32_t*>& keep) {
   states_.clear();
   next_.clear();
   ids_.clear();
-  for (uint32_t* id : keep) *id = Intern(old[*id]);
+  for (uint32_t* id : keep) *id = Intern(old[*id]);  // copies: ids repeat
 }
 
 }  // namespace kvault

@@ -25,7 +25,7 @@ class ByteAutomaton {
       : grammar_(g), limits_(limits) {}
 
   // Returns the id of `state`, adding it when new.
-  uint32_t Intern(const MatchState& state);
+  uint32_t Intern(MatchState state);
   // Returns the state reached from `state` by `byte`, or kDead.
   int32_t Next(uint32_t state, uint8_t byte);
   // Returns the number of interned states.
@@ -35,16 +35,14 @@ class ByteAutomaton {
   void Compact(const std::vector<uint32_t*>& keep);
 
  private:
-  struct Hasher {
-    size_t operator()(const MatchState& s) const { return s.Hash(); }
-  };
   static constexpr int32_t kUnknown = -2;
 
   const Grammar& grammar_;
   MatchLimits limits_;
   std::vector<MatchState> states_;
   std::vector<int32_t> next_;  // 256 per state
-  std::unordered_map<MatchState, uint32_t, Hasher> ids_;
+  // Hash -> ids: states are stored once, in states_.
+  std::unordered_multimap<size_t, uint32_t> ids_;
 };
 
 }  // namespace kvault

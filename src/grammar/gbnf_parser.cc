@@ -373,8 +373,14 @@ Status GbnfParser::Repeat(std::string_view rule, SourcePos at, uint32_t min,
     }
     out.push_back({ElementKind::kRuleRef, tail});
   }
-  if (out.size() > GrammarBuilder::kMaxElements) {
-    return InvalidArgumentError(PosPrefix(at) + "grammar too large");
+  // Copies made here are only counted when their rule is defined, so a
+  // long line of repetitions is bounded here, before it is built.
+  expanded_ += out.size();
+  if (expanded_ > GrammarBuilder::kMaxElements) {
+    return InvalidArgumentError(
+        PosPrefix(at) + "grammar too large: more than " +
+        std::to_string(GrammarBuilder::kMaxElements) +
+        " elements after expanding repetitions");
   }
   *item = std::move(out);
   return Status::Ok();

@@ -54,6 +54,7 @@ class GbnfParser {
   std::string_view text_;
   GrammarBuilder* builder_;
   size_t pos_ = 0;
+  size_t expanded_ = 0;  // elements produced by repetitions so far
 };
 
 }  // namespace kvault

@@ -62,24 +62,29 @@ void GrammarMatcher::AllowedTokens(const TokenTrie& trie,
   if (state_.empty()) return;
   ByteAutomaton dfa(*grammar_, limits_);
   struct Frame {
-    uint32_t node;
+    const TokenTrie::Edge* next_edge;
+    const TokenTrie::Edge* end;
     uint32_t state;
-    uint32_t next_edge;
   };
   std::vector<Frame> path;
-  path.push_back({TokenTrie::kRoot, dfa.Intern(state_), 0});
+  const auto root_edges = trie.edges(TokenTrie::kRoot);
+  path.push_back({root_edges.data(), root_edges.data() + root_edges.size(),
+                  dfa.Intern(state_)});
+  uint8_t* mask = allowed->data();
   while (!path.empty()) {
     Frame& f = path.back();
-    const auto edges = trie.edges(f.node);
-    if (f.next_edge == edges.size()) {
+    if (f.next_edge == f.end) {
       path.pop_back();
       continue;
     }
-    const TokenTrie::Edge e = edges[f.next_edge++];
+    const TokenTrie::Edge e = *f.next_edge++;
     const int32_t next = dfa.Next(f.state, e.byte);
     if (next == ByteAutomaton::kDead) continue;  // prune the whole subtree
-    for (uint32_t id : trie.tokens(e.child)) (*allowed)[id] = 1;
-    path.push_back({e.child, static_cast<uint32_t>(next), 0});
+    for (uint32_t id : trie.tokens(e.child)) mask[id] = 1;
+    const auto edges = trie.edges(e.child);
+    if (edges.empty()) continue;
+    path.push_back({edges.data(), edges.data() + edges.size(),
+                    static_cast<uint32_t>(next)});
     if (dfa.size() > ByteAutomaton::kMaxStates) {
       std::vector<uint32_t*> keep;
       for (Frame& p : path) keep.push_back(&p.state);
