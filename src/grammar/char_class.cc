@@ -24,9 +24,9 @@ CharClass::CharClass(bool negated, std::vector<CodeRange> ranges)
 }
 
 bool CharClass::InRanges(uint32_t cp) const {
-  auto it = std::upper_bound(
-      ranges_.begin(), ranges_.end(), cp,
-      [](uint32_t v, const CodeRange& r) { return v < r.lo; });
+  auto it =
+      std::upper_bound(ranges_.begin(), ranges_.end(), cp,
+                       [](uint32_t v, const CodeRange& r) { return v < r.lo; });
   return it != ranges_.begin() && cp <= std::prev(it)->hi;
 }
 

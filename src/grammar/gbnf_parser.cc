@@ -74,7 +74,8 @@ void GbnfParser::SkipSpace(bool newlines) {
       while (!AtEnd() && Peek() != '\n') ++pos_;
     } else if (newlines && (c == '\n' || c == '\r')) {
       ++pos_;
-    } else if (c == '\r' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '\n') {
+    } else if (c == '\r' && pos_ + 1 < text_.size() &&
+               text_[pos_ + 1] == '\n') {
       return;  // CRLF ends the line like LF does
     } else {
       return;
@@ -124,8 +125,8 @@ Status GbnfParser::ParseSequence(std::string_view rule, int depth,
   while (true) {
     SkipSpace(nested);
     const char c = Peek();
-    if (AtEnd() || !(c == '"' || c == '[' || c == '.' || c == '(' ||
-                     c == '<' || IsNameChar(c))) {
+    if (AtEnd() || !(c == '"' || c == '[' || c == '.' || c == '(' || c == '<' ||
+                     IsNameChar(c))) {
       return Status::Ok();
     }
     Alternative item;
@@ -147,12 +148,14 @@ Status GbnfParser::ParseItem(std::string_view rule, int depth,
   if (c == '(') return ParseGroup(rule, depth, item);
   if (c == '.') {
     ++pos_;
-    item->push_back({ElementKind::kChar, builder_->AddClass(CharClass(true, {}))});
+    item->push_back(
+        {ElementKind::kChar, builder_->AddClass(CharClass(true, {}))});
     return Status::Ok();
   }
   if (c == '<') {
-    return Error(pos_, "token references (<[id]> or <token>) are not "
-                       "supported; use a string literal");
+    return Error(pos_,
+                 "token references (<[id]> or <token>) are not "
+                 "supported; use a string literal");
   }
   const size_t start = pos_;
   while (!AtEnd() && IsNameChar(Peek())) ++pos_;
@@ -172,8 +175,8 @@ Status GbnfParser::ParseGroup(std::string_view rule, int depth,
                               Alternative* item) {
   const size_t open = pos_++;
   if (depth + 1 > kMaxNesting) {
-    return Error(open, "parentheses nested deeper than " +
-                           std::to_string(kMaxNesting));
+    return Error(
+        open, "parentheses nested deeper than " + std::to_string(kMaxNesting));
   }
   SkipSpace(true);
   std::vector<Alternative> alts;
@@ -207,18 +210,36 @@ Status GbnfParser::ParseEscape(uint32_t* cp) {
   const char c = Peek();
   int digits = 0;
   switch (c) {
-    case 'n': *cp = '\n'; break;
-    case 'r': *cp = '\r'; break;
-    case 't': *cp = '\t'; break;
-    case '\\': case '"': case '[': case ']': case '-': *cp = c; break;
-    case 'x': digits = 2; break;
-    case 'u': digits = 4; break;
-    case 'U': digits = 8; break;
+    case 'n':
+      *cp = '\n';
+      break;
+    case 'r':
+      *cp = '\r';
+      break;
+    case 't':
+      *cp = '\t';
+      break;
+    case '\\':
+    case '"':
+    case '[':
+    case ']':
+    case '-':
+      *cp = c;
+      break;
+    case 'x':
+      digits = 2;
+      break;
+    case 'u':
+      digits = 4;
+      break;
+    case 'U':
+      digits = 8;
+      break;
     default:
-      return Error(start, "expected an escape (\\n \\r \\t \\\\ \\\" \\[ \\] "
-                          "\\xHH \\uHHHH \\UHHHHHHHH), found '\\" +
-                              std::string(AtEnd() ? "" : text_.substr(pos_, 1)) +
-                              "'");
+      return Error(start,
+                   "expected an escape (\\n \\r \\t \\\\ \\\" \\[ \\] "
+                   "\\xHH \\uHHHH \\UHHHHHHHH), found '\\" +
+                       std::string(AtEnd() ? "" : text_.substr(pos_, 1)) + "'");
   }
   ++pos_;
   if (digits == 0) return Status::Ok();
@@ -251,8 +272,8 @@ Status GbnfParser::ParseLiteral(Alternative* item) {
     }
     uint32_t cp;
     KV_RETURN_IF_ERROR(ParseCodePoint(&cp));
-    item->push_back({ElementKind::kChar,
-                     builder_->AddClass(CharClass(false, {{cp, cp}}))});
+    item->push_back(
+        {ElementKind::kChar, builder_->AddClass(CharClass(false, {{cp, cp}}))});
   }
   ++pos_;
   return Status::Ok();
@@ -266,9 +287,11 @@ Status GbnfParser::ParseClass(Alternative* item) {
   while (Peek() != ']') {
     if (AtEnd() || Peek() == '\n' || Peek() == '\r') {
       const SourcePos o = PosAt(open);
-      return Error(pos_, "expected ']' to close the character class opened "
-                         "at " + std::to_string(o.line) + ":" +
-                             std::to_string(o.column) + ", found " + Found());
+      return Error(pos_,
+                   "expected ']' to close the character class opened "
+                   "at " +
+                       std::to_string(o.line) + ":" + std::to_string(o.column) +
+                       ", found " + Found());
     }
     const size_t at = pos_;
     uint32_t lo, hi;
@@ -377,10 +400,10 @@ Status GbnfParser::Repeat(std::string_view rule, SourcePos at, uint32_t min,
   // long line of repetitions is bounded here, before it is built.
   expanded_ += out.size();
   if (expanded_ > GrammarBuilder::kMaxElements) {
-    return InvalidArgumentError(
-        PosPrefix(at) + "grammar too large: more than " +
-        std::to_string(GrammarBuilder::kMaxElements) +
-        " elements after expanding repetitions");
+    return InvalidArgumentError(PosPrefix(at) +
+                                "grammar too large: more than " +
+                                std::to_string(GrammarBuilder::kMaxElements) +
+                                " elements after expanding repetitions");
   }
   *item = std::move(out);
   return Status::Ok();

@@ -41,8 +41,8 @@ class GbnfParser {
   Status ParseCodePoint(uint32_t* cp);
   Status ParseRepeat(std::string_view rule, Alternative* item);
   Status ParseCount(uint32_t* n);
-  Status Repeat(std::string_view rule, SourcePos at, uint32_t min,
-                int64_t max, Alternative* item);
+  Status Repeat(std::string_view rule, SourcePos at, uint32_t min, int64_t max,
+                Alternative* item);
 
   void SkipSpace(bool newlines);
   bool AtEnd() const { return pos_ >= text_.size(); }

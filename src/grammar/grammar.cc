@@ -6,8 +6,7 @@
 
 namespace kvault {
 
-StatusOr<Grammar> Grammar::Parse(std::string_view gbnf,
-                                 std::string_view root) {
+StatusOr<Grammar> Grammar::Parse(std::string_view gbnf, std::string_view root) {
   GrammarBuilder builder;
   KV_RETURN_IF_ERROR(GbnfParser::Parse(gbnf, &builder));
   return std::move(builder).Finish(root);
@@ -20,8 +19,7 @@ bool Grammar::Accepts(std::string_view text) const {
     return false;
   }
   for (char c : text) {
-    if (state.Step(*this, limits, static_cast<uint8_t>(c)) !=
-        StepResult::kOk) {
+    if (state.Step(*this, limits, static_cast<uint8_t>(c)) != StepResult::kOk) {
       return false;
     }
   }

@@ -11,9 +11,10 @@ namespace {
 Status LimitError(const MatchLimits& limits) {
   return ResourceExhaustedError(
       "grammar matcher limit hit: more than " +
-      std::to_string(limits.max_stacks) + " parse stacks, nesting deeper than " +
-      std::to_string(limits.max_depth) + " or more than " +
-      std::to_string(limits.max_work) + " expansions in one step");
+      std::to_string(limits.max_stacks) +
+      " parse stacks, nesting deeper than " + std::to_string(limits.max_depth) +
+      " or more than " + std::to_string(limits.max_work) +
+      " expansions in one step");
 }
 
 }  // namespace
@@ -36,7 +37,8 @@ void GrammarMatcher::Reset() {
 StepResult GrammarMatcher::Advance(std::string_view bytes,
                                    MatchState* state) const {
   for (char c : bytes) {
-    const StepResult r = state->Step(*grammar_, limits_, static_cast<uint8_t>(c));
+    const StepResult r =
+        state->Step(*grammar_, limits_, static_cast<uint8_t>(c));
     if (r != StepResult::kOk) return r;
   }
   return StepResult::kOk;

@@ -40,7 +40,8 @@ class GrammarMatcher {
   // Resizes `allowed` to trie.vocab_size() and sets allowed[id] to 1 for
   // every token whose bytes can be accepted next, 0 for the rest (EOS and
   // excluded tokens are the caller's: see IsComplete()).
-  void AllowedTokens(const TokenTrie& trie, std::vector<uint8_t>* allowed) const;
+  void AllowedTokens(const TokenTrie& trie,
+                     std::vector<uint8_t>* allowed) const;
   // Returns OK, or why the matcher is stuck (a MatchLimits bound was hit
   // by the start state or by the last rejected AcceptBytes).
   const Status& status() const { return status_; }

@@ -13,12 +13,12 @@
 namespace kvault {
 
 // Returns a GBNF grammar (start rule "root") for `schema`; properties keep
-// the order of `schema` (parse it as ordered_json to keep the client's). Supported: type
-// (a name or a list), properties / required / additionalProperties
-// (false, true or a schema; absent means false when properties are given,
-// any value otherwise), enum, const, items, prefixItems, minItems,
-// maxItems, minLength, maxLength, format (date, time, date-time, uuid),
-// minimum / maximum / exclusiveMinimum / exclusiveMaximum on integers,
+// the order of `schema` (parse it as ordered_json to keep the client's).
+// Supported: type (a name or a list), properties / required /
+// additionalProperties (false, true or a schema; absent means false when
+// properties are given, any value otherwise), enum, const, items, prefixItems,
+// minItems, maxItems, minLength, maxLength, format (date, time, date-time,
+// uuid), minimum / maximum / exclusiveMinimum / exclusiveMaximum on integers,
 // anyOf, oneOf (as anyOf), allOf (objects are merged), local $ref into
 // $defs / definitions / any "#/..." pointer (recursion allowed), and
 // {} / true for any value. Any other keyword is an InvalidArgument

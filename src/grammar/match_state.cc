@@ -12,9 +12,8 @@ namespace {
 // nothing) on top, appending those stacks to `out`. Rule references are
 // replaced by each alternative; a finished alternative is not pushed, so
 // tail positions cost no stack depth.
-StepResult Expand(const Grammar& g, const MatchLimits& limits,
-                  ParseStack seed, size_t* work,
-                  std::vector<ParseStack>* out) {
+StepResult Expand(const Grammar& g, const MatchLimits& limits, ParseStack seed,
+                  size_t* work, std::vector<ParseStack>* out) {
   std::vector<ParseStack> todo;
   todo.push_back(std::move(seed));
   while (!todo.empty()) {
@@ -89,8 +88,8 @@ bool MatchState::PartialViable(const Grammar& g) const {
   hi = std::min(hi, kMaxCodePoint);
   if (lo > hi || (lo >= 0xD800 && hi <= 0xDFFF)) return false;
   for (const ParseStack& s : stacks_) {
-    if (!s.empty() && g.char_class(g.element(s.back()).arg)
-                          .IntersectsRange(lo, hi)) {
+    if (!s.empty() &&
+        g.char_class(g.element(s.back()).arg).IntersectsRange(lo, hi)) {
       return true;
     }
   }

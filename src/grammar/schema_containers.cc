@@ -61,8 +61,8 @@ StatusOr<std::string> SchemaConverter::ObjectRule(const json& schema,
                                                   const std::string& path,
                                                   const std::string& hint) {
   static const json kEmpty = json::object();
-  const json& props = schema.contains("properties") ? schema["properties"]
-                                                    : kEmpty;
+  const json& props =
+      schema.contains("properties") ? schema["properties"] : kEmpty;
   if (!props.is_object()) {
     return InvalidArgumentError("properties at " + ShowPath(path) +
                                 " must be an object");
@@ -87,16 +87,15 @@ StatusOr<std::string> SchemaConverter::ObjectRule(const json& schema,
   std::vector<Prop> list;
   const std::string ws = Fixed("ws");
   auto add = [&](const std::string& key, const std::string& value) {
-    list.push_back({Seq({GbnfLiteral(json(key).dump(-1, ' ', false,
-                                                     json::error_handler_t::
-                                                         replace)),
+    list.push_back({Seq({GbnfLiteral(json(key).dump(
+                             -1, ' ', false, json::error_handler_t::replace)),
                          ws, "\":\"", ws, value}),
                     is_required(key)});
   };
   for (const auto& [key, sub] : props.items()) {
-    KV_ASSIGN_OR_RETURN(
-        std::string value,
-        Visit(sub, path + "/properties/" + PointerToken(key), hint + "-" + key));
+    KV_ASSIGN_OR_RETURN(std::string value,
+                        Visit(sub, path + "/properties/" + PointerToken(key),
+                              hint + "-" + key));
     add(key, value);
   }
   // Required but not described: any value.
@@ -112,12 +111,11 @@ StatusOr<std::string> SchemaConverter::ObjectRule(const json& schema,
     std::string value = Fixed("value");
     if (schema.contains("additionalProperties") &&
         !schema["additionalProperties"].is_boolean()) {
-      KV_ASSIGN_OR_RETURN(value, Visit(schema["additionalProperties"],
-                                       path + "/additionalProperties",
-                                       hint + "-additional"));
+      KV_ASSIGN_OR_RETURN(
+          value, Visit(schema["additionalProperties"],
+                       path + "/additionalProperties", hint + "-additional"));
     }
-    extra = AddRule(hint + "-kv",
-                    Seq({Fixed("string"), "\":\"", ws, value}));
+    extra = AddRule(hint + "-kv", Seq({Fixed("string"), "\":\"", ws, value}));
   }
   // rest[i]: properties i.. once one was written (each after a comma);
   // first[i]: properties i.. when none was written yet.
@@ -132,20 +130,21 @@ StatusOr<std::string> SchemaConverter::ObjectRule(const json& schema,
     rest[i] = Seq({piece, rest[i + 1]});
     if (!rest[i].empty() && i > 0) rest[i] = AddRule(hint + "-rest", rest[i]);
     const std::string with = Seq({list[i].kv, rest[i + 1]});
-    first[i] = list[i].required ? with : "( " + with + " | " + first[i + 1] +
-                                             " )";
-    if (i > 0) first[i] = AddRule(hint + "-from", first[i]);
+    first[i] =
+        list[i].required ? with : "( " + with + " | " + first[i + 1] + " )";
+    // first[i] is reachable only when every property before i is optional.
+    bool reachable = true;
+    for (size_t j = 0; j < i; ++j) reachable = reachable && !list[j].required;
+    if (i > 0 && reachable) first[i] = AddRule(hint + "-from", first[i]);
   }
-  return AddRule(hint,
-                 Seq({"\"{\"", ws, first[0], "\"}\"", ws}));
+  return AddRule(hint, Seq({"\"{\"", ws, first[0], "\"}\"", ws}));
 }
 
 StatusOr<std::string> SchemaConverter::ArrayRule(const json& schema,
                                                  const std::string& path,
                                                  const std::string& hint) {
-  if (schema.contains("uniqueItems") &&
-      !(schema["uniqueItems"].is_boolean() &&
-        !schema["uniqueItems"].get<bool>())) {
+  if (schema.contains("uniqueItems") && !(schema["uniqueItems"].is_boolean() &&
+                                          !schema["uniqueItems"].get<bool>())) {
     return UnsupportedKeyword("uniqueItems", path, "only false is");
   }
   int64_t min = 0, max = -1;
@@ -159,22 +158,21 @@ StatusOr<std::string> SchemaConverter::ArrayRule(const json& schema,
                                   " must be an array");
     }
     for (size_t i = 0; i < p.size(); ++i) {
-      KV_ASSIGN_OR_RETURN(std::string e,
-                          Visit(p[i], path + "/prefixItems/" + std::to_string(i),
-                                hint + "-" + std::to_string(i)));
+      KV_ASSIGN_OR_RETURN(
+          std::string e, Visit(p[i], path + "/prefixItems/" + std::to_string(i),
+                               hint + "-" + std::to_string(i)));
       prefix.push_back(e);
     }
   }
   std::string item;  // "" when no further items are allowed
   const bool has_items = schema.contains("items");
   if (has_items && schema["items"].is_array()) {
-    return UnsupportedKeyword("items", path,
-                              "the array form; use prefixItems");
+    return UnsupportedKeyword("items", path, "the array form; use prefixItems");
   }
   if (has_items) {
     if (!schema["items"].is_boolean() || schema["items"].get<bool>()) {
-      KV_ASSIGN_OR_RETURN(item,
-                          Visit(schema["items"], path + "/items", hint + "-item"));
+      KV_ASSIGN_OR_RETURN(
+          item, Visit(schema["items"], path + "/items", hint + "-item"));
     }
   } else if (prefix.empty()) {
     item = Fixed("value");
@@ -207,8 +205,9 @@ StatusOr<std::string> SchemaConverter::ArrayRule(const json& schema,
       body = "( " + Seq({item, tail}) + " )?";
     } else {
       const std::string tail =
-          lo == 1 && hi == 1 ? ""
-                             : "( " + more + " )" + Rep(lo - 1, hi < 0 ? -1 : hi - 1);
+          lo == 1 && hi == 1
+              ? ""
+              : "( " + more + " )" + Rep(lo - 1, hi < 0 ? -1 : hi - 1);
       body = Seq({item, tail});
     }
   }
@@ -243,10 +242,10 @@ StatusOr<std::string> SchemaConverter::StringRule(const json& schema,
                                 " has maxLength below minLength");
   }
   if (min == 0 && max < 0) return Fixed("string");
-  return AddRule("string-" + std::to_string(min) + "-" +
-                     (max < 0 ? std::string("up") : std::to_string(max)),
-                 Seq({Quote(), Fixed("char") + Rep(min, max), Quote(),
-                      Fixed("ws")}));
+  return AddRule(
+      "string-" + std::to_string(min) + "-" +
+          (max < 0 ? std::string("up") : std::to_string(max)),
+      Seq({Quote(), Fixed("char") + Rep(min, max), Quote(), Fixed("ws")}));
 }
 
 StatusOr<std::string> SchemaConverter::IntegerRule(const json& schema,
@@ -258,8 +257,9 @@ StatusOr<std::string> SchemaConverter::IntegerRule(const json& schema,
        {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
     if (!schema.contains(k)) continue;
     if (!schema[k].is_number()) {
-      return UnsupportedKeyword(k, path, "it must be a number (the boolean "
-                                         "form of draft 4 is not supported)");
+      return UnsupportedKeyword(k, path,
+                                "it must be a number (the boolean "
+                                "form of draft 4 is not supported)");
     }
     const double v = schema[k].get<double>();
     const std::string_view key(k);
@@ -303,11 +303,12 @@ StatusOr<std::string> SchemaConverter::VisitAllOf(const json& schema,
     all.push_back({p, at});
   }
   bool rest_used = false;
-  for (const auto& [key, v] : rest.items()) rest_used |= key != "$defs" &&
-                                                         key != "definitions";
+  for (const auto& [key, v] : rest.items())
+    rest_used |= key != "$defs" && key != "definitions";
   if (rest_used) all.push_back({&rest, path});
   if (all.size() == 1) return Visit(*all[0].first, all[0].second, hint);
-  json merged = {{"type", "object"}, {"properties", json::object()},
+  json merged = {{"type", "object"},
+                 {"properties", json::object()},
                  {"required", json::array()}};
   for (const auto& [part, at] : all) {
     if (!part->is_object()) {

@@ -13,19 +13,35 @@ using json = nlohmann::ordered_json;
 
 bool IsAnnotation(std::string_view k) {
   static const std::set<std::string_view> kAnnotations = {
-      "$schema", "$id", "$comment", "title", "description", "default",
-      "examples", "deprecated", "readOnly", "writeOnly", "$defs",
-      "definitions"};
+      "$schema",     "$id",       "$comment", "title",
+      "description", "default",   "examples", "deprecated",
+      "readOnly",    "writeOnly", "$defs",    "definitions"};
   return kAnnotations.count(k) > 0;
 }
 
 bool IsSupported(std::string_view k) {
-  static const std::set<std::string_view> kSupported = {
-      "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref",
-      "properties", "required", "additionalProperties", "items",
-      "prefixItems", "minItems", "maxItems", "uniqueItems", "minLength",
-      "maxLength", "format", "minimum", "maximum", "exclusiveMinimum",
-      "exclusiveMaximum"};
+  static const std::set<std::string_view> kSupported = {"type",
+                                                        "enum",
+                                                        "const",
+                                                        "anyOf",
+                                                        "oneOf",
+                                                        "allOf",
+                                                        "$ref",
+                                                        "properties",
+                                                        "required",
+                                                        "additionalProperties",
+                                                        "items",
+                                                        "prefixItems",
+                                                        "minItems",
+                                                        "maxItems",
+                                                        "uniqueItems",
+                                                        "minLength",
+                                                        "maxLength",
+                                                        "format",
+                                                        "minimum",
+                                                        "maximum",
+                                                        "exclusiveMinimum",
+                                                        "exclusiveMaximum"};
   return kSupported.count(k) > 0;
 }
 
@@ -55,8 +71,8 @@ bool MatchesType(const json& v, const std::string& type) {
   if (type == "integer") {
     return v.is_number_integer() ||
            (v.is_number_float() &&
-            v.get<double>() == static_cast<double>(static_cast<int64_t>(
-                                   v.get<double>())));
+            v.get<double>() ==
+                static_cast<double>(static_cast<int64_t>(v.get<double>())));
   }
   if (type == "number") return v.is_number();
   if (type == "string") return v.is_string();
@@ -170,8 +186,7 @@ StatusOr<std::string> SchemaConverter::Visit(const json& schema,
       }
       return VisitRef(schema["$ref"].get<std::string>(), path);
     }
-    return VisitAlternatives(schema[combinator], path + "/" + combinator,
-                             hint);
+    return VisitAlternatives(schema[combinator], path + "/" + combinator, hint);
   }
   if (schema.contains("allOf")) return VisitAllOf(schema, path, hint);
   if (schema.contains("enum") || schema.contains("const")) {

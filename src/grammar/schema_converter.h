@@ -47,8 +47,7 @@ class SchemaConverter {
                                    const std::string& hint);
   StatusOr<std::string> ArrayRule(const json& schema, const std::string& path,
                                   const std::string& hint);
-  StatusOr<std::string> StringRule(const json& schema,
-                                   const std::string& path);
+  StatusOr<std::string> StringRule(const json& schema, const std::string& path);
   StatusOr<std::string> IntegerRule(const json& schema,
                                     const std::string& path);
   Status CheckKeywords(const json& schema, const std::string& path) const;

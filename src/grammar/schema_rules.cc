@@ -27,13 +27,15 @@ const std::vector<FixedRule>& FixedRules() {
        {"ws"}},
       {"boolean", R"(("true" | "false") ws)", {"ws"}},
       {"null", R"("null" ws)", {"ws"}},
-      {"value", "object | array | string | number | boolean | null",
+      {"value",
+       "object | array | string | number | boolean | null",
        {"object", "array", "string", "number", "boolean", "null"}},
       {"object",
        R"("{" ws ( string ":" ws value ( "," ws string ":" ws value )* )? )"
        R"("}" ws)",
        {"ws", "string", "value"}},
-      {"array", R"("[" ws ( value ( "," ws value )* )? "]" ws)",
+      {"array",
+       R"("[" ws ( value ( "," ws value )* )? "]" ws)",
        {"ws", "value"}},
       {"date",
        R"([0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" )"

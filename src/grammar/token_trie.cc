@@ -13,9 +13,8 @@ TokenTrie::TokenTrie(const std::vector<std::string>& tokens,
     ids.push_back(id);
   }
   // Sorted byte strings put every subtree in one contiguous range.
-  std::sort(ids.begin(), ids.end(), [&](uint32_t a, uint32_t b) {
-    return tokens[a] < tokens[b];
-  });
+  std::sort(ids.begin(), ids.end(),
+            [&](uint32_t a, uint32_t b) { return tokens[a] < tokens[b]; });
   Build(tokens, ids, 0, ids.size(), 0);
 }
 

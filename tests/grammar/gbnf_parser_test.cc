@@ -38,10 +38,10 @@ end ::= "\n" | "\r\t\"\\" | ""
   EXPECT_TRUE(g->Accepts("hi xyé;123456\n"));
   EXPECT_TRUE(g->Accepts("H\xC3\xA9\xF0\x9F\x98\x80 A]\\-\r\t\"\\"));
   EXPECT_TRUE(g->Accepts("hi A:"));
-  EXPECT_FALSE(g->Accepts("hi A,4"));       // {2} needs two digits
-  EXPECT_FALSE(g->Accepts("hi A:1234"));    // {0,3} allows three at most
-  EXPECT_FALSE(g->Accepts("hi"));           // ( ... )+ needs one name
-  EXPECT_FALSE(g->Accepts("hi  x\xC3\xA9")); // ' ' is excluded by [^ \n\t]
+  EXPECT_FALSE(g->Accepts("hi A,4"));         // {2} needs two digits
+  EXPECT_FALSE(g->Accepts("hi A:1234"));      // {0,3} allows three at most
+  EXPECT_FALSE(g->Accepts("hi"));             // ( ... )+ needs one name
+  EXPECT_FALSE(g->Accepts("hi  x\xC3\xA9"));  // ' ' is excluded by [^ \n\t]
 }
 
 TEST(GbnfParserTest, CustomRootName) {
@@ -135,9 +135,10 @@ TEST(GbnfParserTest, RefusesLeftRecursionNamingTheCycle) {
             "stack-based matcher cannot run left recursion: rewrite it with "
             "repetition, e.g. expr ::= term (\"+\" term)*");
   // Indirect, and through a nullable prefix.
-  EXPECT_NE(ErrorOf("root ::= a\na ::= b \"x\"\nb ::= ws a | \"y\"\nws ::= \" \"?\n")
-                .find("(a -> b -> a)"),
-            std::string::npos);
+  EXPECT_NE(
+      ErrorOf("root ::= a\na ::= b \"x\"\nb ::= ws a | \"y\"\nws ::= \" \"?\n")
+          .find("(a -> b -> a)"),
+      std::string::npos);
   // A repetition of something that may be empty loops without input.
   EXPECT_NE(ErrorOf("root ::= (\"a\"?)*\n").find("left-recursive"),
             std::string::npos);

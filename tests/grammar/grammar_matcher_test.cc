@@ -21,8 +21,8 @@ std::shared_ptr<const Grammar> Conformance(const std::string& name) {
   return MustParse(text);
 }
 
-#define REQUIRE_GRAMMAR(g, name)                                  \
-  auto g = Conformance(name);                                     \
+#define REQUIRE_GRAMMAR(g, name) \
+  auto g = Conformance(name);    \
   if (g == nullptr) GTEST_SKIP() << "no conformance grammar " << name
 
 TEST(GrammarMatcherTest, Arithmetic) {
@@ -116,9 +116,9 @@ TEST(GrammarMatcherTest, CompletionAndContinuation) {
 TEST(GrammarMatcherTest, PartialUtf8AcrossTokens) {
   auto g = MustParse("root ::= \"x\" [é€] \"😀\"\n");
   GrammarMatcher m(g);
-  ASSERT_TRUE(m.AcceptBytes("x\xE2"));   // first byte of €
+  ASSERT_TRUE(m.AcceptBytes("x\xE2"));  // first byte of €
   EXPECT_FALSE(m.IsComplete());
-  EXPECT_FALSE(m.CanAccept("\x81"));      // E2 81 .. is not €
+  EXPECT_FALSE(m.CanAccept("\x81"));  // E2 81 .. is not €
   ASSERT_TRUE(m.AcceptBytes("\x82"));
   ASSERT_TRUE(m.AcceptBytes("\xAC\xF0\x9F"));
   EXPECT_FALSE(m.CanAccept("\x98\x81"));
@@ -127,8 +127,8 @@ TEST(GrammarMatcherTest, PartialUtf8AcrossTokens) {
   EXPECT_TRUE(m.IsComplete());
   GrammarMatcher bad(g);
   EXPECT_FALSE(bad.AcceptBytes("x\xC3\xA8"));  // è, not é
-  EXPECT_FALSE(bad.AcceptBytes("x\xE4"));     // no member starts with E4
-  EXPECT_FALSE(bad.AcceptBytes("x\x80"));     // stray continuation byte
+  EXPECT_FALSE(bad.AcceptBytes("x\xE4"));      // no member starts with E4
+  EXPECT_FALSE(bad.AcceptBytes("x\x80"));      // stray continuation byte
   EXPECT_FALSE(bad.AcceptBytes("x\xC0\xA9"));  // overlong encoding
 }
 
@@ -181,8 +181,8 @@ void RandomWalksAgree(const std::shared_ptr<const Grammar>& g,
     for (int step = 0; step < 40; ++step) {
       std::vector<uint8_t> fast;
       m.AllowedTokens(trie, &fast);
-      ASSERT_EQ(fast, BruteForce(m, vocab)) << "walk " << walk << " step "
-                                            << step;
+      ASSERT_EQ(fast, BruteForce(m, vocab))
+          << "walk " << walk << " step " << step;
       std::vector<uint32_t> ids;
       for (uint32_t id = 0; id < fast.size(); ++id) {
         if (fast[id]) ids.push_back(id);
@@ -227,11 +227,14 @@ TEST(GrammarMatcherTest, AllowedTokensTiming32k) {
     for (int i = 0; i < kReps; ++i) m.AllowedTokens(trie, &allowed);
     const double us = std::chrono::duration<double, std::micro>(
                           std::chrono::steady_clock::now() - t0)
-                          .count() / kReps;
+                          .count() /
+                      kReps;
     size_t n = 0;
     for (uint8_t a : allowed) n += a;
-    std::printf("AllowedTokens after '%s': %.1f us, %zu of %zu allowed, %zu "
-                "trie nodes\n", prefix, us, n, vocab.size(), trie.num_nodes());
+    std::printf(
+        "AllowedTokens after '%s': %.1f us, %zu of %zu allowed, %zu "
+        "trie nodes\n",
+        prefix, us, n, vocab.size(), trie.num_nodes());
     EXPECT_GT(n, 0u);
   }
 }

@@ -27,16 +27,23 @@ const std::vector<SchemaCase>& Cases() {
   static const std::vector<SchemaCase> kCases = {
       {"any", "{}", {"1", "\"x\"", "[1, {\"a\": null}]", "{}"}, {"", "[1,]"}},
       {"true", "true", {"null", "-0.5e3"}, {"nul"}},
-      {"string", R"({"type":"string"})",
+      {"string",
+       R"({"type":"string"})",
        {R"("")", R"("a\"b\\c\u00e9")", "\"日本\""},
        {"a", R"("a)", "\"\x01\"", "1"}},
-      {"integer", R"({"type":"integer"})", {"0", "-12", "1234567890"},
+      {"integer",
+       R"({"type":"integer"})",
+       {"0", "-12", "1234567890"},
        {"01", "1.5", "-", "\"1\"", "12345678901234567"}},
-      {"number", R"({"type":"number"})", {"0", "-1.25", "3e10", "2.5E-3"},
+      {"number",
+       R"({"type":"number"})",
+       {"0", "-1.25", "3e10", "2.5E-3"},
        {"1.", ".5", "+1", "1e"}},
       {"boolean", R"({"type":"boolean"})", {"true", "false"}, {"True", "1"}},
       {"null", R"({"type":"null"})", {"null"}, {"nil", "\"null\""}},
-      {"type list", R"({"type":["string","null"]})", {"null", "\"s\""},
+      {"type list",
+       R"({"type":["string","null"]})",
+       {"null", "\"s\""},
        {"1", "false"}},
       {"object required/optional in order",
        R"({"type":"object","properties":{"name":{"type":"string"},
@@ -46,9 +53,10 @@ const std::vector<SchemaCase>& Cases() {
         R"({"name":"a","tags":["x","y"]})", R"({"name":"a","age":1,"tags":[]})",
         "{\n  \"name\": \"a\",\n  \"age\": 1\n}"},
        {R"({})", R"({"age":3})", R"({"age":3,"name":"a"})",
-        R"({"name":"a","extra":1})", R"({"name":"a",})",
-        R"({"name":1})", R"({"name":"a","tags":[1]})"}},
-      {"all optional", R"({"properties":{"a":{"type":"integer"},
+        R"({"name":"a","extra":1})", R"({"name":"a",})", R"({"name":1})",
+        R"({"name":"a","tags":[1]})"}},
+      {"all optional",
+       R"({"properties":{"a":{"type":"integer"},
            "b":{"type":"integer"}}})",
        {"{}", R"({"a":1})", R"({"b":2})", R"({"a":1,"b":2})"},
        {R"({"b":2,"a":1})", R"({,"b":2})", R"({"a":1,})"}},
@@ -57,36 +65,50 @@ const std::vector<SchemaCase>& Cases() {
            "required":["id"],"additionalProperties":{"type":"boolean"}})",
        {R"({"id":1})", R"({"id":1,"x":true,"y":false})"},
        {R"({"id":1,"x":1})", R"({"x":true})"}},
-      {"open object", R"({"type":"object"})",
-       {"{}", R"({"k":[1,{"z":null}]})"}, {"[]", R"({"k"})"}},
+      {"open object",
+       R"({"type":"object"})",
+       {"{}", R"({"k":[1,{"z":null}]})"},
+       {"[]", R"({"k"})"}},
       {"nested objects",
        R"({"type":"object","properties":{"user":{"type":"object",
            "properties":{"id":{"type":"integer"},"email":{"type":"string"}},
            "required":["id","email"]}},"required":["user"]})",
        {R"({"user":{"id":1,"email":"e"}})"},
        {R"({"user":{"id":1}})", R"({"user":{"email":"e","id":1}})"}},
-      {"enum", R"({"enum":["red","green",1,null,{"a":[true]}]})",
+      {"enum",
+       R"({"enum":["red","green",1,null,{"a":[true]}]})",
        {R"("red")", R"("green")", "1", "null", R"({"a":[true]})"},
        {R"("blue")", "2", R"("Red")"}},
-      {"enum filtered by type", R"({"type":"string","enum":["a",1]})",
-       {R"("a")"}, {"1"}},
+      {"enum filtered by type",
+       R"({"type":"string","enum":["a",1]})",
+       {R"("a")"},
+       {"1"}},
       {"const", R"({"const":"fixed"})", {R"("fixed")"}, {R"("other")"}},
-      {"array min/max", R"({"type":"array","items":{"type":"integer"},
+      {"array min/max",
+       R"({"type":"array","items":{"type":"integer"},
            "minItems":2,"maxItems":3})",
-       {"[1,2]", "[1, 2, 3]"}, {"[]", "[1]", "[1,2,3,4]", "[1,\"a\"]"}},
-      {"array max only", R"({"type":"array","maxItems":1})",
-       {"[]", "[{}]"}, {"[1,2]"}},
-      {"prefixItems", R"({"type":"array","prefixItems":[{"type":"string"},
+       {"[1,2]", "[1, 2, 3]"},
+       {"[]", "[1]", "[1,2,3,4]", "[1,\"a\"]"}},
+      {"array max only",
+       R"({"type":"array","maxItems":1})",
+       {"[]", "[{}]"},
+       {"[1,2]"}},
+      {"prefixItems",
+       R"({"type":"array","prefixItems":[{"type":"string"},
            {"type":"integer"}]})",
-       {R"(["a",1])"}, {R"(["a"])", R"([1,"a"])", R"(["a",1,2])"}},
-      {"prefixItems + items", R"({"type":"array","prefixItems":[
+       {R"(["a",1])"},
+       {R"(["a"])", R"([1,"a"])", R"(["a",1,2])"}},
+      {"prefixItems + items",
+       R"({"type":"array","prefixItems":[
            {"type":"string"}],"items":{"type":"boolean"},"maxItems":3})",
        {R"(["a"])", R"(["a",true,false])"},
        {R"(["a",true,false,true])", R"(["a",1])"}},
-      {"string lengths", R"({"type":"string","minLength":2,"maxLength":4})",
+      {"string lengths",
+       R"({"type":"string","minLength":2,"maxLength":4})",
        {R"("ab")", R"("abcd")", R"("日本")", R"("a\nb")"},
        {R"("a")", R"("abcde")"}},
-      {"formats", R"({"type":"object","properties":{
+      {"formats",
+       R"({"type":"object","properties":{
            "d":{"type":"string","format":"date"},
            "t":{"type":"string","format":"time"},
            "dt":{"type":"string","format":"date-time"},
@@ -101,37 +123,53 @@ const std::vector<SchemaCase>& Cases() {
         R"("u":"123e4567-e89b-12d3-a456-426614174000"})",
         R"({"d":"2024-01-01","t":"10:00:00Z","dt":"2024-01-01T00:00:00Z",)"
         R"("u":"123e4567e89b12d3a456426614174000"})"}},
-      {"integer range", R"({"type":"integer","minimum":-15,"maximum":123})",
+      {"integer range",
+       R"({"type":"integer","minimum":-15,"maximum":123})",
        {"-15", "-1", "0", "9", "10", "99", "100", "123"},
        {"-16", "124", "200", "-0", "1000"}},
-      {"integer exclusive", R"({"type":"integer","exclusiveMinimum":0,
+      {"integer exclusive",
+       R"({"type":"integer","exclusiveMinimum":0,
            "exclusiveMaximum":10})",
-       {"1", "9"}, {"0", "10"}},
-      {"integer minimum only", R"({"type":"integer","minimum":100})",
-       {"100", "999", "1000000"}, {"99", "-5", "0"}},
-      {"anyOf", R"({"anyOf":[{"type":"integer"},{"type":"object",
+       {"1", "9"},
+       {"0", "10"}},
+      {"integer minimum only",
+       R"({"type":"integer","minimum":100})",
+       {"100", "999", "1000000"},
+       {"99", "-5", "0"}},
+      {"anyOf",
+       R"({"anyOf":[{"type":"integer"},{"type":"object",
            "properties":{"x":{"type":"string"}},"required":["x"]}]})",
-       {"5", R"({"x":"s"})"}, {"\"s\"", "{}"}},
-      {"oneOf", R"({"oneOf":[{"const":1},{"const":"one"}]})",
-       {"1", R"("one")"}, {"2"}},
-      {"allOf merge", R"({"allOf":[{"type":"object","properties":{
+       {"5", R"({"x":"s"})"},
+       {"\"s\"", "{}"}},
+      {"oneOf",
+       R"({"oneOf":[{"const":1},{"const":"one"}]})",
+       {"1", R"("one")"},
+       {"2"}},
+      {"allOf merge",
+       R"({"allOf":[{"type":"object","properties":{
            "a":{"type":"integer"}},"required":["a"]},{"properties":{
            "b":{"type":"string"}},"required":["b"]}]})",
-       {R"({"a":1,"b":"x"})"}, {R"({"a":1})", R"({"b":"x","a":1})"}},
-      {"$defs ref", R"({"$defs":{"pt":{"type":"object","properties":{
+       {R"({"a":1,"b":"x"})"},
+       {R"({"a":1})", R"({"b":"x","a":1})"}},
+      {"$defs ref",
+       R"({"$defs":{"pt":{"type":"object","properties":{
            "x":{"type":"integer"},"y":{"type":"integer"}},
            "required":["x","y"]}},"type":"array",
            "items":{"$ref":"#/$defs/pt"}})",
-       {R"([{"x":1,"y":2},{"x":3,"y":4}])", "[]"}, {R"([{"x":1}])"}},
-      {"recursive definitions", R"({"definitions":{"node":{"type":"object",
+       {R"([{"x":1,"y":2},{"x":3,"y":4}])", "[]"},
+       {R"([{"x":1}])"}},
+      {"recursive definitions",
+       R"({"definitions":{"node":{"type":"object",
            "properties":{"v":{"type":"integer"},"kids":{"type":"array",
            "items":{"$ref":"#/definitions/node"}}},"required":["v"]}},
            "$ref":"#/definitions/node"})",
        {R"({"v":1})", R"({"v":1,"kids":[{"v":2,"kids":[{"v":3}]}]})"},
        {R"({"v":1,"kids":[{}]})"}},
-      {"key escaping", R"({"type":"object","properties":{"a\"b/c":{
+      {"key escaping",
+       R"({"type":"object","properties":{"a\"b/c":{
            "type":"null"}},"required":["a\"b/c"]})",
-       {R"({"a\"b/c":null})"}, {R"({"ab/c":null})"}},
+       {R"({"a\"b/c":null})"},
+       {R"({"ab/c":null})"}},
   };
   return kCases;
 }
@@ -169,8 +207,8 @@ TEST(JsonSchemaToGbnfTest, PropertyOrderFollowsTheSchema) {
 }
 
 TEST(JsonSchemaToGbnfTest, WhitespaceIsBounded) {
-  StatusOr<Grammar> g = Grammar::Parse(*JsonSchemaToGbnf(ojson::parse(
-      R"({"type":"array","items":{"type":"integer"}})")));
+  StatusOr<Grammar> g = Grammar::Parse(*JsonSchemaToGbnf(
+      ojson::parse(R"({"type":"array","items":{"type":"integer"}})")));
   ASSERT_TRUE(g.ok());
   EXPECT_TRUE(g->Accepts("[\n  1,\n  2\n]"));
   EXPECT_TRUE(g->Accepts("[1, 2]"));
@@ -219,8 +257,9 @@ TEST(JsonSchemaToGbnfTest, UnsupportedKeywordsAreNamedWithTheirPath) {
 
 TEST(JsonSchemaToGbnfTest, InvalidSchemasAreErrors) {
   EXPECT_EQ(ErrorOf("false"), "schema 'false' at / matches nothing");
-  EXPECT_EQ(ErrorOf("3"), "schema at / must be an object or a boolean, got "
-                          "number");
+  EXPECT_EQ(ErrorOf("3"),
+            "schema at / must be an object or a boolean, got "
+            "number");
   EXPECT_EQ(ErrorOf(R"({"type":"decimal"})"), "unknown type 'decimal' at /");
   EXPECT_EQ(ErrorOf(R"({"$ref":"#/$defs/missing"})"),
             "$ref '#/$defs/missing' at / does not resolve");
@@ -247,8 +286,8 @@ TEST(JsonSchemaToGbnfTest, JsonObjectMode) {
 
 TEST(IntegerRangeExprTest, MatchesExactlyTheRange) {
   const std::vector<std::pair<int64_t, int64_t>> ranges = {
-      {0, 0}, {0, 9}, {3, 7}, {-7, -3}, {-120, 5}, {5, 10000}, {99, 101},
-      {-1000, -999}, {17, 1234}};
+      {0, 0},     {0, 9},    {3, 7},        {-7, -3},  {-120, 5},
+      {5, 10000}, {99, 101}, {-1000, -999}, {17, 1234}};
   for (auto [lo, hi] : ranges) {
     SCOPED_TRACE(std::to_string(lo) + ".." + std::to_string(hi));
     StatusOr<Grammar> g =

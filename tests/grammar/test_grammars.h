@@ -44,16 +44,19 @@ inline std::shared_ptr<const Grammar> MustParse(const std::string& gbnf) {
 inline std::vector<std::string> SyntheticVocab(size_t random_tokens,
                                                uint32_t seed) {
   std::vector<std::string> v = {
-      "",     "{",    "}",     "[",     "]",    ",",     ":",    "\"",
-      "{\"",  "\":",  "\": ",  "\",",   "\"}",  ", ",    " ",    "\n",
-      "\n  ", "true", "false", "null",  "0",    "1",     "12",   "-",
-      ".",    "e",    "E+",    "\\",    "\\n",  "\\u",   "00e9", "abc",
-      "key",  "name", "value", " \"",   "é",    "\xC3",  "\xA9", "\xE2\x82",
-      "\xAC", "€",    "日本",  "\xF0\x9F", "\x98\x80", "😀", "[1", "],",
-      "}}",   "]]",   "1.5",   "-3",    "a",    "b",     "z",    "x+y",
-      "(",    ")",    "=",     "+",     "*",    "/",     "- ",   "item",
+      "",     "{",        "}",        "[",    "]",        ",",    ":",
+      "\"",   "{\"",      "\":",      "\": ", "\",",      "\"}",  ", ",
+      " ",    "\n",       "\n  ",     "true", "false",    "null", "0",
+      "1",    "12",       "-",        ".",    "e",        "E+",   "\\",
+      "\\n",  "\\u",      "00e9",     "abc",  "key",      "name", "value",
+      " \"",  "é",        "\xC3",     "\xA9", "\xE2\x82", "\xAC", "€",
+      "日本", "\xF0\x9F", "\x98\x80", "😀",    "[1",       "],",   "}}",
+      "]]",   "1.5",      "-3",       "a",    "b",        "z",    "x+y",
+      "(",    ")",        "=",        "+",    "*",        "/",    "- ",
+      "item",
   };
-  for (int b = 1; b < 256; ++b) v.push_back(std::string(1, static_cast<char>(b)));
+  for (int b = 1; b < 256; ++b)
+    v.push_back(std::string(1, static_cast<char>(b)));
   std::mt19937 rng(seed);
   const std::string alphabet = "{}[],:\" \n\\abcdeu0123456789.-+eEtrufalsn";
   for (size_t i = 0; i < random_tokens; ++i) {
