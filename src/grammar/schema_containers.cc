@@ -55,11 +55,44 @@ Status ReadCount(const json& schema, const char* key, const std::string& path,
 
 std::string Quote() { return "\"\\\"\""; }  // the GBNF literal "\""
 
+// Adds an allOf part (an object schema) to `merged`: properties are
+// united (a later schema of the same property wins), required lists are
+// united, additionalProperties false anywhere closes the result.
+Status MergeObjectPart(const json& part, const std::string& at, json* merged) {
+  if (!part.is_object()) {
+    return InvalidArgumentError("allOf part at " + ShowPath(at) +
+                                " must be an object schema");
+  }
+  json& required = (*merged)["required"];
+  for (const auto& [key, v] : part.items()) {
+    if (key == "type" && v == "object") continue;
+    if (key == "properties" && v.is_object()) {
+      for (const auto& [name, sub] : v.items()) {
+        (*merged)["properties"][name] = sub;
+      }
+    } else if (key == "required" && v.is_array()) {
+      for (const json& r : v) {
+        if (std::find(required.begin(), required.end(), r) == required.end()) {
+          required.push_back(r);
+        }
+      }
+    } else if (key == "additionalProperties" && v == false) {
+      (*merged)["additionalProperties"] = false;
+    } else if (key != "title" && key != "description" && key != "$defs" &&
+               key != "definitions" && key != "$comment") {
+      return UnsupportedKeyword(key, at,
+                                "inside allOf, only object schemas "
+                                "(properties, required) are merged");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
-StatusOr<std::string> SchemaConverter::ObjectRule(const json& schema,
-                                                  const std::string& path,
-                                                  const std::string& hint) {
+StatusOr<std::vector<SchemaConverter::ObjectProp>>
+SchemaConverter::ObjectProperties(const json& schema, const std::string& path,
+                                  const std::string& hint) {
   static const json kEmpty = json::object();
   const json& props =
       schema.contains("properties") ? schema["properties"] : kEmpty;
@@ -77,20 +110,14 @@ StatusOr<std::string> SchemaConverter::ObjectRule(const json& schema,
       required.push_back(r.get<std::string>());
     }
   }
-  auto is_required = [&](const std::string& k) {
-    return std::find(required.begin(), required.end(), k) != required.end();
-  };
-  struct Prop {
-    std::string kv;
-    bool required;
-  };
-  std::vector<Prop> list;
+  std::vector<ObjectProp> list;
   const std::string ws = Fixed("ws");
   auto add = [&](const std::string& key, const std::string& value) {
-    list.push_back({Seq({GbnfLiteral(json(key).dump(
-                             -1, ' ', false, json::error_handler_t::replace)),
-                         ws, "\":\"", ws, value}),
-                    is_required(key)});
+    const std::string quoted =
+        json(key).dump(-1, ' ', false, json::error_handler_t::replace);
+    list.push_back(
+        {Seq({GbnfLiteral(quoted), ws, "\":\"", ws, value}),
+         std::find(required.begin(), required.end(), key) != required.end()});
   };
   for (const auto& [key, sub] : props.items()) {
     KV_ASSIGN_OR_RETURN(std::string value,
@@ -102,11 +129,20 @@ StatusOr<std::string> SchemaConverter::ObjectRule(const json& schema,
   for (const std::string& key : required) {
     if (!props.contains(key)) add(key, Fixed("value"));
   }
+  return list;
+}
+
+StatusOr<std::string> SchemaConverter::ObjectRule(const json& schema,
+                                                  const std::string& path,
+                                                  const std::string& hint) {
+  KV_ASSIGN_OR_RETURN(std::vector<ObjectProp> list,
+                      ObjectProperties(schema, path, hint));
+  const std::string ws = Fixed("ws");
   std::string extra;  // the key-value rule of additional properties
   const bool open = schema.contains("additionalProperties")
                         ? !(schema["additionalProperties"].is_boolean() &&
                             !schema["additionalProperties"].get<bool>())
-                        : props.empty();
+                        : !schema.contains("properties");
   if (open) {
     std::string value = Fixed("value");
     if (schema.contains("additionalProperties") &&
@@ -311,32 +347,7 @@ StatusOr<std::string> SchemaConverter::VisitAllOf(const json& schema,
                  {"properties", json::object()},
                  {"required", json::array()}};
   for (const auto& [part, at] : all) {
-    if (!part->is_object()) {
-      return InvalidArgumentError("allOf part at " + ShowPath(at) +
-                                  " must be an object schema");
-    }
-    for (const auto& [key, v] : part->items()) {
-      if (key == "type" && v == "object") continue;
-      if (key == "properties" && v.is_object()) {
-        for (const auto& [name, sub] : v.items()) {
-          merged["properties"][name] = sub;
-        }
-      } else if (key == "required" && v.is_array()) {
-        for (const json& r : v) {
-          if (std::find(merged["required"].begin(), merged["required"].end(),
-                        r) == merged["required"].end()) {
-            merged["required"].push_back(r);
-          }
-        }
-      } else if (key == "additionalProperties" && v == false) {
-        merged["additionalProperties"] = false;
-      } else if (key != "title" && key != "description" && key != "$defs" &&
-                 key != "definitions" && key != "$comment") {
-        return UnsupportedKeyword(key, at,
-                                  "inside allOf, only object schemas "
-                                  "(properties, required) are merged");
-      }
-    }
+    KV_RETURN_IF_ERROR(MergeObjectPart(*part, at, &merged));
   }
   if (!merged.contains("additionalProperties")) {
     merged["additionalProperties"] = false;

@@ -192,6 +192,12 @@ StatusOr<std::string> SchemaConverter::Visit(const json& schema,
   if (schema.contains("enum") || schema.contains("const")) {
     return VisitEnum(schema, path);
   }
+  return VisitTypes(schema, path, hint);
+}
+
+StatusOr<std::string> SchemaConverter::VisitTypes(const json& schema,
+                                                  const std::string& path,
+                                                  const std::string& hint) {
   std::vector<std::string> types;
   if (!schema.contains("type")) {
     types = InferTypes(schema);

@@ -32,6 +32,9 @@ class SchemaConverter {
 
   StatusOr<std::string> Visit(const json& schema, const std::string& path,
                               const std::string& hint);
+  // The schema by its "type" (a name, a list, or inferred from keywords).
+  StatusOr<std::string> VisitTypes(const json& schema, const std::string& path,
+                                   const std::string& hint);
   StatusOr<std::string> VisitTyped(const json& schema, const std::string& type,
                                    const std::string& path,
                                    const std::string& hint);
@@ -43,6 +46,13 @@ class SchemaConverter {
   StatusOr<std::string> VisitRef(const std::string& ref,
                                  const std::string& path);
   StatusOr<std::string> VisitEnum(const json& schema, const std::string& path);
+  struct ObjectProp {
+    std::string kv;  // "\"key\"" ws ":" ws value
+    bool required;
+  };
+  StatusOr<std::vector<ObjectProp>> ObjectProperties(const json& schema,
+                                                     const std::string& path,
+                                                     const std::string& hint);
   StatusOr<std::string> ObjectRule(const json& schema, const std::string& path,
                                    const std::string& hint);
   StatusOr<std::string> ArrayRule(const json& schema, const std::string& path,
