@@ -17,9 +17,7 @@ uint32_t ByteAutomaton::Intern(MatchState state) {
   return id;
 }
 
-int32_t ByteAutomaton::Next(uint32_t state, uint8_t byte) {
-  int32_t& cached = next_[size_t{state} * 256 + byte];
-  if (cached != kUnknown) return cached;
+int32_t ByteAutomaton::Compute(uint32_t state, uint8_t byte) {
   MatchState s = states_[state];
   int32_t result = kDead;
   // A limit hit counts as a rejection: the token is simply not allowed.
@@ -31,11 +29,15 @@ int32_t ByteAutomaton::Next(uint32_t state, uint8_t byte) {
   return result;
 }
 
-void ByteAutomaton::Compact(const std::vector<uint32_t*>& keep) {
-  std::vector<MatchState> old = std::move(states_);
+void ByteAutomaton::Clear() {
   states_.clear();
   next_.clear();
   ids_.clear();
+}
+
+void ByteAutomaton::Compact(const std::vector<uint32_t*>& keep) {
+  std::vector<MatchState> old = std::move(states_);
+  Clear();
   for (uint32_t* id : keep) *id = Intern(old[*id]);  // copies: ids repeat
 }
 

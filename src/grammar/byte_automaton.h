@@ -27,15 +27,21 @@ class ByteAutomaton {
   // Returns the id of `state`, adding it when new.
   uint32_t Intern(MatchState state);
   // Returns the state reached from `state` by `byte`, or kDead.
-  int32_t Next(uint32_t state, uint8_t byte);
+  int32_t Next(uint32_t state, uint8_t byte) {
+    const int32_t cached = next_[size_t{state} * 256 + byte];
+    return cached != kUnknown ? cached : Compute(state, byte);
+  }
   // Returns the number of interned states.
   size_t size() const { return states_.size(); }
+  // Forgets every state.
+  void Clear();
   // Forgets every state except those whose ids `keep` points at, and
   // rewrites those ids (called when size() passes kMaxStates).
   void Compact(const std::vector<uint32_t*>& keep);
 
  private:
   static constexpr int32_t kUnknown = -2;
+  int32_t Compute(uint32_t state, uint8_t byte);
 
   const Grammar& grammar_;
   MatchLimits limits_;

@@ -26,6 +26,27 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar,
   Reset();
 }
 
+GrammarMatcher::GrammarMatcher(const GrammarMatcher& other)
+    : grammar_(other.grammar_),
+      limits_(other.limits_),
+      state_(other.state_),
+      status_(other.status_) {}
+
+GrammarMatcher& GrammarMatcher::operator=(const GrammarMatcher& other) {
+  if (this != &other) {
+    grammar_ = other.grammar_;
+    limits_ = other.limits_;
+    state_ = other.state_;
+    status_ = other.status_;
+    dfa_.reset();
+  }
+  return *this;
+}
+
+GrammarMatcher::GrammarMatcher(GrammarMatcher&&) noexcept = default;
+GrammarMatcher& GrammarMatcher::operator=(GrammarMatcher&&) noexcept = default;
+GrammarMatcher::~GrammarMatcher() = default;
+
 void GrammarMatcher::Reset() {
   status_ = Status::Ok();
   if (MatchState::Initial(*grammar_, limits_, &state_) == StepResult::kLimit) {
@@ -62,7 +83,10 @@ void GrammarMatcher::AllowedTokens(const TokenTrie& trie,
                                    std::vector<uint8_t>* allowed) const {
   allowed->assign(trie.vocab_size(), 0);
   if (state_.empty()) return;
-  ByteAutomaton dfa(*grammar_, limits_);
+  if (dfa_ == nullptr || dfa_->size() > ByteAutomaton::kMaxStates) {
+    dfa_ = std::make_unique<ByteAutomaton>(*grammar_, limits_);
+  }
+  ByteAutomaton& dfa = *dfa_;
   struct Frame {
     const TokenTrie::Edge* next_edge;
     const TokenTrie::Edge* end;

@@ -19,11 +19,19 @@
 
 namespace kvault {
 
+class ByteAutomaton;
+
 class GrammarMatcher {
  public:
   // Starts at the beginning of `grammar`'s root rule (non-null).
   explicit GrammarMatcher(std::shared_ptr<const Grammar> grammar,
                           MatchLimits limits = MatchLimits());
+  // Copies the parse state; the copy starts with an empty token cache.
+  GrammarMatcher(const GrammarMatcher& other);
+  GrammarMatcher& operator=(const GrammarMatcher& other);
+  GrammarMatcher(GrammarMatcher&&) noexcept;
+  GrammarMatcher& operator=(GrammarMatcher&&) noexcept;
+  ~GrammarMatcher();
 
   // Consumes `bytes` when the grammar allows all of them and returns true;
   // otherwise returns false and leaves the state unchanged.
@@ -39,7 +47,8 @@ class GrammarMatcher {
   bool CanContinue() const { return state_.CanContinue(); }
   // Resizes `allowed` to trie.vocab_size() and sets allowed[id] to 1 for
   // every token whose bytes can be accepted next, 0 for the rest (EOS and
-  // excluded tokens are the caller's: see IsComplete()).
+  // excluded tokens are the caller's: see IsComplete()). Transitions found
+  // here are cached in this matcher for its later calls.
   void AllowedTokens(const TokenTrie& trie,
                      std::vector<uint8_t>* allowed) const;
   // Returns OK, or why the matcher is stuck (a MatchLimits bound was hit
@@ -57,6 +66,9 @@ class GrammarMatcher {
   MatchLimits limits_;
   MatchState state_;
   Status status_;
+  // Byte transitions between parse states, kept across AllowedTokens calls
+  // (they depend only on the grammar); built lazily, never shared.
+  mutable std::unique_ptr<ByteAutomaton> dfa_;
 };
 
 }  // namespace kvault
