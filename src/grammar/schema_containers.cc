@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "grammar/gbnf_parser.h"
+#include "grammar/regex_to_gbnf.h"
 #include "grammar/schema_converter.h"
 #include "grammar/schema_rules.h"
 
@@ -253,7 +254,7 @@ StatusOr<std::string> SchemaConverter::ArrayRule(const json& schema,
 StatusOr<std::string> SchemaConverter::StringRule(const json& schema,
                                                   const std::string& path) {
   if (schema.contains("format")) {
-    for (const char* k : {"minLength", "maxLength"}) {
+    for (const char* k : {"minLength", "maxLength", "pattern"}) {
       if (schema.contains(k)) {
         return UnsupportedKeyword(k, path, "together with 'format'");
       }
@@ -269,6 +270,24 @@ StatusOr<std::string> SchemaConverter::StringRule(const json& schema,
     }
     return AddRule(format + "-string",
                    Seq({Quote(), Fixed(format), Quote(), Fixed("ws")}));
+  }
+  if (schema.contains("pattern")) {
+    for (const char* k : {"minLength", "maxLength"}) {
+      if (schema.contains(k)) {
+        return UnsupportedKeyword(k, path, "together with 'pattern'");
+      }
+    }
+    const json& p = schema["pattern"];
+    if (!p.is_string()) {
+      return InvalidArgumentError("pattern at " + ShowPath(path) +
+                                  " must be a string");
+    }
+    StatusOr<std::string> expr = RegexToGbnf::Convert(p.get<std::string>());
+    if (!expr.ok()) {
+      return UnsupportedKeyword("pattern", path, expr.status().message());
+    }
+    Fixed("char");  // '.' refers to it
+    return AddRule("pattern", Seq({Quote(), *expr, Quote(), Fixed("ws")}));
   }
   int64_t min = 0, max = -1;
   KV_RETURN_IF_ERROR(ReadCount(schema, "minLength", path, 0, &min));

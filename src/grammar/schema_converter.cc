@@ -12,36 +12,24 @@ namespace {
 using json = nlohmann::ordered_json;
 
 bool IsAnnotation(std::string_view k) {
+  // clang-format off
   static const std::set<std::string_view> kAnnotations = {
-      "$schema",     "$id",       "$comment", "title",
-      "description", "default",   "examples", "deprecated",
-      "readOnly",    "writeOnly", "$defs",    "definitions"};
+      "$schema", "$id", "$comment", "title", "description", "default",
+      "examples", "deprecated", "readOnly", "writeOnly", "$defs",
+      "definitions"};
+  // clang-format on
   return kAnnotations.count(k) > 0;
 }
 
 bool IsSupported(std::string_view k) {
-  static const std::set<std::string_view> kSupported = {"type",
-                                                        "enum",
-                                                        "const",
-                                                        "anyOf",
-                                                        "oneOf",
-                                                        "allOf",
-                                                        "$ref",
-                                                        "properties",
-                                                        "required",
-                                                        "additionalProperties",
-                                                        "items",
-                                                        "prefixItems",
-                                                        "minItems",
-                                                        "maxItems",
-                                                        "uniqueItems",
-                                                        "minLength",
-                                                        "maxLength",
-                                                        "format",
-                                                        "minimum",
-                                                        "maximum",
-                                                        "exclusiveMinimum",
-                                                        "exclusiveMaximum"};
+  // clang-format off
+  static const std::set<std::string_view> kSupported = {
+      "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref",
+      "properties", "required", "additionalProperties", "items",
+      "prefixItems", "minItems", "maxItems", "uniqueItems", "minLength",
+      "maxLength", "format", "pattern", "minimum", "maximum",
+      "exclusiveMinimum", "exclusiveMaximum"};
+  // clang-format on
   return kSupported.count(k) > 0;
 }
 
@@ -89,7 +77,7 @@ std::vector<std::string> InferTypes(const json& schema) {
       kByType = {
           {"object", {"properties", "additionalProperties", "required"}},
           {"array", {"items", "prefixItems", "minItems", "maxItems"}},
-          {"string", {"minLength", "maxLength", "format"}},
+          {"string", {"minLength", "maxLength", "format", "pattern"}},
           {"number",
            {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}},
       };

@@ -229,8 +229,9 @@ TEST(JsonSchemaToGbnfTest, UnsupportedKeywordsAreNamedWithTheirPath) {
             "keyword 'patternProperties' at /properties/a is not supported");
   EXPECT_EQ(ErrorOf(R"({"type":"number","multipleOf":2})"),
             "keyword 'multipleOf' at / is not supported");
-  EXPECT_EQ(ErrorOf(R"({"type":"string","pattern":"^a+$"})"),
-            "keyword 'pattern' at / is not supported");
+  EXPECT_EQ(ErrorOf(R"({"type":"string","pattern":"a+"})"),
+            "keyword 'pattern' at / is not supported: only patterns anchored "
+            "with '^' and '$' are supported");
   EXPECT_EQ(ErrorOf(R"({"type":"number","minimum":0})"),
             "keyword 'minimum' at / is not supported: bounds are supported "
             "on type 'integer' only");
@@ -274,6 +275,56 @@ TEST(JsonSchemaToGbnfTest, InvalidSchemasAreErrors) {
   const std::string loop = ErrorOf(R"({"$defs":{"a":{"$ref":"#/$defs/a"}},
                                        "$ref":"#/$defs/a"})");
   EXPECT_NE(loop.find("left-recursive"), std::string::npos) << loop;
+}
+
+struct PatternCase {
+  const char* pattern;
+  std::vector<std::string> accept;  // string contents as JSON text
+  std::vector<std::string> reject;
+};
+
+TEST(JsonSchemaToGbnfTest, Patterns) {
+  const std::vector<PatternCase> cases = {
+      {R"(^[A-Z]{2}-\d{3}$)", {"AB-123"}, {"AB-12", "ab-123", "AB-1234"}},
+      {R"(^(abc|de)+x?$)", {"abc", "deabcx", "dede"}, {"", "abx x", "ab"}},
+      {R"(^\w+@\w+\.com$)", {"joe_1@site.com"}, {"joe@site.org", "@a.com"}},
+      {R"(^[^a-c]*$)", {"", "xyz", "\\\"\\n"}, {"xa", "b"}},
+      {R"(^a.c$)", {"abc", "a\\\"c", "a日c"}, {"ac", "abbc"}},
+      // A quote and a backslash in the pattern are escapes in the JSON text.
+      {R"(^"q"\\\s$)",
+       {"\\\"q\\\"\\\\ ", "\\\"q\\\"\\\\\\t"},
+       {"\"q\"\\\\ ", "\\\"q\\\"\\\\"}},
+      {R"(^(?:0|[1-9]\d*)(?<frac>\.\d+)?$)", {"0", "10.5"}, {"01", "1."}},
+      {R"(^x{2,}?y{0,2}$)", {"xx", "xxxyy"}, {"x", "xxyyy"}},
+      {R"(^[\-+.]$)", {"-", "+", "."}, {"a", ","}},
+  };
+  for (const PatternCase& c : cases) {
+    SCOPED_TRACE(c.pattern);
+    ojson schema = {{"type", "string"}, {"pattern", c.pattern}};
+    StatusOr<std::string> gbnf = JsonSchemaToGbnf(schema);
+    ASSERT_TRUE(gbnf.ok()) << gbnf.status();
+    StatusOr<Grammar> g = Grammar::Parse(*gbnf);
+    ASSERT_TRUE(g.ok()) << g.status() << "\n" << *gbnf;
+    for (const std::string& s : c.accept) {
+      EXPECT_TRUE(g->Accepts("\"" + s + "\"")) << s << "\n" << *gbnf;
+    }
+    for (const std::string& s : c.reject) {
+      EXPECT_FALSE(g->Accepts("\"" + s + "\"")) << s << "\n" << *gbnf;
+    }
+  }
+  EXPECT_EQ(ErrorOf(R"({"type":"string","pattern":"^(?=a)a$"})"),
+            "keyword 'pattern' at / is not supported: lookaround and other "
+            "(?...) groups are not supported at offset 2 of the pattern");
+  EXPECT_EQ(ErrorOf(R"({"type":"string","pattern":"^(a)\\1$"})"),
+            "keyword 'pattern' at / is not supported: escape '\\1' (word "
+            "boundaries, backreferences, ...) is not supported at offset 6 "
+            "of the pattern");
+  EXPECT_EQ(ErrorOf(R"({"type":"string","pattern":"^a{1,20000}$"})"),
+            "keyword 'pattern' at / is not supported: repetition count above "
+            "10000 at offset 11 of the pattern");
+  EXPECT_EQ(ErrorOf(R"({"type":"string","pattern":"^a)$"})"),
+            "keyword 'pattern' at / is not supported: unmatched ')' at offset "
+            "2 of the pattern");
 }
 
 TEST(JsonSchemaToGbnfTest, JsonObjectMode) {

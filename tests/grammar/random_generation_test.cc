@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,7 @@ bool Generate(const std::shared_ptr<const Grammar>& g,
               const std::vector<std::string>& vocab, const TokenTrie& trie,
               uint32_t seed, int random_steps, std::string* out) {
   static const std::vector<std::string> kClosers = {
-      "\"", "}", "]", ")", "=", "0", "1", "a", "null", ",", ":", " "};
+      "\"", "}", "]", ")", "=", "@", ".", "0", "1", "a", "null", ",", ":", " "};
   std::mt19937 rng(seed);
   GrammarMatcher m(g);
   out->clear();
@@ -54,7 +55,12 @@ bool Generate(const std::shared_ptr<const Grammar>& g,
           break;
         }
       }
-      for (size_t i = 0; i < kClosers.size() && !chosen; ++i) {
+      // A closer repeated many times is looping (e.g. digits): vary.
+      const bool looping =
+          out->size() >= 8 &&
+          out->find_first_not_of(out->back(), out->size() - 8) ==
+              std::string::npos;
+      for (size_t i = 0; i < kClosers.size() && !chosen && !looping; ++i) {
         if (m.CanAccept(kClosers[i])) {
           pick = kClosers[i];
           chosen = true;
@@ -120,6 +126,14 @@ std::string Check(const ojson& root, const ojson& schema_in,
     if (s.contains("minimum") && x < s["minimum"].get<int64_t>()) return "min";
     if (s.contains("maximum") && x > s["maximum"].get<int64_t>()) return "max";
   }
+  if (s.contains("pattern")) {
+    if (!v.is_string()) return "not string";
+    const std::regex re(s["pattern"].get<std::string>(),
+                        std::regex::ECMAScript);
+    if (!std::regex_search(v.get<std::string>(), re)) {
+      return "does not match " + s["pattern"].dump();
+    }
+  }
   if (type == "string") {
     if (!v.is_string()) return "not string";
     const size_t n = CodePoints(v.get<std::string>());
@@ -166,6 +180,9 @@ TEST(RandomGenerationTest, JsonSchemasProduceValidInstances) {
           "integer","minimum":-5,"maximum":5},"kids":{"type":"array",
           "items":{"$ref":"#/$defs/node"},"maxItems":2}},"required":["v"]}},
           "type":"array","items":{"$ref":"#/$defs/node"},"maxItems":3})",
+      R"({"type":"object","properties":{"code":{"type":"string","pattern":
+          "^[A-Z]{2}-\\d{3}$"},"mail":{"type":"string","pattern":
+          "^\\w+@\\w+\\.(com|org)$"}},"required":["code","mail"]})",
       R"({"anyOf":[{"type":"boolean"},{"type":"array","items":{"type":
           "integer"},"minItems":2,"maxItems":4}]})",
   };
