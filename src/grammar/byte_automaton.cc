@@ -18,6 +18,10 @@ uint32_t ByteAutomaton::Intern(MatchState state) {
 }
 
 int32_t ByteAutomaton::Compute(uint32_t state, uint8_t byte) {
+  if (!states_[state].MayAccept(grammar_, byte)) {
+    next_[size_t{state} * 256 + byte] = kDead;
+    return kDead;
+  }
   MatchState s = states_[state];
   int32_t result = kDead;
   // A limit hit counts as a rejection: the token is simply not allowed.

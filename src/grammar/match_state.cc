@@ -124,6 +124,24 @@ StepResult MatchState::Step(const Grammar& g, const MatchLimits& limits,
   return AdvanceCodePoint(g, limits, cp);
 }
 
+bool MatchState::MayAccept(const Grammar& g, uint8_t byte) const {
+  if (need_ > 0) return (byte & 0xC0) == 0x80;  // the full check is cheap
+  const int n = Utf8SequenceLength(byte);
+  if (n == 0) return false;
+  // The code points a sequence with this first byte can encode.
+  static constexpr uint8_t kLeadMask[] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  const int shift = 6 * (n - 1);
+  const uint32_t base = static_cast<uint32_t>(byte & kLeadMask[n]) << shift;
+  const uint32_t lo = std::max(base, kMinForLength[n]);
+  const uint32_t hi = base | ((uint32_t{1} << shift) - 1);
+  for (const ParseStack& s : stacks_) {
+    if (s.empty()) continue;
+    const CharClass& c = g.char_class(g.element(s.back()).arg);
+    if (n == 1 ? c.Matches(byte) : c.IntersectsRange(lo, hi)) return true;
+  }
+  return false;
+}
+
 bool MatchState::IsComplete() const {
   return need_ == 0 && !stacks_.empty() && stacks_.front().empty();
 }

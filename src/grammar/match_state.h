@@ -40,6 +40,9 @@ class MatchState {
   // unspecified (callers step a copy when they need to keep it).
   StepResult Step(const Grammar& g, const MatchLimits& limits, uint8_t byte);
 
+  // Returns false when `byte` certainly cannot be accepted next: a cheap
+  // test on the stack tops, without copying the state.
+  bool MayAccept(const Grammar& g, uint8_t byte) const;
   // Returns true when the input so far is a complete sentence (EOS allowed).
   bool IsComplete() const;
   // Returns true when at least one more byte can be accepted.

@@ -1,5 +1,6 @@
 #include "grammar/schema_converter.h"
 
+#include <cmath>
 #include <utility>
 
 #include "grammar/grammar.h"
@@ -57,10 +58,10 @@ namespace {
 
 bool MatchesType(const json& v, const std::string& type) {
   if (type == "integer") {
+    // An integral float (2.0) is an integer too; no cast, so no overflow.
     return v.is_number_integer() ||
            (v.is_number_float() &&
-            v.get<double>() ==
-                static_cast<double>(static_cast<int64_t>(v.get<double>())));
+            std::floor(v.get<double>()) == v.get<double>());
   }
   if (type == "number") return v.is_number();
   if (type == "string") return v.is_string();

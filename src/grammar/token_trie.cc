@@ -15,42 +15,48 @@ TokenTrie::TokenTrie(const std::vector<std::string>& tokens,
   // Sorted byte strings put every subtree in one contiguous range.
   std::sort(ids.begin(), ids.end(),
             [&](uint32_t a, uint32_t b) { return tokens[a] < tokens[b]; });
-  Build(tokens, ids, 0, ids.size(), 0);
+  Build(tokens, ids);
 }
 
-uint32_t TokenTrie::Build(const std::vector<std::string>& tokens,
-                          const std::vector<uint32_t>& ids, size_t begin,
-                          size_t end, size_t depth) {
-  const uint32_t node = static_cast<uint32_t>(nodes_.size());
-  nodes_.emplace_back();
-  nodes_[node].first_token = static_cast<uint32_t>(token_ids_.size());
-  size_t i = begin;
-  for (; i < end && tokens[ids[i]].size() == depth; ++i) {
-    token_ids_.push_back(ids[i]);
+void TokenTrie::Build(const std::vector<std::string>& tokens,
+                      const std::vector<uint32_t>& ids) {
+  // Iterative (a long token must not mean deep recursion). A work item is
+  // a node still to create: the sorted range of ids below it, its depth
+  // and the parent edge to point at it. Nodes are created in the order the
+  // matcher walks them (preorder), which keeps that walk cache-friendly.
+  struct Work {
+    size_t begin, end, depth;
+    size_t parent_edge;  // SIZE_MAX for the root
+  };
+  std::vector<Work> todo = {{0, ids.size(), 0, SIZE_MAX}};
+  std::vector<Work> children;
+  while (!todo.empty()) {
+    const Work w = todo.back();
+    todo.pop_back();
+    const uint32_t id = static_cast<uint32_t>(nodes_.size());
+    if (w.parent_edge != SIZE_MAX) edges_[w.parent_edge].child = id;
+    Node node;
+    node.first_token = static_cast<uint32_t>(token_ids_.size());
+    size_t i = w.begin;
+    for (; i < w.end && tokens[ids[i]].size() == w.depth; ++i) {
+      token_ids_.push_back(ids[i]);
+    }
+    node.num_tokens = static_cast<uint32_t>(i - w.begin);
+    node.first_edge = static_cast<uint32_t>(edges_.size());
+    // The rest share the prefix; group them by their byte at `depth`.
+    children.clear();
+    while (i < w.end) {
+      const char b = tokens[ids[i]][w.depth];
+      size_t j = i;
+      while (j < w.end && tokens[ids[j]][w.depth] == b) ++j;
+      children.push_back({i, j, w.depth + 1, edges_.size()});
+      edges_.push_back(Edge{static_cast<uint8_t>(b), 0});
+      i = j;
+    }
+    node.num_edges = static_cast<uint32_t>(children.size());
+    nodes_.push_back(node);
+    todo.insert(todo.end(), children.rbegin(), children.rend());
   }
-  nodes_[node].num_tokens =
-      static_cast<uint32_t>(token_ids_.size()) - nodes_[node].first_token;
-  // Group the rest by their byte at `depth`; reserve the edges first so a
-  // node's edges stay contiguous while the children are built.
-  std::vector<std::pair<size_t, size_t>> groups;
-  for (size_t g = i; g < end;) {
-    const char b = tokens[ids[g]][depth];
-    size_t h = g;
-    while (h < end && tokens[ids[h]][depth] == b) ++h;
-    groups.push_back({g, h});
-    g = h;
-  }
-  const uint32_t first_edge = static_cast<uint32_t>(edges_.size());
-  nodes_[node].first_edge = first_edge;
-  nodes_[node].num_edges = static_cast<uint32_t>(groups.size());
-  edges_.resize(edges_.size() + groups.size());
-  for (size_t k = 0; k < groups.size(); ++k) {
-    const auto [g, h] = groups[k];
-    const uint8_t b = static_cast<uint8_t>(tokens[ids[g]][depth]);
-    const uint32_t child = Build(tokens, ids, g, h, depth + 1);
-    edges_[first_edge + k] = Edge{b, child};
-  }
-  return node;
 }
 
 }  // namespace kvault

@@ -48,9 +48,8 @@ class TokenTrie {
     uint32_t first_token = 0;
     uint32_t num_tokens = 0;
   };
-  uint32_t Build(const std::vector<std::string>& tokens,
-                 const std::vector<uint32_t>& ids, size_t begin, size_t end,
-                 size_t depth);
+  void Build(const std::vector<std::string>& tokens,
+             const std::vector<uint32_t>& ids);
 
   size_t vocab_size_;
   std::vector<Node> nodes_;
