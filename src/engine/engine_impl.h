@@ -278,6 +278,9 @@ class Engine::Impl {
   // Token texts for DRY's sequence breakers and infill; every Sampler
   // points at it.
   std::unique_ptr<TokenizerSamplerVocab> sampler_vocab_;
+  // The vocabulary's pieces as a trie, built when the first request with a
+  // grammar starts (scheduler thread).
+  std::unique_ptr<TokenTrie> grammar_trie_;
   EngineOptions options_;
   std::unique_ptr<KvCache> cache_;
   std::unique_ptr<KvVault> vault_;

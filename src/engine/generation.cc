@@ -67,7 +67,7 @@ void Engine::Impl::HandleLogits(Slot& slot, std::span<const float> row) {
   } else if (req.params.n_probs > 0) {
     event.probs = TopLogprobs(row, req.params.n_probs);
   }
-  req.sampler.Accept(event.token);
+  req.sampler.AcceptGenerated(event.token);
   req.result.tokens.push_back(event.token);
   req.to_feed.assign(1, event.token);
   StopMatcher::Output out = req.stop.Push(req.detok.Push(event.token));

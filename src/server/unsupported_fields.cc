@@ -27,12 +27,6 @@ bool Positive(const json& v) {
   return !v.is_number() || v.get<double>() > 0;
 }
 
-bool NotTextFormat(const json& v) {
-  if (!v.is_object()) return true;
-  auto type = v.find("type");
-  return type == v.end() || *type != "text";
-}
-
 bool ChoosesATool(const json& v) {
   return !(v.is_string() && (v == "none" || v == "auto"));
 }
@@ -46,11 +40,6 @@ bool NotOne(const json& v) { return !v.is_number() || v.get<double>() != 1; }
 bool NotNone(const json& v) { return !(v.is_string() && v == "none"); }
 
 const Unsupported kUnsupported[] = {
-    {"grammar", NonEmpty, "GBNF grammars are not implemented yet"},
-    {"json_schema", NonEmpty, "JSON-schema constrained output is not "
-                              "implemented yet"},
-    {"response_format", NotTextFormat,
-     "only {\"type\": \"text\"}: structured output is not implemented yet"},
     {"tools", NonEmpty,
      "tool calling needs the model's Jinja chat template, not implemented "
      "yet"},

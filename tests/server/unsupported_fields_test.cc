@@ -9,9 +9,6 @@ using nlohmann::json;
 
 TEST(UnsupportedFieldsTest, RefusesWhatIsAskedForByName) {
   const json asks[] = {
-      {{"grammar", "root ::= \"a\""}},
-      {{"json_schema", {{"type", "object"}}}},
-      {{"response_format", {{"type", "json_object"}}}},
       {{"tools", json::array({{{"type", "function"}}})}},
       {{"tool_choice", "required"}},
       {{"lora", json::array({{{"id", 0}, {"scale", 1.0}}})}},
