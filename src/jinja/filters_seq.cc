@@ -203,10 +203,12 @@ Fn DictSort(Interpreter& ip, const Value& v, CallArgs& args) {
   }
   KV_ASSIGN_OR_RETURN(std::string by, r.GetString(1, "key"));
   std::vector<Value> items, keys;
-  for (const auto& [k, val] : v.map().entries()) {
-    items.push_back(Value::Tuple({Value::String(k), val}));
+  for (size_t i = 0; i < v.map().size(); ++i) {
+    const Value k = v.map().KeyAt(i);
+    const Value& val = v.map().entries()[i].second;
+    items.push_back(Value::Tuple({k, val}));
     KV_ASSIGN_OR_RETURN(Value key,
-                        SortKey(by == "value" ? val : Value::String(k), "",
+                        SortKey(by == "value" ? val : k, "",
                                 r.GetBool(0, false)));
     keys.push_back(std::move(key));
   }
@@ -222,8 +224,8 @@ Fn Items(Interpreter&, const Value& v, CallArgs&) {
                                         "mapping.");
   }
   std::vector<Value> out;
-  for (const auto& [k, val] : v.map().entries()) {
-    out.push_back(Value::Tuple({Value::String(k), val}));
+  for (size_t i = 0; i < v.map().size(); ++i) {
+    out.push_back(Value::Tuple({v.map().KeyAt(i), v.map().entries()[i].second}));
   }
   return Value::Generator(std::move(out));
 }

@@ -63,7 +63,9 @@ StatusOr<ValueMap> KeywordMap(const CallArgs& args, const char* name) {
   if (!args.positional.empty()) {
     const Value& init = args.positional[0];
     if (init.is_dict() || init.is_namespace()) {
-      for (const auto& [k, v] : init.map().entries()) map.Set(k, v);
+      for (size_t i = 0; i < init.map().size(); ++i) {
+        map.SetKey(init.map().KeyAt(i), init.map().entries()[i].second);
+      }
     } else if (init.is_list_like()) {
       for (const Value& pair : init.items()) {
         if (!pair.is_list_like() || pair.items().size() != 2) {
@@ -71,7 +73,7 @@ StatusOr<ValueMap> KeywordMap(const CallArgs& args, const char* name) {
                             "dictionary update sequence element has wrong "
                             "length");
         }
-        map.Set(ToStr(pair.items()[0]), pair.items()[1]);
+        map.SetKey(pair.items()[0], pair.items()[1]);
       }
     } else {
       return JinjaError(ErrorKind::kType, "'" + TypeName(init) +

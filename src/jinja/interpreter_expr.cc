@@ -74,8 +74,12 @@ StatusOr<Value> Interpreter::EvalContainer(const Expr& e,
     for (size_t i = 0; i + 1 < e.children.size(); i += 2) {
       KV_ASSIGN_OR_RETURN(Value k, Eval(*e.children[i], scope));
       KV_ASSIGN_OR_RETURN(Value v, Eval(*e.children[i + 1], scope));
-      // Keys are strings in every JSON-born dict; others keep their str().
-      map.Set(k.is_string() ? k.str() : ToStr(k), std::move(v));
+      if (!k.is_string() && !k.is_number() && !k.is_none() &&
+          k.kind() != ValueKind::kTuple) {
+        return JinjaError(ErrorKind::kType,
+                          "unhashable type: '" + TypeName(k) + "'");
+      }
+      map.SetKey(k, std::move(v));
     }
     return Value::Dict(std::move(map));
   }

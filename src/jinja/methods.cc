@@ -265,16 +265,17 @@ StatusOr<Value> DictMethod(const Value& self, const std::string& name,
   KV_RETURN_IF_ERROR(r.status());
   if (name == "get") {
     const Value key = r.Get(0);
-    const Value* found = key.is_string() ? self.map().Find(key.str()) : nullptr;
+    const Value* found = self.map().FindKey(key);
     return found ? *found : r.Get(1, Value::None());
   }
   if (name == "copy") return Value::Dict(self.map());
   std::vector<Value> out;
-  for (const auto& [k, v] : self.map().entries()) {
+  for (size_t i = 0; i < self.map().size(); ++i) {
+    const Value& v = self.map().entries()[i].second;
     if (name == "items") {
-      out.push_back(Value::Tuple({Value::String(k), v}));
+      out.push_back(Value::Tuple({self.map().KeyAt(i), v}));
     } else {
-      out.push_back(name == "keys" ? Value::String(k) : v);
+      out.push_back(name == "keys" ? self.map().KeyAt(i) : v);
     }
   }
   return Value::List(std::move(out));
@@ -317,8 +318,8 @@ Value GetAttr(const Value& obj, const std::string& name) {
 }
 
 Value GetItem(const Value& obj, const Value& key) {
-  if (obj.is_dict() && key.is_string()) {
-    if (const Value* v = obj.map().Find(key.str())) return *v;
+  if (obj.is_dict()) {
+    if (const Value* v = obj.map().FindKey(key)) return *v;
   }
   if (std::optional<int64_t> index = IndexOf(key)) {
     if (IsList(obj) || obj.is_string()) {
@@ -401,8 +402,8 @@ StatusOr<std::vector<Value>> Iterate(const Value& v) {
     case ValueKind::kGenerator: return v.items();
     case ValueKind::kDict: {
       std::vector<Value> keys;
-      for (const auto& e : v.map().entries()) {
-        keys.push_back(Value::String(e.first));
+      for (size_t i = 0; i < v.map().size(); ++i) {
+        keys.push_back(v.map().KeyAt(i));
       }
       return keys;
     }

@@ -297,7 +297,7 @@ StatusOr<bool> Contains(const Value& container, const Value& item) {
       }
       return false;
     case ValueKind::kDict:
-      return item.is_string() && container.map().Find(item.str()) != nullptr;
+      return container.map().FindKey(item) != nullptr;
     default:
       return JinjaError(ErrorKind::kType, "argument of type '" +
                                               TypeName(container) +

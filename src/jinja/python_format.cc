@@ -102,13 +102,13 @@ class Writer {
   void Map(const Value& v, int depth) {
     out_->append("{");
     bool first = true;
-    for (const auto& [k, item] : v.map().entries()) {
+    for (size_t i = 0; i < v.map().size(); ++i) {
       if (!ok()) return;
       if (!first) out_->append(", ");
       first = false;
-      out_->append(StringRepr(k));
+      Repr(v.map().KeyAt(i), depth + 1);
       out_->append(": ");
-      Repr(item, depth + 1);
+      Repr(v.map().entries()[i].second, depth + 1);
     }
     out_->append("}");
   }
@@ -218,21 +218,38 @@ class JsonWriter {
       out_->append("{}");
       return Status::Ok();
     }
-    std::vector<const std::pair<std::string, Value>*> entries;
-    for (const auto& e : v.map().entries()) entries.push_back(&e);
+    // json.dumps writes non-str keys as their JSON text ("1024", "true").
+    std::vector<std::pair<std::string, const Value*>> entries;
+    for (size_t i = 0; i < v.map().size(); ++i) {
+      const Value key = v.map().KeyAt(i);
+      std::string text;
+      if (key.is_string()) {
+        text = key.str();
+      } else if (key.is_none()) {
+        text = "null";
+      } else if (key.is_bool()) {
+        text = key.bool_value() ? "true" : "false";
+      } else if (key.is_number()) {
+        text = ToStr(key);
+      } else {
+        return JinjaError(ErrorKind::kType, "keys must be str, int, float, "
+                                            "bool or None, not tuple");
+      }
+      entries.emplace_back(std::move(text), &v.map().entries()[i].second);
+    }
     if (o_.sort_keys) {
       std::stable_sort(entries.begin(), entries.end(),
-                       [](auto* a, auto* b) { return a->first < b->first; });
+                       [](auto& a, auto& b) { return a.first < b.first; });
     }
     out_->push_back('{');
     bool first = true;
-    for (const auto* e : entries) {
+    for (const auto& [key, value] : entries) {
       if (!first) out_->append(o_.item_separator);
       first = false;
       Newline(depth + 1);
-      AppendJsonString(e->first, o_.ensure_ascii, out_);
+      AppendJsonString(key, o_.ensure_ascii, out_);
       out_->append(o_.key_separator);
-      KV_RETURN_IF_ERROR(Write(e->second, depth + 1));
+      KV_RETURN_IF_ERROR(Write(*value, depth + 1));
     }
     Newline(depth);
     out_->push_back('}');

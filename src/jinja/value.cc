@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace kvault::jinja {
 namespace {
@@ -42,6 +43,7 @@ void ValueMap::Set(std::string key, Value value) {
     return;
   }
   entries_.emplace_back(std::move(key), std::move(value));
+  if (has_special_keys_) special_keys_.resize(entries_.size());
   if (!index_.empty()) {
     index_.emplace(entries_.back().first, entries_.size() - 1);
   } else if (entries_.size() > kIndexThreshold) {
@@ -49,6 +51,48 @@ void ValueMap::Set(std::string key, Value value) {
       index_.emplace(entries_[i].first, i);
     }
   }
+}
+
+std::string ValueMap::KeyOf(const Value& key) {
+  switch (key.kind()) {
+    case ValueKind::kString: return key.str();
+    case ValueKind::kBool: return key.bool_value() ? "\x01i1" : "\x01i0";
+    case ValueKind::kInt: return "\x01i" + std::to_string(key.int_value());
+    case ValueKind::kFloat: {
+      const double d = key.AsDouble();
+      if (d == std::floor(d) && std::fabs(d) < 9e18) {
+        return "\x01i" + std::to_string(static_cast<int64_t>(d));
+      }
+      char buf[40];
+      std::snprintf(buf, sizeof(buf), "\x01f%.17g", d);
+      return buf;
+    }
+    case ValueKind::kNone: return "\x01n";
+    default: {
+      std::string out = "\x01t";
+      for (const Value& item : key.items()) out += KeyOf(item) + "\x02";
+      return out;
+    }
+  }
+}
+
+void ValueMap::SetKey(const Value& key, Value value) {
+  std::string k = KeyOf(key);
+  const bool existed = Find(k) != nullptr;
+  if (!key.is_string()) has_special_keys_ = true;
+  Set(std::move(k), std::move(value));
+  if (!existed && !key.is_string()) special_keys_.back() = key;
+}
+
+const Value* ValueMap::FindKey(const Value& key) const {
+  return Find(KeyOf(key));
+}
+
+Value ValueMap::KeyAt(size_t i) const {
+  if (i < special_keys_.size() && !special_keys_[i].is_undefined()) {
+    return special_keys_[i];
+  }
+  return Value::String(entries_[i].first);
 }
 
 Value Value::Undefined(std::string hint, ErrorKind kind) {

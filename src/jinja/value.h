@@ -50,15 +50,31 @@ class ValueMap {
   void Set(std::string key, Value value);
   // Returns the number of entries.
   size_t size() const { return entries_.size(); }
-  // Returns the entries in insertion order.
+  // Returns the entries in insertion order; keys are KeyOf() strings.
   const std::vector<std::pair<std::string, Value>>& entries() const {
     return entries_;
   }
+
+  // Python dict literals may use non-str keys ({1024: 256}). They are stored
+  // under a tagged string so that lookups stay string-based, and the
+  // original key is kept for iteration, repr and sorting.
+  // Returns the storage string of `key` (a str key is itself).
+  static std::string KeyOf(const Value& key);
+  // Inserts or overwrites an entry under any hashable `key`.
+  void SetKey(const Value& key, Value value);
+  // Returns the value stored under `key`, or nullptr.
+  const Value* FindKey(const Value& key) const;
+  // Returns the original key of entry `i`.
+  Value KeyAt(size_t i) const;
 
  private:
   std::vector<std::pair<std::string, Value>> entries_;
   // Built once the map is large enough that linear search would hurt.
   std::unordered_map<std::string, size_t> index_;
+  // Empty unless a non-str key was inserted; then one per entry (Undefined
+  // for str keys).
+  std::vector<Value> special_keys_;
+  bool has_special_keys_ = false;
 };
 
 // Positional and keyword arguments of a call.
