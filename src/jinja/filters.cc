@@ -304,11 +304,14 @@ Fn WordCount(Interpreter&, const Value& v, CallArgs&) {
 }
 
 Fn UrlEncode(Interpreter& ip, const Value& v, CallArgs&) {
+  // A lone string keeps '/'; query pairs write a space as '+'.
   auto quote = [](const std::string& s, bool keep_slash) {
     std::string out;
     for (unsigned char c : s) {
-      if (std::isalnum(c) || c == '_' || c == '.' || c == '-' || c == '~' ||
-          (keep_slash && c == '/')) {
+      if (c == ' ' && !keep_slash) {
+        out.push_back('+');
+      } else if (std::isalnum(c) || c == '_' || c == '.' || c == '-' ||
+                 c == '~' || (keep_slash && c == '/')) {
         out.push_back(static_cast<char>(c));
       } else {
         char buf[4];

@@ -310,7 +310,7 @@ StatusOr<Value> Interpreter::CallMacro(const Stmt& def, Scope* closure,
                  Value::Undefined("'" + params[i].first + "' is undefined"));
     }
   }
-  scope->Set("varargs", Value::List(std::move(varargs)));
+  scope->Set("varargs", Value::Tuple(std::move(varargs)));
   scope->Set("kwargs", Value::Dict(std::move(kwargs)));
   std::string out;
   Flow flow = Flow::kNormal;

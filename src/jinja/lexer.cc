@@ -277,6 +277,9 @@ class Lexer {
 
   // Lexes the expression tokens of a {{ }} or {% %} tag.
   Status Tag(bool variable, size_t start) {
+    // As in jinja2, `}}` or `%}` inside open brackets does not end the tag
+    // ({'a': {}} is a dict).
+    int open_brackets = 0;
     while (true) {
       while (pos_ < src_.size() && IsSpace(src_[pos_])) ++pos_;
       if (pos_ >= src_.size()) {
@@ -285,8 +288,16 @@ class Lexer {
                                      : "unexpected end of template, expected "
                                        "end of block statement");
       }
-      if (TryTagEnd(variable)) return Status::Ok();
+      if (open_brackets == 0 && TryTagEnd(variable)) return Status::Ok();
       KV_RETURN_IF_ERROR(ExpressionToken());
+      const Token& t = tokens_.back();
+      if (t.type == TokenType::kOp && t.text.size() == 1) {
+        const char c = t.text[0];
+        if (c == '(' || c == '[' || c == '{') ++open_brackets;
+        if ((c == ')' || c == ']' || c == '}') && open_brackets > 0) {
+          --open_brackets;
+        }
+      }
     }
   }
 

@@ -101,9 +101,7 @@ StatusOr<std::vector<std::string>> PySplit(
         while (i < cps.size() && IsPySpace(cps[i])) ++i;
         if (i >= cps.size()) break;
         if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
-          size_t e = cps.size();
-          while (e > i && IsPySpace(cps[e - 1])) --e;
-          parts.push_back(cps.substr(i, e - i));
+          parts.push_back(cps.substr(i));  // the rest keeps its spaces
           break;
         }
         size_t j = i;
@@ -117,9 +115,7 @@ StatusOr<std::vector<std::string>> PySplit(
         while (i > 0 && IsPySpace(cps[i - 1])) --i;
         if (i == 0) break;
         if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
-          size_t b = 0;
-          while (b < i && IsPySpace(cps[b])) ++b;
-          parts.push_back(cps.substr(b, i - b));
+          parts.push_back(cps.substr(0, i));
           break;
         }
         size_t j = i;
@@ -529,7 +525,7 @@ StatusOr<std::string> PercentFormat(std::string_view fmt, const Value& args) {
       v = &list[next++];
     }
     spec.type = type == 'i' || type == 'u' ? 'd' : type;
-    if (!spec.align) spec.align = '>';
+    if (!spec.align && !spec.zero) spec.align = '>';
     if (type == 'r') {
       out += PyPad(Repr(*v), spec.width, ' ', spec.align);
     } else if (type == 's') {
