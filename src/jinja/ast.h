@@ -86,6 +86,7 @@ struct Stmt {
   std::string attr;                  // `{% set ns.attr = %}`
   ExprPtr filter;                    // for-loop `if`; set-block filter
   bool recursive = false;
+  bool uses_loop = false;  // the for body names `loop` (else it is not built)
   Body body;
   Body else_body;
   std::string name;  // macro name

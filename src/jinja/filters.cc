@@ -21,6 +21,7 @@ using Fn = StatusOr<Value>;
 
 Fn Checked(Interpreter& ip, std::string s) {
   KV_RETURN_IF_ERROR(ip.CheckSize(s.size()));
+  KV_RETURN_IF_ERROR(ip.ChargeBytes(s.size()));
   return Value::String(std::move(s));
 }
 

@@ -47,6 +47,7 @@ Fn Join(Interpreter& ip, const Value& v, CallArgs& args) {
     KV_RETURN_IF_ERROR(ip.CheckSize(out.size()));
   }
   KV_RETURN_IF_ERROR(ip.CheckSize(out.size()));
+  KV_RETURN_IF_ERROR(ip.ChargeBytes(out.size()));
   return Value::String(std::move(out));
 }
 

@@ -45,7 +45,7 @@ StatusOr<Value> Range(Interpreter& ip, CallArgs& args) {
   if (n > static_cast<__int128>(ip.options().max_operations)) {
     return ip.Charge(ip.options().max_operations + 1);
   }
-  KV_RETURN_IF_ERROR(ip.Charge(static_cast<uint64_t>(n)));
+  KV_RETURN_IF_ERROR(ip.ChargeItems(static_cast<uint64_t>(n)));
   std::vector<Value> items;
   items.reserve(static_cast<size_t>(n));
   for (__int128 i = 0; i < n; ++i) {

@@ -60,6 +60,15 @@ Status Interpreter::Charge(uint64_t ops) {
   return Status::Ok();
 }
 
+Status Interpreter::ChargeItems(uint64_t n) {
+  if (n > options_.max_operations) return Charge(options_.max_operations + 1);
+  return Charge(n * kOpsPerItem);
+}
+
+Status Interpreter::ChargeBytes(size_t bytes) {
+  return Charge(bytes / kBytesPerOp);
+}
+
 Status Interpreter::CheckSize(size_t bytes) const {
   if (bytes <= options_.max_output_bytes) return Status::Ok();
   return JinjaError(ErrorKind::kLimit,
@@ -75,6 +84,7 @@ Value Interpreter::NewNamespace(ValueMap map) {
 
 Status Interpreter::Append(std::string* out, std::string_view text) {
   KV_RETURN_IF_ERROR(CheckSize(out->size() + text.size()));
+  KV_RETURN_IF_ERROR(ChargeBytes(text.size()));
   out->append(text);
   return Status::Ok();
 }
@@ -194,45 +204,68 @@ Status Interpreter::BindTargets(const std::vector<std::string>& targets,
   return Status::Ok();
 }
 
+// Returns the `loop` variable of iteration `i` over `items`.
+static Value LoopObject(const std::vector<Value>& items, int64_t i,
+                        const Value& cycle) {
+  const int64_t n = static_cast<int64_t>(items.size());
+  ValueMap loop;
+  loop.Set("index0", Value::Int(i));
+  loop.Set("index", Value::Int(i + 1));
+  loop.Set("revindex0", Value::Int(n - i - 1));
+  loop.Set("revindex", Value::Int(n - i));
+  loop.Set("first", Value::Bool(i == 0));
+  loop.Set("last", Value::Bool(i == n - 1));
+  loop.Set("length", Value::Int(n));
+  loop.Set("depth", Value::Int(1));
+  loop.Set("depth0", Value::Int(0));
+  if (i > 0) loop.Set("previtem", items[i - 1]);
+  if (i + 1 < n) loop.Set("nextitem", items[i + 1]);
+  loop.Set("cycle", cycle);
+  return Value::Dict(std::move(loop));
+}
+
 Status Interpreter::ExecFor(const Stmt& s, const ScopePtr& scope,
                             std::string* out, Flow* flow) {
   KV_ASSIGN_OR_RETURN(Value iterable, Eval(*s.expr, scope));
-  KV_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(iterable));
-  KV_RETURN_IF_ERROR(Charge(items.size()));
+  // Lists are iterated in place; other iterables are materialised.
+  std::vector<Value> owned;
+  const std::vector<Value>* source = &iterable.items();
+  if (!iterable.is_list_like()) {
+    KV_ASSIGN_OR_RETURN(owned, Iterate(iterable));
+    source = &owned;
+  }
+  // An iteration allocates a scope and binds names: a few steps each.
+  KV_RETURN_IF_ERROR(ChargeItems(source->size()));
   if (s.filter) {
     std::vector<Value> kept;
-    for (Value& item : items) {
+    for (const Value& item : *source) {
       auto probe = std::make_shared<Scope>(scope);
       KV_RETURN_IF_ERROR(BindTargets(s.targets, item, probe.get()));
       KV_ASSIGN_OR_RETURN(Value keep, Eval(*s.filter, probe));
-      if (keep.Truthy()) kept.push_back(std::move(item));
+      if (keep.Truthy()) kept.push_back(item);
     }
-    items = std::move(kept);
+    owned = std::move(kept);
+    source = &owned;
   }
+  const std::vector<Value>& items = *source;
   const int64_t n = static_cast<int64_t>(items.size());
+  // One cycle() per loop; it reads the current index through `at`.
+  auto at = std::make_shared<int64_t>(0);
+  const Value cycle = Value::Func("cycle", [at](Interpreter&, CallArgs& args)
+                                               -> StatusOr<Value> {
+    if (args.positional.empty()) {
+      return JinjaError(ErrorKind::kType, "no items for cycling given");
+    }
+    return args.positional[*at % args.positional.size()];
+  });
   for (int64_t i = 0; i < n; ++i) {
     auto iter_scope = std::make_shared<Scope>(scope);
     KV_RETURN_IF_ERROR(BindTargets(s.targets, items[i], iter_scope.get()));
-    ValueMap loop;
-    loop.Set("index0", Value::Int(i));
-    loop.Set("index", Value::Int(i + 1));
-    loop.Set("revindex0", Value::Int(n - i - 1));
-    loop.Set("revindex", Value::Int(n - i));
-    loop.Set("first", Value::Bool(i == 0));
-    loop.Set("last", Value::Bool(i == n - 1));
-    loop.Set("length", Value::Int(n));
-    loop.Set("depth", Value::Int(1));
-    loop.Set("depth0", Value::Int(0));
-    if (i > 0) loop.Set("previtem", items[i - 1]);
-    if (i + 1 < n) loop.Set("nextitem", items[i + 1]);
-    loop.Set("cycle", Value::Func("cycle", [i](Interpreter&, CallArgs& args)
-                                               -> StatusOr<Value> {
-      if (args.positional.empty()) {
-        return JinjaError(ErrorKind::kType, "no items for cycling given");
-      }
-      return args.positional[i % args.positional.size()];
-    }));
-    iter_scope->Set("loop", Value::Dict(std::move(loop)));
+    if (s.uses_loop) {
+      *at = i;
+      KV_RETURN_IF_ERROR(Charge(4));
+      iter_scope->Set("loop", LoopObject(items, i, cycle));
+    }
     Flow inner = Flow::kNormal;
     KV_RETURN_IF_ERROR(ExecBody(s.body, iter_scope, out, &inner));
     if (inner == Flow::kBreak) break;

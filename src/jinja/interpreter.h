@@ -49,8 +49,18 @@ class Interpreter {
 
   // Spends `ops` of the operation budget; kLimit once it is exhausted.
   Status Charge(uint64_t ops);
+  // Spends the budget for building `n` container items. Items cost more
+  // than a step so that the budget also bounds memory: at most
+  // max_operations / kOpsPerItem items are ever created.
+  Status ChargeItems(uint64_t n);
+  // Spends the budget for building a string of `bytes` (one step per
+  // kBytesPerOp), so repeated concatenation is bounded in total bytes.
+  Status ChargeBytes(size_t bytes);
   // kLimit when a string or output of `bytes` would exceed the size limit.
   Status CheckSize(size_t bytes) const;
+
+  static constexpr uint64_t kOpsPerItem = 2;
+  static constexpr uint64_t kBytesPerOp = 16;
   // Calls a function value (TypeError for others, UndefinedError for
   // undefined callees).
   StatusOr<Value> Call(const Value& callee, CallArgs& args);

@@ -184,6 +184,7 @@ StatusOr<Value> Interpreter::EvalConcat(const Expr& e, const ScopePtr& scope) {
     }
   }
   KV_RETURN_IF_ERROR(CheckSize(out.size()));
+  KV_RETURN_IF_ERROR(ChargeBytes(out.size()));
   return Value::String(std::move(out));
 }
 

@@ -379,7 +379,7 @@ StatusOr<Value> SliceValue(Interpreter& ip, const Value& obj,
   };
   const int64_t from = clamp(b[0], st > 0 ? 0 : n - 1);
   const int64_t to = clamp(b[1], st > 0 ? n : -1);
-  KV_RETURN_IF_ERROR(ip.Charge(static_cast<uint64_t>(n)));
+  KV_RETURN_IF_ERROR(ip.ChargeItems(static_cast<uint64_t>(n)));
   std::u32string out_cps;
   std::vector<Value> out_items;
   for (int64_t i = from; st > 0 ? i < to : i > to; i += st) {

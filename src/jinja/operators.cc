@@ -37,11 +37,12 @@ StatusOr<Value> Add(Interpreter& ip, const Value& a, const Value& b) {
   }
   if (a.is_string() && b.is_string()) {
     KV_RETURN_IF_ERROR(ip.CheckSize(a.str().size() + b.str().size()));
+    KV_RETURN_IF_ERROR(ip.ChargeBytes(a.str().size() + b.str().size()));
     return Value::String(a.str() + b.str());
   }
   if ((a.kind() == ValueKind::kList || a.kind() == ValueKind::kTuple) &&
       a.kind() == b.kind()) {
-    KV_RETURN_IF_ERROR(ip.Charge(a.items().size() + b.items().size()));
+    KV_RETURN_IF_ERROR(ip.ChargeItems(a.items().size() + b.items().size()));
     std::vector<Value> items = a.items();
     items.insert(items.end(), b.items().begin(), b.items().end());
     return a.kind() == ValueKind::kList ? Value::List(std::move(items))
@@ -65,6 +66,7 @@ StatusOr<Value> Repeat(Interpreter& ip, const Value& seq, int64_t n) {
       return ip.CheckSize(std::numeric_limits<size_t>::max());
     }
     KV_RETURN_IF_ERROR(ip.CheckSize(len * n));
+    KV_RETURN_IF_ERROR(ip.ChargeBytes(len * n));
     std::string out;
     out.reserve(len * n);
     for (int64_t i = 0; i < n; ++i) out += seq.str();
@@ -74,7 +76,7 @@ StatusOr<Value> Repeat(Interpreter& ip, const Value& seq, int64_t n) {
   if (len > 0 && static_cast<uint64_t>(n) > (uint64_t{1} << 40) / len) {
     return ip.Charge(std::numeric_limits<uint64_t>::max() / 2);
   }
-  KV_RETURN_IF_ERROR(ip.Charge(len * n));
+  KV_RETURN_IF_ERROR(ip.ChargeItems(len * n));
   std::vector<Value> items;
   items.reserve(len * n);
   for (int64_t i = 0; i < n; ++i) {

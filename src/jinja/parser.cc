@@ -153,10 +153,14 @@ StatusOr<StmtPtr> Parser::ParseFor(SourcePos pos) {
   }
   s->recursive = SkipName("recursive");
   KV_RETURN_IF_ERROR(ExpectBlockEnd());
+  const bool saw_outer = saw_loop_name_;
+  saw_loop_name_ = false;
   ++loop_depth_;
   Status st = ParseBody({"endfor", "else"}, &s->body);
   --loop_depth_;
   KV_RETURN_IF_ERROR(st);
+  s->uses_loop = saw_loop_name_;
+  saw_loop_name_ = saw_outer || saw_loop_name_;
   if (IsName("else", 1)) {
     Next();
     Next();

@@ -215,6 +215,7 @@ StatusOr<ExprPtr> Parser::ParsePrimary() {
     } else {
       e->kind = ExprKind::kName;
       e->name = n;
+      if (n == "loop") saw_loop_name_ = true;
     }
     Next();
     return e;

@@ -87,7 +87,26 @@ class Writer {
   }
 
  private:
+  // Python's reprs print a container already being printed as [...] or
+  // {...} (only a namespace can contain itself here).
+  bool Recursing(const void* container, const char* marker) {
+    for (const void* p : active_) {
+      if (p != container) continue;
+      out_->append(marker);
+      return true;
+    }
+    return false;
+  }
+
   void Items(const Value& v, const char* open, const char* close, int depth) {
+    if (Recursing(&v.items(), "[...]")) return;
+    active_.push_back(&v.items());
+    ItemsBody(v, open, close, depth);
+    active_.pop_back();
+  }
+
+  void ItemsBody(const Value& v, const char* open, const char* close,
+                 int depth) {
     out_->append(open);
     bool first = true;
     for (const Value& item : v.items()) {
@@ -100,6 +119,13 @@ class Writer {
   }
 
   void Map(const Value& v, int depth) {
+    if (Recursing(&v.map(), "{...}")) return;
+    active_.push_back(&v.map());
+    MapBody(v, depth);
+    active_.pop_back();
+  }
+
+  void MapBody(const Value& v, int depth) {
     out_->append("{");
     bool first = true;
     for (size_t i = 0; i < v.map().size(); ++i) {
@@ -116,6 +142,7 @@ class Writer {
   size_t limit_;
   std::string* out_;
   bool ok_ = true;
+  std::vector<const void*> active_;  // containers being printed
 };
 
 void AppendJsonString(std::string_view s, bool ensure_ascii,
