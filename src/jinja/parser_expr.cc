@@ -268,7 +268,7 @@ StatusOr<ExprPtr> Parser::ParsePostfix(ExprPtr node) {
     if (IsOp(".") || IsOp("[")) {
       KV_ASSIGN_OR_RETURN(node, ParseSubscript(std::move(node)));
     } else if (IsOp("(")) {
-      auto call = NewExpr(ExprKind::kCall, Peek().pos);
+      auto call = NewExpr(ExprKind::kCall, node->pos);
       call->children.push_back(std::move(node));
       KV_RETURN_IF_ERROR(ParseCallArgs(call.get()));
       node = std::move(call);
@@ -285,7 +285,7 @@ StatusOr<ExprPtr> Parser::ParseFilterExpr(ExprPtr node) {
     } else if (IsName("is")) {
       KV_ASSIGN_OR_RETURN(node, ParseTest(std::move(node)));
     } else if (IsOp("(")) {
-      auto call = NewExpr(ExprKind::kCall, Peek().pos);
+      auto call = NewExpr(ExprKind::kCall, node->pos);
       call->children.push_back(std::move(node));
       KV_RETURN_IF_ERROR(ParseCallArgs(call.get()));
       node = std::move(call);
