@@ -40,57 +40,11 @@ enum class ValueKind {
   kFunction,
 };
 
-// Insertion-ordered str -> Value mapping (Python dicts keep insertion order,
-// and chat templates print tool schemas in request order).
-class ValueMap {
- public:
-  // Returns the value of `key`, or nullptr when absent.
-  const Value* Find(std::string_view key) const;
-  // Inserts `key` or overwrites its value in place (keeping its position).
-  void Set(std::string key, Value value);
-  // Returns the number of entries.
-  size_t size() const { return entries_.size(); }
-  // Returns the entries in insertion order; keys are KeyOf() strings.
-  const std::vector<std::pair<std::string, Value>>& entries() const {
-    return entries_;
-  }
-
-  // Python dict literals may use non-str keys ({1024: 256}). They are stored
-  // under a tagged string so that lookups stay string-based, and the
-  // original key is kept for iteration, repr and sorting.
-  // Returns the storage string of `key` (a str key is itself).
-  static std::string KeyOf(const Value& key);
-  // Inserts or overwrites an entry under any hashable `key`.
-  void SetKey(const Value& key, Value value);
-  // Returns the value stored under `key`, or nullptr.
-  const Value* FindKey(const Value& key) const;
-  // Returns the original key of entry `i`.
-  Value KeyAt(size_t i) const;
-
- private:
-  std::vector<std::pair<std::string, Value>> entries_;
-  // Built once the map is large enough that linear search would hurt.
-  std::unordered_map<std::string, size_t> index_;
-  // Empty unless a non-str key was inserted; then one per entry (Undefined
-  // for str keys).
-  std::vector<Value> special_keys_;
-  bool has_special_keys_ = false;
-};
-
-// Positional and keyword arguments of a call.
-struct CallArgs {
-  std::vector<Value> positional;
-  std::vector<std::pair<std::string, Value>> keyword;
-};
+class ValueMap;
+struct CallArgs;
+struct Function;
 
 using NativeFn = std::function<StatusOr<Value>(Interpreter&, CallArgs&)>;
-
-// A callable: a global, a bound method, a macro, caller(), loop.cycle.
-struct Function {
-  std::string name;
-  NativeFn call;
-  bool is_macro = false;
-};
 
 class Value {
  public:
@@ -165,6 +119,56 @@ class Value {
   // Only for Undefined: what failed, so errors name it.
   ErrorKind undefined_kind_ = ErrorKind::kUndefined;
   int depth_ = 0;
+};
+
+// Insertion-ordered str -> Value mapping (Python dicts keep insertion order,
+// and chat templates print tool schemas in request order).
+class ValueMap {
+ public:
+  // Returns the value of `key`, or nullptr when absent.
+  const Value* Find(std::string_view key) const;
+  // Inserts `key` or overwrites its value in place (keeping its position).
+  void Set(std::string key, Value value);
+  // Returns the number of entries.
+  size_t size() const { return entries_.size(); }
+  // Returns the entries in insertion order; keys are KeyOf() strings.
+  const std::vector<std::pair<std::string, Value>>& entries() const {
+    return entries_;
+  }
+
+  // Python dict literals may use non-str keys ({1024: 256}). They are stored
+  // under a tagged string so that lookups stay string-based, and the
+  // original key is kept for iteration, repr and sorting.
+  // Returns the storage string of `key` (a str key is itself).
+  static std::string KeyOf(const Value& key);
+  // Inserts or overwrites an entry under any hashable `key`.
+  void SetKey(const Value& key, Value value);
+  // Returns the value stored under `key`, or nullptr.
+  const Value* FindKey(const Value& key) const;
+  // Returns the original key of entry `i`.
+  Value KeyAt(size_t i) const;
+
+ private:
+  std::vector<std::pair<std::string, Value>> entries_;
+  // Built once the map is large enough that linear search would hurt.
+  std::unordered_map<std::string, size_t> index_;
+  // Empty unless a non-str key was inserted; then one per entry (Undefined
+  // for str keys).
+  std::vector<Value> special_keys_;
+  bool has_special_keys_ = false;
+};
+
+// Positional and keyword arguments of a call.
+struct CallArgs {
+  std::vector<Value> positional;
+  std::vector<std::pair<std::string, Value>> keyword;
+};
+
+// A callable: a global, a bound method, a macro, caller(), loop.cycle.
+struct Function {
+  std::string name;
+  NativeFn call;
+  bool is_macro = false;
 };
 
 }  // namespace kvault::jinja
