@@ -112,64 +112,61 @@ Status Interpreter::Exec(const Stmt& s, const ScopePtr& scope,
   Status st;
   switch (s.kind) {
     case StmtKind::kText: st = Append(out, s.text); break;
-    case StmtKind::kOutput: {
-      StatusOr<Value> v = Eval(*s.expr, scope);
-      if (!v.ok()) {
-        st = v.status();
-        break;
-      }
-      std::string text;
-      if (!AppendStr(*v, options_.max_output_bytes, &text)) {
-        st = CheckSize(options_.max_output_bytes + 1);
-        break;
-      }
-      st = Append(out, text);
-      break;
-    }
+    case StmtKind::kOutput: st = ExecOutput(s, scope, out); break;
     case StmtKind::kIf: st = ExecIf(s, scope, out, flow); break;
     case StmtKind::kFor: st = ExecFor(s, scope, out, flow); break;
     case StmtKind::kSet: st = ExecSet(s, scope); break;
     case StmtKind::kSetBlock:
-    case StmtKind::kFilterBlock: {
-      std::string captured;
-      Flow inner = Flow::kNormal;
-      st = ExecBody(s.body, scope, &captured, &inner);
-      if (!st.ok()) break;
-      const Value text = Value::String(std::move(captured));
-      const Expr* chain = s.kind == StmtKind::kSetBlock ? s.filter.get()
-                                                        : s.expr.get();
-      StatusOr<Value> v = chain ? EvalFilter(*chain, scope, &text) : text;
-      if (!v.ok()) {
-        st = v.status();
-      } else if (s.kind == StmtKind::kSetBlock) {
-        scope->Set(s.targets[0], *v);
-      } else {
-        st = Append(out, ToStr(*v));
-      }
-      break;
-    }
+    case StmtKind::kFilterBlock: st = ExecCapture(s, scope, out); break;
     case StmtKind::kMacro:
       scope->Set(s.name, MakeMacro(s, scope, false));
       break;
     case StmtKind::kCallBlock: st = ExecCallBlock(s, scope, out); break;
     case StmtKind::kBreak: *flow = Flow::kBreak; break;
     case StmtKind::kContinue: *flow = Flow::kContinue; break;
-    case StmtKind::kScope: {
-      auto inner = std::make_shared<Scope>(scope);
-      for (const auto& [name, expr] : s.params) {
-        StatusOr<Value> v = Eval(*expr, scope);
-        if (!v.ok()) {
-          st = v.status();
-          break;
-        }
-        inner->Set(name, *v);
-      }
-      if (st.ok()) st = ExecBody(s.body, inner, out, flow);
-      break;
-    }
+    case StmtKind::kScope: st = ExecScope(s, scope, out, flow); break;
   }
   --depth_;
   return WithPosition(st, s.pos);
+}
+
+Status Interpreter::ExecOutput(const Stmt& s, const ScopePtr& scope,
+                               std::string* out) {
+  KV_ASSIGN_OR_RETURN(Value v, Eval(*s.expr, scope));
+  std::string text;
+  if (!AppendStr(v, options_.max_output_bytes, &text)) {
+    return CheckSize(options_.max_output_bytes + 1);
+  }
+  return Append(out, text);
+}
+
+Status Interpreter::ExecCapture(const Stmt& s, const ScopePtr& scope,
+                                std::string* out) {
+  std::string captured;
+  Flow inner = Flow::kNormal;
+  KV_RETURN_IF_ERROR(ExecBody(s.body, scope, &captured, &inner));
+  const Value text = Value::String(std::move(captured));
+  const Expr* chain =
+      s.kind == StmtKind::kSetBlock ? s.filter.get() : s.expr.get();
+  Value result = text;
+  if (chain) {
+    KV_ASSIGN_OR_RETURN(result, EvalFilter(*chain, scope, &text));
+  }
+  if (s.kind == StmtKind::kSetBlock) {
+    scope->Set(s.targets[0], std::move(result));
+    return Status::Ok();
+  }
+  return Append(out, ToStr(result));
+}
+
+Status Interpreter::ExecScope(const Stmt& s, const ScopePtr& scope,
+                              std::string* out, Flow* flow) {
+  auto inner = std::make_shared<Scope>(scope);
+  for (const auto& [name, expr] : s.params) {
+    KV_ASSIGN_OR_RETURN(Value v, Eval(*expr, scope));
+    inner->Set(name, std::move(v));
+  }
+  return ExecBody(s.body, inner, out, flow);
 }
 
 Status Interpreter::ExecIf(const Stmt& s, const ScopePtr& scope,

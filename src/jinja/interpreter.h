@@ -74,6 +74,11 @@ class Interpreter {
                   Flow* flow);
   Status Exec(const Stmt& s, const ScopePtr& scope, std::string* out,
               Flow* flow);
+  Status ExecOutput(const Stmt& s, const ScopePtr& scope, std::string* out);
+  // Set blocks and filter blocks: render the body, then filter it.
+  Status ExecCapture(const Stmt& s, const ScopePtr& scope, std::string* out);
+  Status ExecScope(const Stmt& s, const ScopePtr& scope, std::string* out,
+                   Flow* flow);
   Status ExecIf(const Stmt& s, const ScopePtr& scope, std::string* out,
                 Flow* flow);
   Status ExecFor(const Stmt& s, const ScopePtr& scope, std::string* out,

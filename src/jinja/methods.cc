@@ -180,6 +180,9 @@ StatusOr<Value> StrSplitLike(const std::string& name, const std::string& s,
   return Strings(parts);
 }
 
+StatusOr<Value> StrArgMethod(Interpreter& ip, const Value& self,
+                             const std::string& name, CallArgs& args);
+
 StatusOr<Value> StrMethod(Interpreter& ip, const Value& self,
                           const std::string& name, CallArgs& args) {
   const std::string& s = self.str();
@@ -215,6 +218,14 @@ StatusOr<Value> StrMethod(Interpreter& ip, const Value& self,
   if (name == "capitalize") return Value::String(PyCapitalize(s));
   if (name == "swapcase") return Value::String(PySwapCase(s));
   if (name.starts_with("is")) return Value::Bool(PyIsClass(s, name.substr(2)));
+  return StrArgMethod(ip, self, name, args);
+}
+
+// The str methods taking up to three plain arguments: replace, find/index
+// and friends, count, removeprefix/suffix, and the padding methods.
+StatusOr<Value> StrArgMethod(Interpreter& ip, const Value& self,
+                             const std::string& name, CallArgs& args) {
+  const std::string& s = self.str();
   ArgReader r(name, args, {"a", "b", "c"});
   KV_RETURN_IF_ERROR(r.status());
   if (name == "replace") {

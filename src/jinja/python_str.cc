@@ -85,49 +85,45 @@ std::string PyStrip(std::string_view s, const std::optional<std::string>& chars,
   return EncodeUtf8(std::u32string_view(cps).substr(b, e - b));
 }
 
+namespace {
+
+// str.split()/rsplit() without a separator: runs of whitespace separate,
+// and the unsplit rest keeps its spaces.
+std::vector<std::string> SplitWhitespace(std::string_view s, int64_t maxsplit,
+                                         bool from_right) {
+  std::u32string cps = DecodeUtf8(s);
+  if (from_right) std::reverse(cps.begin(), cps.end());
+  std::vector<std::u32string> parts;
+  size_t i = 0;
+  while (true) {
+    while (i < cps.size() && IsPySpace(cps[i])) ++i;
+    if (i >= cps.size()) break;
+    if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
+      parts.push_back(cps.substr(i));
+      break;
+    }
+    size_t j = i;
+    while (j < cps.size() && !IsPySpace(cps[j])) ++j;
+    parts.push_back(cps.substr(i, j - i));
+    i = j;
+  }
+  std::vector<std::string> out;
+  for (auto& p : parts) {
+    if (from_right) std::reverse(p.begin(), p.end());
+    out.push_back(EncodeUtf8(p));
+  }
+  if (from_right) std::reverse(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
 StatusOr<std::vector<std::string>> PySplit(
     std::string_view s, const std::optional<std::string>& sep,
     int64_t maxsplit, bool from_right) {
+  if (!sep) return SplitWhitespace(s, maxsplit, from_right);
+  if (sep->empty()) return JinjaError(ErrorKind::kValue, "empty separator");
   std::vector<std::string> out;
-  if (sep && sep->empty()) {
-    return JinjaError(ErrorKind::kValue, "empty separator");
-  }
-  if (!sep) {
-    std::u32string cps = DecodeUtf8(s);
-    std::vector<std::u32string> parts;
-    if (!from_right) {
-      size_t i = 0;
-      while (true) {
-        while (i < cps.size() && IsPySpace(cps[i])) ++i;
-        if (i >= cps.size()) break;
-        if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
-          parts.push_back(cps.substr(i));  // the rest keeps its spaces
-          break;
-        }
-        size_t j = i;
-        while (j < cps.size() && !IsPySpace(cps[j])) ++j;
-        parts.push_back(cps.substr(i, j - i));
-        i = j;
-      }
-    } else {
-      size_t i = cps.size();
-      while (true) {
-        while (i > 0 && IsPySpace(cps[i - 1])) --i;
-        if (i == 0) break;
-        if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
-          parts.push_back(cps.substr(0, i));
-          break;
-        }
-        size_t j = i;
-        while (j > 0 && !IsPySpace(cps[j - 1])) --j;
-        parts.push_back(cps.substr(j, i - j));
-        i = j;
-      }
-      std::reverse(parts.begin(), parts.end());
-    }
-    for (const auto& p : parts) out.push_back(EncodeUtf8(p));
-    return out;
-  }
   if (!from_right) {
     size_t start = 0;
     while (maxsplit < 0 || static_cast<int64_t>(out.size()) < maxsplit) {
@@ -405,6 +401,33 @@ Spec ParseBraceSpec(std::string_view text) {
 
 }  // namespace
 
+namespace {
+
+// Returns the argument a str.format field ("", "0", "name") names.
+StatusOr<const Value*> FormatField(std::string_view field,
+                                   const CallArgs& args, size_t* auto_index) {
+  const bool numeric =
+      field.size() < 10 &&
+      std::all_of(field.begin(), field.end(),
+                  [](char d) { return d >= '0' && d <= '9'; });
+  if (numeric) {
+    const size_t index =
+        field.empty() ? (*auto_index)++ : std::stoul(std::string(field));
+    if (index >= args.positional.size()) {
+      return JinjaError(ErrorKind::kValue,
+                        "Replacement index " + std::to_string(index) +
+                            " out of range for positional args tuple");
+    }
+    return &args.positional[index];
+  }
+  for (const auto& [k, val] : args.keyword) {
+    if (k == field) return &val;
+  }
+  return JinjaError(ErrorKind::kValue, "KeyError: '" + std::string(field) + "'");
+}
+
+}  // namespace
+
 StatusOr<std::string> BraceFormat(std::string_view fmt, const CallArgs& args) {
   std::string out;
   size_t auto_index = 0;
@@ -439,31 +462,77 @@ StatusOr<std::string> BraceFormat(std::string_view fmt, const CallArgs& args) {
     if (size_t bang = field.find('!'); bang != std::string_view::npos) {
       field = field.substr(0, bang);
     }
-    const Value* v = nullptr;
-    if (field.empty() || std::all_of(field.begin(), field.end(), [](char d) {
-          return d >= '0' && d <= '9';
-        })) {
-      const size_t index =
-          field.empty() ? auto_index++ : std::stoul(std::string(field));
-      if (index < args.positional.size()) v = &args.positional[index];
-      if (!v) {
-        return JinjaError(ErrorKind::kValue,
-                          "Replacement index " + std::to_string(index) +
-                              " out of range for positional args tuple");
-      }
-    } else {
-      for (const auto& [k, val] : args.keyword) {
-        if (k == field) v = &val;
-      }
-      if (!v) {
-        return JinjaError(ErrorKind::kValue,
-                          "KeyError: '" + std::string(field) + "'");
-      }
-    }
+    KV_ASSIGN_OR_RETURN(const Value* v, FormatField(field, args, &auto_index));
     out += ApplySpec(*v, ParseBraceSpec(spec_text));
   }
   return out;
 }
+
+namespace {
+
+// One %-conversion of printf-style formatting.
+struct PercentSpec {
+  std::optional<std::string> key;  // %(key)s
+  Spec spec;
+  char type = '\0';
+};
+
+// Parses the conversion after a '%' starting at fmt[*i]; leaves *i on the
+// conversion type character.
+StatusOr<PercentSpec> ParsePercentSpec(std::string_view fmt, size_t* i) {
+  PercentSpec p;
+  if (*i < fmt.size() && fmt[*i] == '(') {
+    const size_t close = fmt.find(')', *i);
+    if (close == std::string_view::npos) {
+      return JinjaError(ErrorKind::kValue, "incomplete format key");
+    }
+    p.key = std::string(fmt.substr(*i + 1, close - *i - 1));
+    *i = close + 1;
+  }
+  while (*i < fmt.size() && (fmt[*i] == '-' || fmt[*i] == '+' ||
+                             fmt[*i] == ' ' || fmt[*i] == '0')) {
+    if (fmt[*i] == '-') p.spec.align = '<';
+    if (fmt[*i] == '0') p.spec.zero = true;
+    if (fmt[*i] == '+') p.spec.sign = '+';
+    ++*i;
+  }
+  size_t j = *i;
+  while (j < fmt.size() && ((fmt[j] >= '0' && fmt[j] <= '9') ||
+                            fmt[j] == '.')) {
+    ++j;
+  }
+  const Spec parsed = ParseBraceSpec(fmt.substr(*i, j - *i));
+  p.spec.width = parsed.width;
+  p.spec.precision = parsed.precision;
+  *i = j;
+  if (*i >= fmt.size()) {
+    return JinjaError(ErrorKind::kValue, "incomplete format");
+  }
+  p.type = fmt[*i];
+  p.spec.type = p.type == 'i' || p.type == 'u' ? 'd' : p.type;
+  if (!p.spec.align && !p.spec.zero) p.spec.align = '>';
+  return p;
+}
+
+StatusOr<std::string> FormatPercent(const PercentSpec& p, const Value& v) {
+  if (p.type == 'r') return PyPad(Repr(v), p.spec.width, ' ', p.spec.align);
+  if (p.type == 's') {
+    Spec s = p.spec;
+    s.type = 's';
+    return ApplySpec(v.is_string() ? v : Value::String(ToStr(v)), s);
+  }
+  if (!v.is_number()) {
+    return JinjaError(ErrorKind::kType, std::string("%") + p.type +
+                                            " format: a real number is "
+                                            "required, not " + TypeName(v));
+  }
+  if (p.spec.type == 'd' && v.is_float()) {
+    return ApplySpec(Value::Int(static_cast<int64_t>(v.AsDouble())), p.spec);
+  }
+  return ApplySpec(v, p.spec);
+}
+
+}  // namespace
 
 StatusOr<std::string> PercentFormat(std::string_view fmt, const Value& args) {
   std::vector<Value> list;
@@ -479,70 +548,27 @@ StatusOr<std::string> PercentFormat(std::string_view fmt, const Value& args) {
       out.push_back(fmt[i]);
       continue;
     }
-    if (++i >= fmt.size()) {
-      return JinjaError(ErrorKind::kValue, "incomplete format");
-    }
-    const Value* v = nullptr;
-    if (fmt[i] == '(') {
-      const size_t close = fmt.find(')', i);
-      if (close == std::string_view::npos || !args.is_dict()) {
-        return JinjaError(ErrorKind::kType, "format requires a mapping");
-      }
-      v = args.map().Find(fmt.substr(i + 1, close - i - 1));
-      if (!v) return JinjaError(ErrorKind::kValue, "KeyError in format");
-      i = close + 1;
-    }
-    Spec spec;
-    while (i < fmt.size() && (fmt[i] == '-' || fmt[i] == '+' ||
-                              fmt[i] == ' ' || fmt[i] == '0')) {
-      if (fmt[i] == '-') spec.align = '<';
-      if (fmt[i] == '0') spec.zero = true;
-      if (fmt[i] == '+') spec.sign = '+';
-      ++i;
-    }
-    size_t j = i;
-    while (j < fmt.size() && ((fmt[j] >= '0' && fmt[j] <= '9') ||
-                              fmt[j] == '.')) {
-      ++j;
-    }
-    Spec parsed = ParseBraceSpec(fmt.substr(i, j - i));
-    spec.width = parsed.width;
-    spec.precision = parsed.precision;
-    i = j;
-    if (i >= fmt.size()) {
-      return JinjaError(ErrorKind::kValue, "incomplete format");
-    }
-    const char type = fmt[i];
-    if (type == '%') {
+    ++i;
+    KV_ASSIGN_OR_RETURN(PercentSpec p, ParsePercentSpec(fmt, &i));
+    if (p.type == '%') {
       out.push_back('%');
       continue;
     }
-    if (!v) {
-      if (next >= list.size()) {
-        return JinjaError(ErrorKind::kType,
-                          "not enough arguments for format string");
+    const Value* v = nullptr;
+    if (p.key) {
+      if (!args.is_dict()) {
+        return JinjaError(ErrorKind::kType, "format requires a mapping");
       }
+      v = args.map().Find(*p.key);
+      if (!v) return JinjaError(ErrorKind::kValue, "KeyError: '" + *p.key + "'");
+    } else if (next < list.size()) {
       v = &list[next++];
-    }
-    spec.type = type == 'i' || type == 'u' ? 'd' : type;
-    if (!spec.align && !spec.zero) spec.align = '>';
-    if (type == 'r') {
-      out += PyPad(Repr(*v), spec.width, ' ', spec.align);
-    } else if (type == 's') {
-      Spec s = spec;
-      s.type = 's';
-      out += ApplySpec(v->is_string() ? *v : Value::String(ToStr(*v)), s);
-    } else if (!v->is_number()) {
-      return JinjaError(ErrorKind::kType, std::string("%") + type +
-                                              " format: a real number is "
-                                              "required, not " + TypeName(*v));
     } else {
-      Value num = *v;
-      if (spec.type == 'd' && v->is_float()) {
-        num = Value::Int(static_cast<int64_t>(v->AsDouble()));
-      }
-      out += ApplySpec(num, spec);
+      return JinjaError(ErrorKind::kType,
+                        "not enough arguments for format string");
     }
+    KV_ASSIGN_OR_RETURN(std::string piece, FormatPercent(p, *v));
+    out += piece;
   }
   if (next < list.size() && !args.is_dict()) {
     return JinjaError(ErrorKind::kType,

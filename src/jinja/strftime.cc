@@ -1,6 +1,7 @@
 #include "jinja/strftime.h"
 
 #include <cstdio>
+#include <optional>
 
 namespace kvault::jinja {
 namespace {
@@ -35,65 +36,70 @@ std::string Num(long v, int width, bool pad, char fill = '0') {
   return buf;
 }
 
+// The broken-down fields one directive reads.
+struct Fields {
+  int year, month, day, hour, minute, second, wday, yday;
+};
+
+// Returns the expansion of directive `c` (nullopt when unknown).
+std::optional<std::string> Directive(char c, const Fields& f, bool pad,
+                                     const std::tm& tm) {
+  const int hour12 = f.hour % 12 == 0 ? 12 : f.hour % 12;
+  switch (c) {
+    case 'a': return std::string(kDays[f.wday]).substr(0, 3);
+    case 'A': return std::string(kDays[f.wday]);
+    case 'b': case 'h': return std::string(kMonths[f.month]).substr(0, 3);
+    case 'B': return std::string(kMonths[f.month]);
+    case 'd': return Num(f.day, 2, pad);
+    case 'e': return Num(f.day, 2, pad, ' ');
+    case 'f': return std::string("000000");
+    case 'H': return Num(f.hour, 2, pad);
+    case 'I': return Num(hour12, 2, pad);
+    case 'j': return Num(f.yday + 1, 3, pad);
+    case 'm': return Num(f.month + 1, 2, pad);
+    case 'M': return Num(f.minute, 2, pad);
+    case 'p': return std::string(f.hour < 12 ? "AM" : "PM");
+    case 'S': return Num(f.second, 2, pad);
+    case 'u': return Num(f.wday == 0 ? 7 : f.wday, 1, pad);
+    case 'w': return Num(f.wday, 1, pad);
+    case 'y': return Num(((f.year % 100) + 100) % 100, 2, pad);
+    case 'Y': return Num(f.year, 1, false);
+    case 'z': case 'Z': return std::string();
+    case '%': return std::string("%");
+    case 'c': return Strftime("%a %b %e %H:%M:%S %Y", tm);
+    case 'x': case 'D': return Strftime("%m/%d/%y", tm);
+    case 'X': case 'T': return Strftime("%H:%M:%S", tm);
+    case 'F': return Strftime("%Y-%m-%d", tm);
+    case 'R': return Strftime("%H:%M", tm);
+    default: return std::nullopt;
+  }
+}
+
 }  // namespace
 
 std::string Strftime(std::string_view format, const std::tm& tm) {
-  const int year = tm.tm_year + 1900;
-  const int month = (tm.tm_mon % 12 + 12) % 12;
-  const int day = tm.tm_mday;
-  const long days = DaysFromCivil(year, month + 1, day);
-  const int wday = static_cast<int>(((days % 7) + 11) % 7);  // 0 = Sunday
-  const int yday = static_cast<int>(days - DaysFromCivil(year, 1, 1));
-  const int hour12 = tm.tm_hour % 12 == 0 ? 12 : tm.tm_hour % 12;
+  Fields f;
+  f.year = tm.tm_year + 1900;
+  f.month = (tm.tm_mon % 12 + 12) % 12;
+  f.day = tm.tm_mday;
+  f.hour = tm.tm_hour;
+  f.minute = tm.tm_min;
+  f.second = tm.tm_sec;
+  const long days = DaysFromCivil(f.year, f.month + 1, f.day);
+  f.wday = static_cast<int>(((days % 7) + 11) % 7);  // 0 = Sunday
+  f.yday = static_cast<int>(days - DaysFromCivil(f.year, 1, 1));
   std::string out;
   for (size_t i = 0; i < format.size(); ++i) {
     if (format[i] != '%' || i + 1 >= format.size()) {
       out.push_back(format[i]);
       continue;
     }
-    bool pad = true;
+    // glibc's '-' flag: no padding (%-d).
     size_t j = i + 1;
-    if (format[j] == '-' && j + 1 < format.size()) {
-      pad = false;
-      ++j;
-    }
-    const char c = format[j];
-    std::string piece;
-    switch (c) {
-      case 'a': piece = std::string(kDays[wday]).substr(0, 3); break;
-      case 'A': piece = kDays[wday]; break;
-      case 'b': case 'h': piece = std::string(kMonths[month]).substr(0, 3);
-        break;
-      case 'B': piece = kMonths[month]; break;
-      case 'd': piece = Num(day, 2, pad); break;
-      case 'e': piece = Num(day, 2, pad, ' '); break;
-      case 'f': piece = "000000"; break;
-      case 'H': piece = Num(tm.tm_hour, 2, pad); break;
-      case 'I': piece = Num(hour12, 2, pad); break;
-      case 'j': piece = Num(yday + 1, 3, pad); break;
-      case 'm': piece = Num(month + 1, 2, pad); break;
-      case 'M': piece = Num(tm.tm_min, 2, pad); break;
-      case 'p': piece = tm.tm_hour < 12 ? "AM" : "PM"; break;
-      case 'S': piece = Num(tm.tm_sec, 2, pad); break;
-      case 'u': piece = Num(wday == 0 ? 7 : wday, 1, pad); break;
-      case 'w': piece = Num(wday, 1, pad); break;
-      case 'y': piece = Num(((year % 100) + 100) % 100, 2, pad); break;
-      case 'Y': piece = Num(year, 1, false); break;
-      case 'z': case 'Z': break;
-      case '%': piece = "%"; break;
-      case 'c':
-        piece = Strftime("%a %b %e %H:%M:%S %Y", tm);
-        break;
-      case 'x': piece = Strftime("%m/%d/%y", tm); break;
-      case 'X': piece = Strftime("%H:%M:%S", tm); break;
-      case 'D': piece = Strftime("%m/%d/%y", tm); break;
-      case 'F': piece = Strftime("%Y-%m-%d", tm); break;
-      case 'T': piece = Strftime("%H:%M:%S", tm); break;
-      case 'R': piece = Strftime("%H:%M", tm); break;
-      default:
-        piece = std::string(format.substr(i, j - i + 1));
-    }
-    out += piece;
+    const bool pad = !(format[j] == '-' && j + 1 < format.size());
+    if (!pad) ++j;
+    const std::optional<std::string> piece = Directive(format[j], f, pad, tm);
+    out += piece ? *piece : std::string(format.substr(i, j - i + 1));
     i = j;
   }
   return out;
