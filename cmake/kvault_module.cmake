@@ -26,7 +26,10 @@ function(kvault_tests)
     # Tests find ../shared (models, vocab vectors) relative to the source root.
     target_compile_definitions(${_name} PRIVATE
                                KVAULT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+    # A directory may set KVAULT_TEST_PREFIX (e.g. "jinja.") so that its
+    # tests can be selected with `ctest -R`.
     gtest_discover_tests(${_name} DISCOVERY_TIMEOUT 60
+                         TEST_PREFIX "${KVAULT_TEST_PREFIX}"
                          PROPERTIES LABELS unit)
   endforeach()
 endfunction()
