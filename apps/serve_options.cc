@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/env.h"
+#include "server/chat_format.h"
 #include "server/chat_template.h"
 #include "server/server_args.h"
 
@@ -181,6 +182,44 @@ Status ParseDefaults(const Flags& f, CompletionParams* d) {
   return Status::Ok();
 }
 
+// --jinja, --chat-template NAME|SOURCE, --chat-template-file,
+// --chat-template-kwargs. A given template must parse (its error names the
+// line and column) so a typo stops the start, not the first request.
+Status ParseChatTemplateFlags(const Flags& f, ServerOptions* s) {
+  KV_ASSIGN_OR_RETURN(s->jinja, f.GetBool("jinja", true));
+  const std::string given = f.GetString("chat-template", "");
+  if (!given.empty() && ParseChatTemplateName(given).ok()) {
+    s->chat_template = given;
+  } else if (!given.empty()) {
+    if (!s->jinja) {
+      return ParseChatTemplateName(given).status().WithContext(
+          "flag --chat-template (with --no-jinja only built-in names)");
+    }
+    s->chat_template_source = given;
+  }
+  if (f.Has("chat-template-file")) {
+    const std::string path = f.GetString("chat-template-file", "");
+    KV_ASSIGN_OR_RETURN(s->chat_template_source,
+                        ReadFileToString(Env::Default(), path));
+  }
+  if (!s->chat_template_source.empty()) {
+    KV_RETURN_IF_ERROR(ChatFormat::FromJinja(s->chat_template_source)
+                           .status()
+                           .WithContext("flag --chat-template"));
+  }
+  const std::string kwargs = f.GetString("chat-template-kwargs", "");
+  if (!kwargs.empty()) {
+    auto parsed = nlohmann::json::parse(kwargs, nullptr, false);
+    if (!parsed.is_object()) {
+      return InvalidArgumentError(
+          "flag --chat-template-kwargs: expected a JSON object, got '" +
+          kwargs + "'");
+    }
+    s->chat_template_kwargs = std::move(parsed);
+  }
+  return Status::Ok();
+}
+
 // --api-key (comma-separated) and --api-key-file (one key per line).
 Status ParseApiKeys(const Flags& f, ServerOptions* s) {
   s->api_keys = SplitList(f.GetString("api-key", ""));
@@ -246,10 +285,7 @@ Status ParseServer(const Flags& f, ServeOptions* o) {
   s.aliases.erase(std::unique(s.aliases.begin(), s.aliases.end()),
                   s.aliases.end());
   s.tags = SplitList(f.GetString("tags", ""));
-  s.chat_template = f.GetString("chat-template", "");
-  if (!s.chat_template.empty()) {
-    KV_RETURN_IF_ERROR(ParseChatTemplateName(s.chat_template).status());
-  }
+  KV_RETURN_IF_ERROR(ParseChatTemplateFlags(f, &s));
   s.model_path = o->model_path.empty() ? "demo" : o->model_path;
   s.demo_model = o->model_path.empty();
   return ParseDefaults(f, &s.defaults);

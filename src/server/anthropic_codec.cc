@@ -279,7 +279,7 @@ StatusOr<std::vector<ChatMessage>> AnthropicChatMessages(
 
 StatusOr<AnthropicRequest> ParseAnthropicRequest(
     const json& body, const Tokenizer& tokenizer,
-    const CompletionLimits& limits, ChatTemplateFamily family) {
+    const CompletionLimits& limits, const ChatFormat& format) {
   json fields = body;
   if (FindField(body, "n_predict") == nullptr &&
       FindField(body, "max_tokens") != nullptr) {
@@ -309,18 +309,18 @@ StatusOr<AnthropicRequest> ParseAnthropicRequest(
                       AnthropicChatMessages(body, &out.tool_names));
   KV_ASSIGN_OR_RETURN(out.completion, BuildChatRequest(fields, messages,
                                                        tokenizer, limits,
-                                                       family));
+                                                       format));
   return out;
 }
 
 StatusOr<json> AnthropicCountTokens(const json& body,
                                     const Tokenizer& tokenizer,
-                                    ChatTemplateFamily family) {
+                                    const ChatFormat& format) {
   std::vector<std::string> tool_names;
   KV_ASSIGN_OR_RETURN(std::vector<ChatMessage> messages,
                       AnthropicChatMessages(body, &tool_names));
   KV_ASSIGN_OR_RETURN(std::vector<TokenId> tokens,
-                      TokenizeChat(messages, tokenizer, family));
+                      TokenizeChat(messages, tokenizer, format));
   return json{{"input_tokens", tokens.size()}};
 }
 

@@ -22,6 +22,7 @@
 
 #include "core/status_or.h"
 #include "model/tokenizer.h"
+#include "server/chat_format.h"
 #include "server/chat_template.h"
 #include "server/completion_codec.h"
 #include "server/sse_sink.h"
@@ -66,13 +67,13 @@ StatusOr<std::vector<ChatMessage>> AnthropicChatMessages(
 // llama-server's own sampling fields.
 StatusOr<AnthropicRequest> ParseAnthropicRequest(
     const nlohmann::json& body, const Tokenizer& tokenizer,
-    const CompletionLimits& limits, ChatTemplateFamily family);
+    const CompletionLimits& limits, const ChatFormat& format);
 
 // Returns {"input_tokens": n} for a /v1/messages/count_tokens body (the
 // prompt /v1/messages would run; max_tokens not needed).
 StatusOr<nlohmann::json> AnthropicCountTokens(const nlohmann::json& body,
                                               const Tokenizer& tokenizer,
-                                              ChatTemplateFamily family);
+                                              const ChatFormat& format);
 
 // Returns the tool call `text` spells ({"tool_call": {"name", "input"}} with
 // a name in `tool_names`, whitespace around it allowed), or nullopt.

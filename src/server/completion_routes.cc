@@ -44,7 +44,8 @@ std::optional<HttpError> ContextError(const CompletionRequest& request,
 }
 
 StatusOr<CompletionRequest> ParseFor(Api api, const ServerState& state,
-                                     const json& body, const Engine& engine) {
+                                     const json& body, const Engine& engine,
+                                     const nlohmann::ordered_json* ordered) {
   const Tokenizer& tokenizer = engine.model().tokenizer();
   const CompletionLimits limits = LimitsFor(state, engine);
   switch (api) {
@@ -59,7 +60,8 @@ StatusOr<CompletionRequest> ParseFor(Api api, const ServerState& state,
     case Api::kOaiCompletion:
       return ParseOaiCompletionRequest(body, tokenizer, limits);
     case Api::kOaiChat:
-      return ParseOaiChatRequest(body, tokenizer, limits, state.chat_family);
+      return ParseOaiChatRequest(body, tokenizer, limits, state.chat_format,
+                                 ordered);
   }
   return InternalError("unknown API");
 }
@@ -221,12 +223,18 @@ void HandleCompletion(Api api, ServerState& state, const Request& req,
   Engine* engine = state.engine.load();
   StatusOr<json> parsed = ParseJsonObject(req.body);
   if (!parsed.ok()) return ReplyStatus(res, parsed.status());
+  // Chat templates see the messages with their keys in the client's order.
+  const nlohmann::ordered_json ordered =
+      api == Api::kOaiChat ? nlohmann::ordered_json::parse(req.body, nullptr,
+                                                           false)
+                           : nlohmann::ordered_json();
   StatusOr<std::vector<json>> bodies = SplitTasks(api, *parsed);
   if (!bodies.ok()) return ReplyStatus(res, bodies.status());
   if (bodies->size() > 1) {
     std::vector<CompletionRequest> requests;
     for (const json& b : *bodies) {
-      StatusOr<CompletionRequest> r = ParseFor(api, state, b, *engine);
+      StatusOr<CompletionRequest> r =
+          ParseFor(api, state, b, *engine, &ordered);
       if (!r.ok()) return ReplyStatus(res, r.status());
       if (auto e = ContextError(*r, *engine)) return ReplyError(res, *e);
       if (r->stream) {
@@ -241,7 +249,8 @@ void HandleCompletion(Api api, ServerState& state, const Request& req,
     return HandleTasks(api, state, engine, std::move(requests), req, res);
   }
   const json* body = &bodies->front();
-  StatusOr<CompletionRequest> request = ParseFor(api, state, *body, *engine);
+  StatusOr<CompletionRequest> request =
+      ParseFor(api, state, *body, *engine, &ordered);
   if (!request.ok()) return ReplyStatus(res, request.status());
   if (auto e = ContextError(*request, *engine)) return ReplyError(res, *e);
   auto sink = std::make_shared<QueueSink>();
@@ -266,24 +275,41 @@ void HandleCompletion(Api api, ServerState& state, const Request& req,
 }
 
 // {"input_tokens": N}: the tokens a chat request's prompt would take.
-StatusOr<json> ChatInputTokens(const json& body, const Tokenizer& tokenizer,
-                               ChatTemplateFamily family) {
+StatusOr<json> ChatInputTokens(const json& body,
+                               const nlohmann::ordered_json* ordered,
+                               const Tokenizer& tokenizer,
+                               const ChatFormat& format) {
   KV_ASSIGN_OR_RETURN(std::vector<ChatMessage> messages,
                       ParseChatMessages(body));
-  KV_ASSIGN_OR_RETURN(std::vector<TokenId> tokens,
-                      TokenizeChat(messages, tokenizer, family));
+  KV_ASSIGN_OR_RETURN(
+      std::vector<TokenId> tokens,
+      TokenizeChat(messages, tokenizer, format, true,
+                   OrderedField(ordered, "messages"),
+                   OrderedField(ordered, "chat_template_kwargs")));
   return json{{"input_tokens", tokens.size()}};
 }
 
-// Runs a JSON-in, JSON-out handler over the model's tokenizer.
+// Runs a JSON-in, JSON-out handler over the model's tokenizer; `fn` gets
+// the body, the same body with its keys in the client's order, and the
+// tokenizer.
 template <typename Fn>
 void HandleTokenizerCall(ServerState& state, const Request& req, Response& res,
                          Fn fn) {
   StatusOr<json> body = ParseJsonObject(req.body);
   if (!body.ok()) return ReplyStatus(res, body.status());
-  StatusOr<json> out = fn(*body, state.engine.load()->model().tokenizer());
+  const nlohmann::ordered_json ordered =
+      nlohmann::ordered_json::parse(req.body, nullptr, false);
+  StatusOr<json> out =
+      fn(*body, &ordered, state.engine.load()->model().tokenizer());
   if (!out.ok()) return ReplyStatus(res, out.status());
   ReplyJson(res, *out);
+}
+
+// Adapts a (body, tokenizer) handler to HandleTokenizerCall.
+template <typename Fn>
+auto IgnoringOrder(Fn fn) {
+  return [fn](const json& body, const nlohmann::ordered_json*,
+              const Tokenizer& tokenizer) { return fn(body, tokenizer); };
 }
 
 }  // namespace
@@ -309,30 +335,35 @@ void RegisterCompletionRoutes(HttpRouter& server, ServerState& state) {
        {"/chat/completions/input_tokens", "/v1/chat/completions/input_tokens"}) {
     RegisterPost(server, path, state,
                  [&state](const Request& req, Response& res) {
-                   HandleTokenizerCall(state, req, res,
-                                       [&state](const json& body,
-                                                const Tokenizer& tokenizer) {
-                                         return ChatInputTokens(
-                                             body, tokenizer,
-                                             state.chat_family);
-                                       });
+                   HandleTokenizerCall(
+                       state, req, res,
+                       [&state](const json& body,
+                                const nlohmann::ordered_json* ordered,
+                                const Tokenizer& tokenizer) {
+                         return ChatInputTokens(body, ordered, tokenizer,
+                                                state.chat_format);
+                       });
                  });
   }
   RegisterPost(server, "/apply-template", state,
                [&state](const Request& req, Response& res) {
                  HandleTokenizerCall(
                      state, req, res,
-                     [&state](const json& body, const Tokenizer& tokenizer) {
-                       return ApplyTemplate(body, tokenizer, state.chat_family);
+                     [&state](const json& body,
+                              const nlohmann::ordered_json* ordered,
+                              const Tokenizer& tokenizer) {
+                       return ApplyTemplate(body, ordered, tokenizer,
+                                            state.chat_format);
                      });
                });
   RegisterPost(server, "/tokenize", state,
                [&state](const Request& req, Response& res) {
-                 HandleTokenizerCall(state, req, res, HandleTokenize);
+                 HandleTokenizerCall(state, req, res, IgnoringOrder(HandleTokenize));
                });
   RegisterPost(server, "/detokenize", state,
                [&state](const Request& req, Response& res) {
-                 HandleTokenizerCall(state, req, res, HandleDetokenize);
+                 HandleTokenizerCall(state, req, res,
+                                     IgnoringOrder(HandleDetokenize));
                });
 }
 

@@ -65,6 +65,7 @@ class HttpServer::Impl {
 
  private:
   void Describe(const Engine& engine);
+  ChatFormat ChooseChatFormat(const LlamaModel& model) const;
   bool Admit(const HttpRequest& head, HttpResponse& res);
   void Handle(HttpRequest& req, HttpResponse& res);
 
@@ -175,26 +176,49 @@ Status HttpServer::Impl::Listen() {
   return Status::Ok();
 }
 
+// The chat format, in llama-server's order of precedence: a built-in name
+// given to --chat-template; with Jinja on, the template given at start-up,
+// else the model's own; a family recognised in the model's template (or
+// chatml) otherwise. A model template that does not parse falls back to
+// the family, with the parser's error logged.
+ChatFormat HttpServer::Impl::ChooseChatFormat(const LlamaModel& model) const {
+  const ServerOptions& o = state_.options;
+  if (!o.chat_template.empty()) {
+    StatusOr<ChatTemplateFamily> named = ParseChatTemplateName(o.chat_template);
+    if (named.ok()) return ChatFormat(*named);
+  }
+  StatusOr<std::string> embedded =
+      model.file().GetString("tokenizer.chat_template");
+  if (o.jinja) {
+    std::string source = o.chat_template_source;
+    if (source.empty() && embedded.ok()) source = *embedded;
+    if (!source.empty()) {
+      StatusOr<ChatFormat> jinja = ChatFormat::FromJinja(source);
+      if (jinja.ok()) {
+        KV_LOG(INFO) << "chat template: Jinja ("
+                     << (o.chat_template_source.empty() ? "the model's"
+                                                        : "given")
+                     << ", " << source.size() << " bytes)";
+        return std::move(*jinja);
+      }
+      KV_LOG(ERROR) << jinja.status() << "; using a built-in template";
+    }
+  }
+  std::optional<ChatTemplateFamily> family;
+  if (embedded.ok()) family = DetectChatTemplate(*embedded);
+  KV_LOG(INFO) << "chat template: "
+               << ChatTemplateFamilyName(
+                      family.value_or(ChatTemplateFamily::kChatml))
+               << (family ? "" : embedded.ok() ? " (template not recognised)"
+                                               : " (model has none)");
+  return ChatFormat(family.value_or(ChatTemplateFamily::kChatml));
+}
+
 // Sets what the API reports about the model; called once, before `ready`.
 void HttpServer::Impl::Describe(const Engine& engine) {
+  state_.chat_format = ChooseChatFormat(engine.model());
+  state_.chat_format.default_kwargs = state_.options.chat_template_kwargs;
   const LlamaModel& model = engine.model();
-  StatusOr<std::string> jinja =
-      model.file().GetString("tokenizer.chat_template");
-  std::optional<ChatTemplateFamily> family;
-  if (!state_.options.chat_template.empty()) {
-    // Checked by the command line before the model loaded.
-    family = ParseChatTemplateName(state_.options.chat_template).value();
-  } else if (jinja.ok()) {
-    family = DetectChatTemplate(*jinja);
-  }
-  state_.chat_family = family.value_or(ChatTemplateFamily::kChatml);
-  if (!family.has_value()) {
-    KV_LOG(INFO) << (jinja.ok() ? "chat template not recognised"
-                                : "model has no chat template")
-                 << "; using chatml";
-  } else {
-    KV_LOG(INFO) << "chat template: " << ChatTemplateFamilyName(*family);
-  }
   state_.model_id = ModelId(state_.options);
   state_.created = static_cast<int64_t>(std::time(nullptr));
   state_.engine_options = engine.options();

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,13 @@ struct ServerOptions {
   CorsOptions cors;               // --cors-*: llama-server's defaults
   // --chat-template NAME: a built-in family; empty: detected from the model.
   std::string chat_template;
+  // --jinja (default) / --no-jinja: render Jinja chat templates.
+  bool jinja = true;
+  // A Jinja template given by --chat-template SOURCE or
+  // --chat-template-file (checked at start-up); empty: the model's.
+  std::string chat_template_source;
+  // --chat-template-kwargs: template variables for every request.
+  nlohmann::json chat_template_kwargs = nlohmann::json::object();
   // What a request's omitted fields default to (--temp, --seed, -n,
   // --ignore-eos, --cache-prompt, ...).
   CompletionParams defaults;

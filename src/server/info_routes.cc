@@ -127,7 +127,7 @@ void HandleProps(const ServerState& state, Response& res) {
                  {"endpoint_metrics", state.options.metrics_endpoint},
                  {"modalities",
                   {{"vision", false}, {"video", false}, {"audio", false}}},
-                 {"chat_template", ChatTemplateFamilyName(state.chat_family)},
+                 {"chat_template", state.chat_format.Describe()},
                  {"build_info", kBuildInfo},
                  {"demo_model", state.options.demo_model},
                  {"is_sleeping", sleeping}});

@@ -7,6 +7,7 @@ namespace kvault {
 namespace {
 
 using nlohmann::json;
+using nlohmann::ordered_json;
 
 // OpenAI's logprobs become llama-server's n_probs (unless it is given):
 // for text completions `logprobs` is the number of top tokens (true: 1);
@@ -187,47 +188,84 @@ StatusOr<std::vector<ChatMessage>> ParseChatMessages(const json& body) {
 
 StatusOr<std::string> ChatPromptText(const std::vector<ChatMessage>& messages,
                                      const Tokenizer& tokenizer,
-                                     ChatTemplateFamily family,
-                                     bool add_generation_prompt) {
+                                     const ChatFormat& format,
+                                     bool add_generation_prompt,
+                                     const ordered_json* raw_messages,
+                                     const ordered_json* vars) {
   const Vocab& vocab = tokenizer.vocab();
   std::string bos, eos;
   if (vocab.bos) bos = std::string(tokenizer.TokenToPiece(*vocab.bos, true));
   if (vocab.eos) eos = std::string(tokenizer.TokenToPiece(*vocab.eos, true));
-  return RenderChat(family, messages, add_generation_prompt, bos, eos);
+  ordered_json raw = ordered_json::array();
+  if (raw_messages != nullptr) {
+    raw = *raw_messages;
+  } else {
+    for (const ChatMessage& m : messages) {
+      raw.push_back({{"role", m.role}, {"content", m.content}});
+    }
+  }
+  return format.Render(raw, messages, add_generation_prompt, bos, eos,
+                       vars != nullptr ? *vars : ordered_json());
 }
 
 StatusOr<std::vector<TokenId>> TokenizeChat(
     const std::vector<ChatMessage>& messages, const Tokenizer& tokenizer,
-    ChatTemplateFamily family, bool add_generation_prompt) {
+    const ChatFormat& format, bool add_generation_prompt,
+    const ordered_json* raw_messages, const ordered_json* vars) {
   KV_ASSIGN_OR_RETURN(std::string prompt,
-                      ChatPromptText(messages, tokenizer, family,
-                                     add_generation_prompt));
+                      ChatPromptText(messages, tokenizer, format,
+                                     add_generation_prompt, raw_messages,
+                                     vars));
   return tokenizer.Tokenize(prompt, true, true);
 }
 
-StatusOr<json> ApplyTemplate(const json& body, const Tokenizer& tokenizer,
-                             ChatTemplateFamily family) {
+const ordered_json* OrderedField(const ordered_json* body, const char* key) {
+  if (body == nullptr || !body->is_object()) return nullptr;
+  auto it = body->find(key);
+  return it == body->end() || it->is_null() ? nullptr : &*it;
+}
+
+StatusOr<json> ApplyTemplate(const json& body, const ordered_json* ordered,
+                             const Tokenizer& tokenizer,
+                             const ChatFormat& format) {
   KV_ASSIGN_OR_RETURN(std::vector<ChatMessage> messages,
                       ParseChatMessages(body));
   KV_ASSIGN_OR_RETURN(bool add_generation_prompt,
                       ReadGenerationPromptFields(body));
+  // The template sees the request's tools (rendering them is all
+  // /apply-template does; completions refuse tools until calls are parsed).
+  ordered_json vars = ordered_json::object();
+  if (const ordered_json* kwargs = OrderedField(ordered, "chat_template_kwargs")) {
+    if (!kwargs->is_object()) {
+      return WrongType("chat_template_kwargs", "an object",
+                       body.at("chat_template_kwargs"));
+    }
+    vars = *kwargs;
+  }
+  if (const ordered_json* tools = OrderedField(ordered, "tools")) {
+    vars["tools"] = *tools;
+  }
   KV_ASSIGN_OR_RETURN(std::string prompt,
-                      ChatPromptText(messages, tokenizer, family,
-                                     add_generation_prompt));
+                      ChatPromptText(messages, tokenizer, format,
+                                     add_generation_prompt,
+                                     OrderedField(ordered, "messages"), &vars));
   return json{{"prompt", std::move(prompt)}};
 }
 
 StatusOr<CompletionRequest> BuildChatRequest(
     const json& fields, const std::vector<ChatMessage>& messages,
     const Tokenizer& tokenizer, const CompletionLimits& limits,
-    ChatTemplateFamily family, bool add_generation_prompt) {
+    const ChatFormat& format, bool add_generation_prompt,
+    const ordered_json* ordered) {
   CompletionRequest request;
   KV_RETURN_IF_ERROR(ParseGenerationFields(fields, limits, &request));
-  KV_ASSIGN_OR_RETURN(request.params.prompt,
-                      TokenizeChat(messages, tokenizer, family,
-                                   add_generation_prompt));
+  KV_ASSIGN_OR_RETURN(
+      request.params.prompt,
+      TokenizeChat(messages, tokenizer, format, add_generation_prompt,
+                   OrderedField(ordered, "messages"),
+                   OrderedField(ordered, "chat_template_kwargs")));
   KV_RETURN_IF_ERROR(CheckPromptLength(request.params.prompt.size(), limits));
-  for (std::string& s : ChatStopStrings(family)) {
+  for (std::string& s : format.StopStrings()) {
     request.params.stop.push_back(std::move(s));
   }
   return request;
@@ -236,7 +274,8 @@ StatusOr<CompletionRequest> BuildChatRequest(
 StatusOr<CompletionRequest> ParseOaiChatRequest(const json& body,
                                                 const Tokenizer& tokenizer,
                                                 const CompletionLimits& limits,
-                                                ChatTemplateFamily family) {
+                                                const ChatFormat& format,
+                                                const ordered_json* ordered) {
   KV_ASSIGN_OR_RETURN(json normalized, NormalizeOaiFields(body, true));
   // Field errors come in the order the old parser reported them: the
   // generation fields first, then the messages.
@@ -248,7 +287,8 @@ StatusOr<CompletionRequest> ParseOaiChatRequest(const json& body,
                       ReadGenerationPromptFields(body));
   KV_ASSIGN_OR_RETURN(CompletionRequest request,
                       BuildChatRequest(normalized, messages, tokenizer, limits,
-                                       family, add_generation_prompt));
+                                       format, add_generation_prompt,
+                                       ordered));
   KV_RETURN_IF_ERROR(ReadStreamOptions(body, &request));
   return request;
 }

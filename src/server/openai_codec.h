@@ -12,6 +12,7 @@
 
 #include "core/status_or.h"
 #include "model/tokenizer.h"
+#include "server/chat_format.h"
 #include "server/chat_template.h"
 #include "server/completion_codec.h"
 #include "server/sse_sink.h"
@@ -62,26 +63,38 @@ StatusOr<std::vector<ChatMessage>> ParseChatMessages(
 StatusOr<CompletionRequest> BuildChatRequest(
     const nlohmann::json& fields, const std::vector<ChatMessage>& messages,
     const Tokenizer& tokenizer, const CompletionLimits& limits,
-    ChatTemplateFamily family, bool add_generation_prompt = true);
+    const ChatFormat& format, bool add_generation_prompt = true,
+    const nlohmann::ordered_json* ordered_body = nullptr);
 
 // Returns `messages` rendered with `family` (generation prompt added) and
 // tokenized as BuildChatRequest does.
 StatusOr<std::vector<TokenId>> TokenizeChat(
     const std::vector<ChatMessage>& messages, const Tokenizer& tokenizer,
-    ChatTemplateFamily family, bool add_generation_prompt = true);
+    const ChatFormat& format, bool add_generation_prompt = true,
+    const nlohmann::ordered_json* raw_messages = nullptr,
+    const nlohmann::ordered_json* vars = nullptr);
 
 // Returns `messages` rendered with `family` as text (BOS/EOS written as
 // the template writes them), before tokenization.
 StatusOr<std::string> ChatPromptText(const std::vector<ChatMessage>& messages,
                                      const Tokenizer& tokenizer,
-                                     ChatTemplateFamily family,
-                                     bool add_generation_prompt = true);
+                                     const ChatFormat& format,
+                                     bool add_generation_prompt = true,
+                                     const nlohmann::ordered_json* raw_messages = nullptr,
+                                     const nlohmann::ordered_json* vars = nullptr);
 
 // POST /apply-template: {messages, add_generation_prompt?} ->
 // {"prompt": the rendered text}, as /v1/chat/completions would render it.
+// `ordered` is the same body with its keys in the client's order (what
+// the template sees), or null.
 StatusOr<nlohmann::json> ApplyTemplate(const nlohmann::json& body,
+                                       const nlohmann::ordered_json* ordered,
                                        const Tokenizer& tokenizer,
-                                       ChatTemplateFamily family);
+                                       const ChatFormat& format);
+
+// Returns body[key] unless absent or null (body may be null).
+const nlohmann::ordered_json* OrderedField(const nlohmann::ordered_json* body,
+                                           const char* key);
 
 // Parses a /v1/chat/completions body: the messages rendered with `family`
 // (generation prompt added) and tokenized (BOS per the vocabulary, special
@@ -90,7 +103,8 @@ StatusOr<nlohmann::json> ApplyTemplate(const nlohmann::json& body,
 StatusOr<CompletionRequest> ParseOaiChatRequest(const nlohmann::json& body,
                                                 const Tokenizer& tokenizer,
                                                 const CompletionLimits& limits,
-                                                ChatTemplateFamily family);
+                                                const ChatFormat& format,
+                                                const nlohmann::ordered_json* ordered = nullptr);
 
 // Returns "length" when the result ended at a token limit, else "stop".
 std::string FinishReason(const CompletionResult& result);

@@ -168,7 +168,7 @@ StatusOr<std::vector<ChatMessage>> ResponsesChatMessages(const json& body) {
 
 StatusOr<ResponsesRequest> ParseResponsesRequest(
     const json& body, const Tokenizer& tokenizer,
-    const CompletionLimits& limits, ChatTemplateFamily family) {
+    const CompletionLimits& limits, const ChatFormat& format) {
   KV_RETURN_IF_ERROR(RefuseUnsupportedFields(body));
   KV_RETURN_IF_ERROR(CheckDefaultsOnly(body));
   json fields = body;
@@ -190,7 +190,7 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(
                       ResponsesChatMessages(body));
   KV_ASSIGN_OR_RETURN(out.completion, BuildChatRequest(fields, messages,
                                                        tokenizer, limits,
-                                                       family));
+                                                       format));
   return out;
 }
 

@@ -17,6 +17,7 @@
 
 #include "core/status_or.h"
 #include "model/tokenizer.h"
+#include "server/chat_format.h"
 #include "server/chat_template.h"
 #include "server/completion_codec.h"
 #include "server/sse_sink.h"
@@ -57,7 +58,7 @@ StatusOr<std::vector<ChatMessage>> ResponsesChatMessages(
 // (tools, previous_response_id, reasoning, ...) are a 400 naming the field.
 StatusOr<ResponsesRequest> ParseResponsesRequest(
     const nlohmann::json& body, const Tokenizer& tokenizer,
-    const CompletionLimits& limits, ChatTemplateFamily family);
+    const CompletionLimits& limits, const ChatFormat& format);
 
 // Returns {input_tokens, output_tokens, total_tokens,
 // input_tokens_details: {cached_tokens}}.

@@ -17,7 +17,7 @@ void HandleResponses(ServerState& state, const HttpRequest& req,
   if (!body.ok()) return ReplyStatus(res, body.status());
   StatusOr<ResponsesRequest> request =
       ParseResponsesRequest(*body, engine->model().tokenizer(),
-                            LimitsFor(state, *engine), state.chat_family);
+                            LimitsFor(state, *engine), state.chat_format);
   if (!request.ok()) return ReplyStatus(res, request.status());
   const std::string n = std::to_string(state.next_response_id.fetch_add(1));
   ResponsesContext ctx;

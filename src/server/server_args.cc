@@ -558,8 +558,9 @@ constexpr ArgSpec kTable[] = {
      "LLAMA_ARG_SSL_CERT_FILE", kRefuse, kServer,
      "kvault serves plain HTTP; put a TLS proxy in front"},
     {"chat-template-kwargs", "--chat-template-kwargs", "", kValue, "STRING",
-     "LLAMA_ARG_CHAT_TEMPLATE_KWARGS", kRefuse, kServer,
-     "Jinja chat templates and reasoning parsing are not supported yet"},
+     "LLAMA_ARG_CHAT_TEMPLATE_KWARGS", kServe, kServer,
+     "JSON object of variables every Jinja chat template render gets (a "
+     "request's chat_template_kwargs add to them)"},
     {"timeout", "-to --timeout", "", kValue, "N", "LLAMA_ARG_TIMEOUT", kServe,
      kServer,
      "seconds a request body may take and a write may stall (default 60)"},
@@ -601,8 +602,9 @@ constexpr ArgSpec kTable[] = {
      "router mode (several models) is not supported"},
     {"jinja", "--jinja", "--no-jinja", kSwitch, "", "LLAMA_ARG_JINJA", kServe,
      kServer,
-     "chat templates: kvault renders the built-in template families (chatml, "
-     "llama2, llama3, mistral, zephyr, phi3, gemma)"},
+     "render the model's Jinja chat template (default on); --no-jinja: the "
+     "built-in families (chatml, llama2, llama3, mistral, zephyr, phi3, "
+     "gemma)"},
     {"reasoning-format", "--reasoning-format", "", kValue, "FORMAT",
      "LLAMA_ARG_THINK", kRefuse, kServer,
      "Jinja chat templates and reasoning parsing are not supported yet"},
@@ -623,11 +625,11 @@ constexpr ArgSpec kTable[] = {
      "Jinja chat templates and reasoning parsing are not supported yet"},
     {"chat-template", "--chat-template", "", kValue, "JINJA_TEMPLATE",
      "LLAMA_ARG_CHAT_TEMPLATE", kServe, kServer,
-     "built-in chat template family by name (chatml, llama2, llama3, mistral, "
-     "zephyr, phi3, gemma)"},
+     "a built-in template by name (chatml, llama2, llama3, mistral, zephyr, "
+     "phi3, gemma) or a Jinja template's source"},
     {"chat-template-file", "--chat-template-file", "", kValue,
-     "JINJA_TEMPLATE_FILE", "LLAMA_ARG_CHAT_TEMPLATE_FILE", kRefuse, kServer,
-     "Jinja chat templates and reasoning parsing are not supported yet"},
+     "JINJA_TEMPLATE_FILE", "LLAMA_ARG_CHAT_TEMPLATE_FILE", kServe, kServer,
+     "a Jinja chat template file, used instead of the model's"},
     {"skip-chat-parsing", "--skip-chat-parsing", "--no-skip-chat-parsing",
      kSwitch, "", "LLAMA_ARG_SKIP_CHAT_PARSING", kRefuse, kServer,
      "Jinja chat templates and reasoning parsing are not supported yet"},

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "server/chat_format.h"
 #include "server/chat_template.h"
 #include "server/completion_codec.h"
 #include "server/http_error.h"
@@ -41,7 +42,7 @@ struct ServerState {
   std::atomic<bool> ready{false};
   EngineOptions engine_options;  // /props, even asleep
   OaiModelInfo model_info;       // /v1/models, even asleep
-  ChatTemplateFamily chat_family = ChatTemplateFamily::kChatml;
+  ChatFormat chat_format;  // how chat messages become the prompt
   std::string model_id;  // /v1/models id and OpenAI "model"
   int64_t created = 0;   // Unix seconds the engine was set
   // Unix seconds the server started: /metrics' Process-Start-Time-Unix

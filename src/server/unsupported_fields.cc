@@ -45,8 +45,6 @@ const Unsupported kUnsupported[] = {
      "yet"},
     {"tool_choice", ChoosesATool,
      "only \"none\" or \"auto\": there are no tools to choose"},
-    {"chat_template_kwargs", NonEmpty,
-     "template variables need the Jinja chat templates, not implemented yet"},
     {"reasoning_format", NotNone,
      "reasoning is not separated from the content yet (only \"none\")"},
     {"reasoning_effort", Any, "no reasoning controls yet"},

@@ -354,16 +354,16 @@ TEST_F(OpenAiCodecTest, LogprobsInRepliesAndChunks) {
 
 TEST_F(OpenAiCodecTest, ApplyTemplateRendersWithoutTokenizing) {
   const json msgs = json::array({{{"role", "user"}, {"content", "hi"}}});
-  auto out = ApplyTemplate(json{{"messages", msgs}}, tok(),
+  auto out = ApplyTemplate(json{{"messages", msgs}}, nullptr, tok(),
                            ChatTemplateFamily::kChatml);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)["prompt"],
             "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
-  out = ApplyTemplate(json{{"messages", msgs}, {"add_generation_prompt", false}},
+  out = ApplyTemplate(json{{"messages", msgs}, {"add_generation_prompt", false}}, nullptr,
                       tok(), ChatTemplateFamily::kChatml);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)["prompt"], "<|im_start|>user\nhi<|im_end|>\n");
-  EXPECT_FALSE(ApplyTemplate(json::object(), tok(), ChatTemplateFamily::kChatml)
+  EXPECT_FALSE(ApplyTemplate(json::object(), nullptr, tok(), ChatTemplateFamily::kChatml)
                    .ok());
 }
 

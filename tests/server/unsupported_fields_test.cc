@@ -15,7 +15,6 @@ TEST(UnsupportedFieldsTest, RefusesWhatIsAskedForByName) {
       {{"n_indent", 2}},
       {{"echo", true}},
       {{"best_of", 3}},
-      {{"chat_template_kwargs", {{"enable_thinking", false}}}},
       {{"modalities", json::array({"text", "audio"})}},
       {{"store", true}},
   };

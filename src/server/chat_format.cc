@@ -1,0 +1,101 @@
+#include "server/chat_format.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include "server/json_fields.h"
+
+namespace kvault {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+}  // namespace
+
+std::tm ChatTemplateNow() {
+  std::tm tm{};
+  const char* fake = std::getenv("KVAULT_FAKE_NOW");
+  if (fake != nullptr &&
+      strptime(fake, "%Y-%m-%dT%H:%M:%S", &tm) != nullptr) {
+    tm.tm_isdst = -1;
+    std::time_t t = timegm(&tm);  // fills tm_wday and tm_yday
+    gmtime_r(&t, &tm);
+    return tm;
+  }
+  const std::time_t now = std::time(nullptr);
+  localtime_r(&now, &tm);
+  return tm;
+}
+
+ChatFormat::ChatFormat(ChatTemplateFamily family) : family_(family) {}
+
+StatusOr<ChatFormat> ChatFormat::FromJinja(std::string source) {
+  StatusOr<jinja::Template> t = jinja::Template::Parse(source);
+  if (!t.ok()) {
+    return InvalidArgumentError("chat template: " +
+                                std::string(t.status().message()));
+  }
+  ChatFormat format;
+  format.jinja_ = std::make_shared<const jinja::Template>(std::move(*t));
+  format.source_ = std::move(source);
+  return format;
+}
+
+StatusOr<std::string> ChatFormat::Render(const ordered_json& messages,
+                                         const std::vector<ChatMessage>& parsed,
+                                         bool add_generation_prompt,
+                                         const std::string& bos,
+                                         const std::string& eos,
+                                         const ordered_json& kwargs) const {
+  if (!kwargs.is_null() && !kwargs.is_object()) {
+    return WrongType("chat_template_kwargs", "an object",
+                     json::parse(kwargs.dump()));
+  }
+  if (jinja_ == nullptr) {
+    if (kwargs.is_object() && !kwargs.empty()) {
+      return UnsupportedField(
+          "chat_template_kwargs",
+          std::string("the built-in ") + ChatTemplateFamilyName(family_) +
+              " template takes no variables (start with --jinja and a "
+              "Jinja template)");
+    }
+    return RenderChat(family_, parsed, add_generation_prompt, bos, eos);
+  }
+  ordered_json context = ordered_json::object();
+  if (default_kwargs.is_object()) {
+    for (auto it = default_kwargs.begin(); it != default_kwargs.end(); ++it) {
+      context[it.key()] = ordered_json::parse(it.value().dump());
+    }
+  }
+  if (kwargs.is_object()) {
+    for (auto it = kwargs.begin(); it != kwargs.end(); ++it) {
+      context[it.key()] = it.value();
+    }
+  }
+  context["messages"] = messages;
+  context["add_generation_prompt"] = add_generation_prompt;
+  context["bos_token"] = bos;
+  context["eos_token"] = eos;
+  jinja::RenderOptions options;
+  options.now = now ? now : ChatTemplateNow;
+  StatusOr<std::string> out = jinja_->Render(context, options);
+  if (!out.ok()) {
+    return InvalidArgumentError("chat template: " +
+                                std::string(out.status().message()))
+        .WithReason("template_error");
+  }
+  return out;
+}
+
+std::vector<std::string> ChatFormat::StopStrings() const {
+  if (jinja_ != nullptr) return {};
+  return ChatStopStrings(family_);
+}
+
+std::string ChatFormat::Describe() const {
+  return jinja_ != nullptr ? source_ : ChatTemplateFamilyName(family_);
+}
+
+}  // namespace kvault
