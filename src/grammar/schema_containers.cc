@@ -187,33 +187,38 @@ StatusOr<std::string> SchemaConverter::ArrayRule(const json& schema,
   int64_t min = 0, max = -1;
   KV_RETURN_IF_ERROR(ReadCount(schema, "minItems", path, 0, &min));
   KV_RETURN_IF_ERROR(ReadCount(schema, "maxItems", path, -1, &max));
+  // The tuple: prefixItems, or items as an array (the form before 2020-12).
+  const bool items_tuple =
+      schema.contains("items") && schema["items"].is_array();
+  if (items_tuple && schema.contains("prefixItems")) {
+    return UnsupportedKeyword("items", path,
+                              "an array of schemas next to 'prefixItems'");
+  }
+  const char* tuple_key = items_tuple ? "items" : "prefixItems";
   std::vector<std::string> prefix;
-  if (schema.contains("prefixItems")) {
-    const json& p = schema["prefixItems"];
+  if (schema.contains(tuple_key)) {
+    const json& p = schema[tuple_key];
     if (!p.is_array()) {
       return InvalidArgumentError("prefixItems at " + ShowPath(path) +
                                   " must be an array");
     }
     for (size_t i = 0; i < p.size(); ++i) {
       KV_ASSIGN_OR_RETURN(
-          std::string e, Visit(p[i], path + "/prefixItems/" + std::to_string(i),
-                               hint + "-" + std::to_string(i)));
+          std::string e,
+          Visit(p[i], path + "/" + tuple_key + "/" + std::to_string(i),
+                hint + "-" + std::to_string(i)));
       prefix.push_back(e);
     }
   }
   std::string item;  // "" when no further items are allowed
-  const bool has_items = schema.contains("items");
-  if (has_items && schema["items"].is_array()) {
-    return UnsupportedKeyword("items", path, "the array form; use prefixItems");
-  }
-  if (has_items) {
+  if (schema.contains("items") && !items_tuple) {
     if (!schema["items"].is_boolean() || schema["items"].get<bool>()) {
       KV_ASSIGN_OR_RETURN(
           item, Visit(schema["items"], path + "/items", hint + "-item"));
     }
-  } else if (prefix.empty()) {
+  } else if (prefix.empty() && !items_tuple) {
     item = Fixed("value");
-  }  // prefixItems without items: exactly the tuple, as llama.cpp does
+  }  // a tuple without items: exactly the tuple, as llama.cpp does
   const int64_t k = static_cast<int64_t>(prefix.size());
   if (max >= 0 && (max < min || max < k) && !(k == 0 && max >= min)) {
     return InvalidArgumentError("array at " + ShowPath(path) +

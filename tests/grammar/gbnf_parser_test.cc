@@ -44,6 +44,20 @@ end ::= "\n" | "\r\t\"\\" | ""
   EXPECT_FALSE(g->Accepts("hi  x\xC3\xA9"));  // ' ' is excluded by [^ \n\t]
 }
 
+// The grammars llama-server's own tests send (no trailing newline).
+TEST(GbnfParserTest, LlamaServerTestGrammars) {
+  StatusOr<Grammar> five = Grammar::Parse("root ::= \"a\"{5,5}");
+  ASSERT_TRUE(five.ok()) << five.status();
+  EXPECT_TRUE(five->Accepts("aaaaa"));
+  EXPECT_FALSE(five->Accepts("aaaa"));
+  EXPECT_FALSE(five->Accepts("aaaaaa"));
+  EXPECT_EQ(ErrorOf("root ::= this is (not valid GBNF"),
+            "grammar:1:33: expected ')' to close the group opened at 1:18, "
+            "found end of input");
+  EXPECT_EQ(ErrorOf("root ::= \"a\"{,}"),
+            "grammar:1:14: expected a repetition count, found ','");
+}
+
 TEST(GbnfParserTest, CustomRootName) {
   StatusOr<Grammar> g = Grammar::Parse("start ::= \"a\"+\n", "start");
   ASSERT_TRUE(g.ok()) << g.status();
