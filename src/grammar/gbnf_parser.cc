@@ -1,5 +1,6 @@
 #include "grammar/gbnf_parser.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "grammar/utf8.h"
@@ -35,8 +36,14 @@ Status GbnfParser::Parse(std::string_view text, GrammarBuilder* builder) {
 }
 
 SourcePos GbnfParser::PosAt(size_t offset) const {
-  SourcePos p{1, 1};
-  for (size_t i = 0; i < offset && i < text_.size(); ++i) {
+  // Positions are asked for in increasing order while parsing, so resume
+  // from the last answer: linear overall instead of quadratic.
+  if (offset < pos_cache_offset_) {
+    pos_cache_offset_ = 0;
+    pos_cache_ = SourcePos{1, 1};
+  }
+  SourcePos p = pos_cache_;
+  for (size_t i = pos_cache_offset_; i < offset && i < text_.size(); ++i) {
     if (text_[i] == '\n') {
       ++p.line;
       p.column = 1;
@@ -44,6 +51,8 @@ SourcePos GbnfParser::PosAt(size_t offset) const {
       ++p.column;  // columns count code points
     }
   }
+  pos_cache_offset_ = std::min(offset, text_.size());
+  pos_cache_ = p;
   return p;
 }
 

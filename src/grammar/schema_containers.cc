@@ -157,6 +157,10 @@ StatusOr<std::string> SchemaConverter::ObjectRule(const json& schema,
   // rest[i]: properties i.. once one was written (each after a comma);
   // first[i]: properties i.. when none was written yet.
   const size_t n = list.size();
+  size_t optional_prefix = 0;  // properties before the first required one
+  while (optional_prefix < n && !list[optional_prefix].required) {
+    ++optional_prefix;
+  }
   std::vector<std::string> rest(n + 1), first(n + 1);
   rest[n] = extra.empty() ? "" : "( \",\" " + ws + " " + extra + " )*";
   first[n] = extra.empty() ? "" : "( " + Seq({extra, rest[n]}) + " )?";
@@ -170,9 +174,9 @@ StatusOr<std::string> SchemaConverter::ObjectRule(const json& schema,
     first[i] =
         list[i].required ? with : "( " + with + " | " + first[i + 1] + " )";
     // first[i] is reachable only when every property before i is optional.
-    bool reachable = true;
-    for (size_t j = 0; j < i; ++j) reachable = reachable && !list[j].required;
-    if (i > 0 && reachable) first[i] = AddRule(hint + "-from", first[i]);
+    if (i > 0 && i <= optional_prefix) {
+      first[i] = AddRule(hint + "-from", first[i]);
+    }
   }
   return AddRule(hint, Seq({"\"{\"", ws, first[0], "\"}\"", ws}));
 }
