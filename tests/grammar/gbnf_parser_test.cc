@@ -135,6 +135,26 @@ TEST(GbnfParserTest, RefusesGrammarsTooLargeAfterExpansion) {
   EXPECT_NE(err.find("grammar too large"), std::string::npos) << err;
 }
 
+// A long chain of nullable rules and a long line of references: both once
+// took quadratic time (source positions, nullable analysis).
+TEST(GbnfParserTest, LargeGrammarsParse) {
+  std::string chain = "root ::= a0 \"x\"\n";
+  const int kRules = 30000;
+  for (int i = 0; i < kRules; ++i) {
+    chain += "a" + std::to_string(i) + " ::= a" + std::to_string(i + 1) + "\n";
+  }
+  chain += "a" + std::to_string(kRules) + " ::= \"\" | \"y\"\n";
+  StatusOr<Grammar> g = Grammar::Parse(chain);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(g->Accepts("x"));
+  EXPECT_TRUE(g->Accepts("yx"));
+  std::string wide = "root ::=";
+  for (int i = 0; i < 100000; ++i) wide += " b";
+  StatusOr<Grammar> w = Grammar::Parse(wide + "\nb ::= \"b\"\n");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_TRUE(w->Accepts(std::string(100000, 'b')));
+}
+
 TEST(GbnfParserTest, RefusesDeepNesting) {
   const std::string gbnf =
       "root ::= " + std::string(1000, '(') + "\"a\"" + std::string(1000, ')');
