@@ -16,6 +16,7 @@ std::string ErrorOf(std::string_view gbnf) {
   StatusOr<Grammar> g = Grammar::Parse(gbnf);
   if (g.ok()) return "OK";
   EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(g.status().reason(), "invalid_grammar");
   return std::string(g.status().message());
 }
 
