@@ -55,6 +55,21 @@ bool CharClass::IntersectsRange(uint32_t lo, uint32_t hi) const {
   return next <= hi;
 }
 
+bool CharClass::ContainsRange(uint32_t lo, uint32_t hi) const {
+  if (lo > hi || hi > kMaxCodePoint) return false;
+  if (negated_) {
+    for (const CodeRange& r : ranges_) {
+      if (r.lo <= hi && lo <= r.hi) return false;
+    }
+    return true;
+  }
+  // Ranges are merged, so one of them must cover [lo, hi] whole.
+  for (const CodeRange& r : ranges_) {
+    if (r.lo <= lo && hi <= r.hi) return true;
+  }
+  return false;
+}
+
 namespace {
 
 void AppendClassChar(uint32_t cp, std::string* out) {

@@ -30,6 +30,8 @@ class CharClass {
   // Returns true when some code point in [lo, hi] is in the class (used to
   // keep a partial UTF-8 sequence alive only when it can still match).
   bool IntersectsRange(uint32_t lo, uint32_t hi) const;
+  // Returns true when every code point in [lo, hi] is in the class.
+  bool ContainsRange(uint32_t lo, uint32_t hi) const;
   // Returns the class in GBNF notation, e.g. `[^a-z]` (for messages).
   std::string ToString() const;
 

@@ -1,5 +1,6 @@
 #include "grammar/gbnf_parser.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "grammar/utf8.h"
@@ -35,8 +36,14 @@ Status GbnfParser::Parse(std::string_view text, GrammarBuilder* builder) {
 }
 
 SourcePos GbnfParser::PosAt(size_t offset) const {
-  SourcePos p{1, 1};
-  for (size_t i = 0; i < offset && i < text_.size(); ++i) {
+  // Positions are asked for in increasing order while parsing, so resume
+  // from the last answer: linear overall instead of quadratic.
+  if (offset < pos_cache_offset_) {
+    pos_cache_offset_ = 0;
+    pos_cache_ = SourcePos{1, 1};
+  }
+  SourcePos p = pos_cache_;
+  for (size_t i = pos_cache_offset_; i < offset && i < text_.size(); ++i) {
     if (text_[i] == '\n') {
       ++p.line;
       p.column = 1;
@@ -44,6 +51,8 @@ SourcePos GbnfParser::PosAt(size_t offset) const {
       ++p.column;  // columns count code points
     }
   }
+  pos_cache_offset_ = std::min(offset, text_.size());
+  pos_cache_ = p;
   return p;
 }
 
@@ -83,8 +92,11 @@ void GbnfParser::SkipSpace(bool newlines) {
   }
 }
 
+// PosAt is asked in source order (it resumes from its last answer), so
+// positions are taken when the parser reaches them.
 Status GbnfParser::ParseRule() {
   const size_t start = pos_;
+  const SourcePos at = PosAt(start);
   while (!AtEnd() && IsNameChar(Peek())) ++pos_;
   if (pos_ == start) {
     return Error(pos_, "expected a rule name, found " + Found());
@@ -103,7 +115,6 @@ Status GbnfParser::ParseRule() {
     return Error(pos_, "expected an element, '|' or end of line in rule '" +
                            std::string(name) + "', found " + Found());
   }
-  const SourcePos at = PosAt(start);
   return builder_->Define(builder_->RuleId(name, at), std::move(alts), at);
 }
 
@@ -174,6 +185,7 @@ Status GbnfParser::ParseItem(std::string_view rule, int depth,
 Status GbnfParser::ParseGroup(std::string_view rule, int depth,
                               Alternative* item) {
   const size_t open = pos_++;
+  const SourcePos o = PosAt(open);
   if (depth + 1 > kMaxNesting) {
     return Error(
         open, "parentheses nested deeper than " + std::to_string(kMaxNesting));
@@ -183,13 +195,12 @@ Status GbnfParser::ParseGroup(std::string_view rule, int depth,
   KV_RETURN_IF_ERROR(ParseAlternatives(rule, depth + 1, &alts));
   SkipSpace(true);
   if (Peek() != ')') {
-    const SourcePos o = PosAt(open);
     return Error(pos_, "expected ')' to close the group opened at " +
                            std::to_string(o.line) + ":" +
                            std::to_string(o.column) + ", found " + Found());
   }
   ++pos_;
-  const uint32_t id = builder_->NewGenerated(rule, PosAt(open));
+  const uint32_t id = builder_->NewGenerated(rule, o);
   KV_RETURN_IF_ERROR(builder_->SetGenerated(id, std::move(alts)));
   item->push_back({ElementKind::kRuleRef, id});
   return Status::Ok();
@@ -337,10 +348,11 @@ Status GbnfParser::ParseCount(uint32_t* n) {
 
 Status GbnfParser::ParseRepeat(std::string_view rule, Alternative* item) {
   const size_t op = pos_;
+  const SourcePos at = PosAt(op);
   const char c = text_[pos_++];
-  if (c == '*') return Repeat(rule, PosAt(op), 0, -1, item);
-  if (c == '+') return Repeat(rule, PosAt(op), 1, -1, item);
-  if (c == '?') return Repeat(rule, PosAt(op), 0, 1, item);
+  if (c == '*') return Repeat(rule, at, 0, -1, item);
+  if (c == '+') return Repeat(rule, at, 1, -1, item);
+  if (c == '?') return Repeat(rule, at, 0, 1, item);
   uint32_t min = 0;
   KV_RETURN_IF_ERROR(ParseCount(&min));
   int64_t max = min;
@@ -356,16 +368,15 @@ Status GbnfParser::ParseRepeat(std::string_view rule, Alternative* item) {
   }
   if (Peek() != '}') {
     return Error(pos_, "expected '}' to close the repetition opened at " +
-                           std::to_string(PosAt(op).line) + ":" +
-                           std::to_string(PosAt(op).column) + ", found " +
-                           Found());
+                           std::to_string(at.line) + ":" +
+                           std::to_string(at.column) + ", found " + Found());
   }
   ++pos_;
   if (max >= 0 && max < min) {
     return Error(op, "repetition {" + std::to_string(min) + "," +
                          std::to_string(max) + "} has max below min");
   }
-  return Repeat(rule, PosAt(op), min, max, item);
+  return Repeat(rule, at, min, max, item);
 }
 
 // Desugars item{min,max} (max -1: unbounded) into min copies followed by

@@ -55,6 +55,8 @@ class GbnfParser {
   GrammarBuilder* builder_;
   size_t pos_ = 0;
   size_t expanded_ = 0;  // elements produced by repetitions so far
+  mutable size_t pos_cache_offset_ = 0;  // PosAt's last offset and answer
+  mutable SourcePos pos_cache_{1, 1};
 };
 
 }  // namespace kvault

@@ -8,8 +8,11 @@ namespace kvault {
 
 StatusOr<Grammar> Grammar::Parse(std::string_view gbnf, std::string_view root) {
   GrammarBuilder builder;
-  KV_RETURN_IF_ERROR(GbnfParser::Parse(gbnf, &builder));
-  return std::move(builder).Finish(root);
+  Status parsed = GbnfParser::Parse(gbnf, &builder);
+  if (!parsed.ok()) return parsed.WithReason("invalid_grammar");
+  StatusOr<Grammar> g = std::move(builder).Finish(root);
+  if (!g.ok()) return g.status().WithReason("invalid_grammar");
+  return g;
 }
 
 bool Grammar::Accepts(std::string_view text) const {

@@ -33,7 +33,8 @@ class Grammar {
  public:
   // Parses and compiles GBNF text whose start rule is `root`. Errors are
   // InvalidArgument "grammar:LINE:COL: expected X, found Y" (or naming the
-  // undefined rule, the missing root, the left-recursive cycle, the limit).
+  // undefined rule, the missing root, the left-recursive cycle, the limit),
+  // with reason "invalid_grammar".
   static StatusOr<Grammar> Parse(std::string_view gbnf,
                                  std::string_view root = "root");
 

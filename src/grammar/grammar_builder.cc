@@ -1,5 +1,6 @@
 #include "grammar/grammar_builder.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace kvault {
@@ -61,24 +62,33 @@ uint32_t GrammarBuilder::AddClass(CharClass c) {
 }
 
 std::vector<bool> GrammarBuilder::NullableRules() const {
+  // Linear worklist: each alternative made only of rule references counts
+  // the references not yet known nullable; at zero its rule is nullable.
   std::vector<bool> nullable(rules_.size(), false);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < rules_.size(); ++r) {
-      if (nullable[r]) continue;
-      for (const Alternative& alt : rules_[r].alts) {
-        bool all = true;
-        for (const Element& e : alt) {
-          if (e.kind != ElementKind::kRuleRef || !nullable[e.arg]) {
-            all = false;
-            break;
-          }
-        }
-        if (all) {
-          nullable[r] = changed = true;
-          break;
-        }
-      }
+  std::vector<size_t> pending;                           // per alternative
+  std::vector<uint32_t> owner;                           // alternative -> rule
+  std::vector<std::vector<size_t>> uses(rules_.size());  // rule -> alts
+  std::vector<uint32_t> ready;
+  for (uint32_t r = 0; r < rules_.size(); ++r) {
+    for (const Alternative& alt : rules_[r].alts) {
+      const bool refs_only = std::all_of(
+          alt.begin(), alt.end(),
+          [](const Element& e) { return e.kind == ElementKind::kRuleRef; });
+      if (!refs_only) continue;
+      const size_t id = pending.size();
+      pending.push_back(alt.size());
+      owner.push_back(r);
+      for (const Element& e : alt) uses[e.arg].push_back(id);
+      if (alt.empty()) ready.push_back(r);
+    }
+  }
+  while (!ready.empty()) {
+    const uint32_t r = ready.back();
+    ready.pop_back();
+    if (nullable[r]) continue;
+    nullable[r] = true;
+    for (size_t id : uses[r]) {
+      if (--pending[id] == 0) ready.push_back(owner[id]);
     }
   }
   return nullable;

@@ -22,7 +22,8 @@ namespace kvault {
 // anyOf, oneOf (as anyOf), allOf (objects are merged), local $ref into
 // $defs / definitions / any "#/..." pointer (recursion allowed), and
 // {} / true for any value. Any other keyword is an InvalidArgument
-// "keyword 'K' at /path is not supported"; annotations (title,
+// "keyword 'K' at /path is not supported" (reason "unsupported_schema";
+// other errors have reason "invalid_json_schema"); annotations (title,
 // description, default, examples, $schema, $id, $comment, ...) are
 // ignored. Callers prefix their field name with Status::WithContext.
 StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema);

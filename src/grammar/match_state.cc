@@ -63,14 +63,14 @@ StepResult MatchState::Initial(const Grammar& g, const MatchLimits& limits,
 }
 
 StepResult MatchState::AdvanceCodePoint(const Grammar& g,
-                                        const MatchLimits& limits,
-                                        uint32_t cp) {
+                                        const MatchLimits& limits, uint32_t cp,
+                                        bool all) {
   std::vector<ParseStack> next;
   size_t work = 0;
   for (const ParseStack& s : stacks_) {
     if (s.empty()) continue;
     const uint32_t pos = s.back();
-    if (!g.char_class(g.element(pos).arg).Matches(cp)) continue;
+    if (!all && !g.char_class(g.element(pos).arg).Matches(cp)) continue;
     ParseStack t(s.begin(), s.end() - 1);
     if (g.element(pos + 1).kind != ElementKind::kEnd) t.push_back(pos + 1);
     const StepResult r = Expand(g, limits, std::move(t), &work, &next);
@@ -80,20 +80,33 @@ StepResult MatchState::AdvanceCodePoint(const Grammar& g,
   return Normalize(limits, &stacks_);
 }
 
-bool MatchState::PartialViable(const Grammar& g) const {
+bool MatchState::Narrow(const Grammar& g) {
+  // The code points the bytes so far can still become.
   const int shift = 6 * need_;
-  uint32_t lo = partial_ << shift;
-  uint32_t hi = lo | ((uint32_t{1} << shift) - 1);
-  lo = std::max(lo, kMinForLength[len_]);
-  hi = std::min(hi, kMaxCodePoint);
+  const uint32_t raw_lo = partial_ << shift;
+  const uint32_t raw_hi = raw_lo | ((uint32_t{1} << shift) - 1);
+  const uint32_t lo = std::max(raw_lo, kMinForLength[len_]);
+  const uint32_t hi = std::min(raw_hi, kMaxCodePoint);
   if (lo > hi || (lo >= 0xD800 && hi <= 0xDFFF)) return false;
-  for (const ParseStack& s : stacks_) {
-    if (!s.empty() &&
-        g.char_class(g.element(s.back()).arg).IntersectsRange(lo, hi)) {
-      return true;
-    }
+  // Stacks that cannot match any of them are dropped now.
+  bool all_full = true;
+  std::erase_if(stacks_, [&](const ParseStack& s) {
+    if (s.empty()) return true;
+    const CharClass& c = g.char_class(g.element(s.back()).arg);
+    if (!c.IntersectsRange(lo, hi)) return true;
+    all_full = all_full && c.ContainsRange(lo, hi);
+    return false;
+  });
+  // When every remaining stack takes every candidate, and no candidate is
+  // invalid (overlong, surrogate, too large), the exact bits no longer
+  // matter: forgetting them makes all such partial states one state, which
+  // keeps the byte automaton small for vocabularies rich in multi-byte text.
+  if (all_full && lo == raw_lo && hi == raw_hi &&
+      (hi < 0xD800 || lo > 0xDFFF)) {
+    uniform_ = true;
+    partial_ = 0;
   }
-  return false;
+  return !stacks_.empty();
 }
 
 StepResult MatchState::Step(const Grammar& g, const MatchLimits& limits,
@@ -101,27 +114,29 @@ StepResult MatchState::Step(const Grammar& g, const MatchLimits& limits,
   if (need_ == 0) {
     const int n = Utf8SequenceLength(byte);
     if (n == 0) return StepResult::kDead;
-    if (n == 1) return AdvanceCodePoint(g, limits, byte);
+    if (n == 1) return AdvanceCodePoint(g, limits, byte, false);
     static constexpr uint8_t kLeadMask[] = {0, 0x7F, 0x1F, 0x0F, 0x07};
     len_ = static_cast<uint8_t>(n);
     need_ = static_cast<uint8_t>(n - 1);
     partial_ = byte & kLeadMask[n];
-    return PartialViable(g) ? StepResult::kOk : StepResult::kDead;
+    return Narrow(g) ? StepResult::kOk : StepResult::kDead;
   }
   if ((byte & 0xC0) != 0x80) return StepResult::kDead;
-  partial_ = (partial_ << 6) | (byte & 0x3F);
+  if (!uniform_) partial_ = (partial_ << 6) | (byte & 0x3F);
   if (--need_ > 0) {
-    return PartialViable(g) ? StepResult::kOk : StepResult::kDead;
+    return uniform_ || Narrow(g) ? StepResult::kOk : StepResult::kDead;
   }
   const uint32_t cp = partial_;
   const uint8_t len = len_;
+  const bool all = uniform_;
   partial_ = 0;
   len_ = 0;
-  if (cp < kMinForLength[len] || cp > kMaxCodePoint ||
-      (cp >= 0xD800 && cp <= 0xDFFF)) {
+  uniform_ = false;
+  if (!all && (cp < kMinForLength[len] || cp > kMaxCodePoint ||
+               (cp >= 0xD800 && cp <= 0xDFFF))) {
     return StepResult::kDead;
   }
-  return AdvanceCodePoint(g, limits, cp);
+  return AdvanceCodePoint(g, limits, cp, all);
 }
 
 bool MatchState::MayAccept(const Grammar& g, uint8_t byte) const {
@@ -151,7 +166,8 @@ bool MatchState::CanContinue() const {
 }
 
 size_t MatchState::Hash() const {
-  uint64_t h = 1469598103934665603ull ^ partial_ ^ (uint64_t{need_} << 40);
+  uint64_t h = 1469598103934665603ull ^ partial_ ^ (uint64_t{need_} << 40) ^
+               (uint64_t{uniform_} << 48);
   for (const ParseStack& s : stacks_) {
     for (uint32_t v : s) h = (h ^ v) * 1099511628211ull;
     h = (h ^ 0xFFFFFFFFull) * 1099511628211ull;

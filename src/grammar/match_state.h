@@ -54,20 +54,24 @@ class MatchState {
 
   bool operator==(const MatchState& o) const {
     return partial_ == o.partial_ && need_ == o.need_ && len_ == o.len_ &&
-           stacks_ == o.stacks_;
+           uniform_ == o.uniform_ && stacks_ == o.stacks_;
   }
   // Returns a hash consistent with ==.
   size_t Hash() const;
 
  private:
+  // Advances the stacks whose top matches `cp` (every stack when `all`).
   StepResult AdvanceCodePoint(const Grammar& g, const MatchLimits& limits,
-                              uint32_t cp);
-  bool PartialViable(const Grammar& g) const;
+                              uint32_t cp, bool all);
+  // After a byte of a multi-byte character: drops stacks that cannot take
+  // it and returns false when none is left.
+  bool Narrow(const Grammar& g);
 
   std::vector<ParseStack> stacks_;  // sorted, unique
   uint32_t partial_ = 0;            // bits of the half-received character
   uint8_t need_ = 0;                // continuation bytes still expected
   uint8_t len_ = 0;                 // total length of that character
+  bool uniform_ = false;  // every stack takes any completion: bits dropped
 };
 
 }  // namespace kvault

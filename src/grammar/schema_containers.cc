@@ -157,6 +157,10 @@ StatusOr<std::string> SchemaConverter::ObjectRule(const json& schema,
   // rest[i]: properties i.. once one was written (each after a comma);
   // first[i]: properties i.. when none was written yet.
   const size_t n = list.size();
+  size_t optional_prefix = 0;  // properties before the first required one
+  while (optional_prefix < n && !list[optional_prefix].required) {
+    ++optional_prefix;
+  }
   std::vector<std::string> rest(n + 1), first(n + 1);
   rest[n] = extra.empty() ? "" : "( \",\" " + ws + " " + extra + " )*";
   first[n] = extra.empty() ? "" : "( " + Seq({extra, rest[n]}) + " )?";
@@ -170,9 +174,9 @@ StatusOr<std::string> SchemaConverter::ObjectRule(const json& schema,
     first[i] =
         list[i].required ? with : "( " + with + " | " + first[i + 1] + " )";
     // first[i] is reachable only when every property before i is optional.
-    bool reachable = true;
-    for (size_t j = 0; j < i; ++j) reachable = reachable && !list[j].required;
-    if (i > 0 && reachable) first[i] = AddRule(hint + "-from", first[i]);
+    if (i > 0 && i <= optional_prefix) {
+      first[i] = AddRule(hint + "-from", first[i]);
+    }
   }
   return AddRule(hint, Seq({"\"{\"", ws, first[0], "\"}\"", ws}));
 }
@@ -187,33 +191,38 @@ StatusOr<std::string> SchemaConverter::ArrayRule(const json& schema,
   int64_t min = 0, max = -1;
   KV_RETURN_IF_ERROR(ReadCount(schema, "minItems", path, 0, &min));
   KV_RETURN_IF_ERROR(ReadCount(schema, "maxItems", path, -1, &max));
+  // The tuple: prefixItems, or items as an array (the form before 2020-12).
+  const bool items_tuple =
+      schema.contains("items") && schema["items"].is_array();
+  if (items_tuple && schema.contains("prefixItems")) {
+    return UnsupportedKeyword("items", path,
+                              "an array of schemas next to 'prefixItems'");
+  }
+  const char* tuple_key = items_tuple ? "items" : "prefixItems";
   std::vector<std::string> prefix;
-  if (schema.contains("prefixItems")) {
-    const json& p = schema["prefixItems"];
+  if (schema.contains(tuple_key)) {
+    const json& p = schema[tuple_key];
     if (!p.is_array()) {
       return InvalidArgumentError("prefixItems at " + ShowPath(path) +
                                   " must be an array");
     }
     for (size_t i = 0; i < p.size(); ++i) {
       KV_ASSIGN_OR_RETURN(
-          std::string e, Visit(p[i], path + "/prefixItems/" + std::to_string(i),
-                               hint + "-" + std::to_string(i)));
+          std::string e,
+          Visit(p[i], path + "/" + tuple_key + "/" + std::to_string(i),
+                hint + "-" + std::to_string(i)));
       prefix.push_back(e);
     }
   }
   std::string item;  // "" when no further items are allowed
-  const bool has_items = schema.contains("items");
-  if (has_items && schema["items"].is_array()) {
-    return UnsupportedKeyword("items", path, "the array form; use prefixItems");
-  }
-  if (has_items) {
+  if (schema.contains("items") && !items_tuple) {
     if (!schema["items"].is_boolean() || schema["items"].get<bool>()) {
       KV_ASSIGN_OR_RETURN(
           item, Visit(schema["items"], path + "/items", hint + "-item"));
     }
-  } else if (prefix.empty()) {
+  } else if (prefix.empty() && !items_tuple) {
     item = Fixed("value");
-  }  // prefixItems without items: exactly the tuple, as llama.cpp does
+  }  // a tuple without items: exactly the tuple, as llama.cpp does
   const int64_t k = static_cast<int64_t>(prefix.size());
   if (max >= 0 && (max < min || max < k) && !(k == 0 && max >= min)) {
     return InvalidArgumentError("array at " + ShowPath(path) +

@@ -380,7 +380,11 @@ std::string SchemaConverter::Fixed(std::string_view name) {
 }
 
 StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema) {
-  return SchemaConverter(schema).Convert();
+  StatusOr<std::string> gbnf = SchemaConverter(schema).Convert();
+  if (!gbnf.ok() && gbnf.status().reason().empty()) {
+    return gbnf.status().WithReason("invalid_json_schema");
+  }
+  return gbnf;
 }
 
 StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::json& schema) {

@@ -16,6 +16,7 @@ std::string ErrorOf(std::string_view gbnf) {
   StatusOr<Grammar> g = Grammar::Parse(gbnf);
   if (g.ok()) return "OK";
   EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(g.status().reason(), "invalid_grammar");
   return std::string(g.status().message());
 }
 
@@ -42,6 +43,20 @@ end ::= "\n" | "\r\t\"\\" | ""
   EXPECT_FALSE(g->Accepts("hi A:1234"));      // {0,3} allows three at most
   EXPECT_FALSE(g->Accepts("hi"));             // ( ... )+ needs one name
   EXPECT_FALSE(g->Accepts("hi  x\xC3\xA9"));  // ' ' is excluded by [^ \n\t]
+}
+
+// The grammars llama-server's own tests send (no trailing newline).
+TEST(GbnfParserTest, LlamaServerTestGrammars) {
+  StatusOr<Grammar> five = Grammar::Parse("root ::= \"a\"{5,5}");
+  ASSERT_TRUE(five.ok()) << five.status();
+  EXPECT_TRUE(five->Accepts("aaaaa"));
+  EXPECT_FALSE(five->Accepts("aaaa"));
+  EXPECT_FALSE(five->Accepts("aaaaaa"));
+  EXPECT_EQ(ErrorOf("root ::= this is (not valid GBNF"),
+            "grammar:1:33: expected ')' to close the group opened at 1:18, "
+            "found end of input");
+  EXPECT_EQ(ErrorOf("root ::= \"a\"{,}"),
+            "grammar:1:14: expected a repetition count, found ','");
 }
 
 TEST(GbnfParserTest, CustomRootName) {
@@ -119,6 +134,26 @@ TEST(GbnfParserTest, RefusesGrammarsTooLargeAfterExpansion) {
   gbnf += "\n";
   const std::string err = ErrorOf(gbnf);
   EXPECT_NE(err.find("grammar too large"), std::string::npos) << err;
+}
+
+// A long chain of nullable rules and a long line of references: both once
+// took quadratic time (source positions, nullable analysis).
+TEST(GbnfParserTest, LargeGrammarsParse) {
+  std::string chain = "root ::= a0 \"x\"\n";
+  const int kRules = 30000;
+  for (int i = 0; i < kRules; ++i) {
+    chain += "a" + std::to_string(i) + " ::= a" + std::to_string(i + 1) + "\n";
+  }
+  chain += "a" + std::to_string(kRules) + " ::= \"\" | \"y\"\n";
+  StatusOr<Grammar> g = Grammar::Parse(chain);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(g->Accepts("x"));
+  EXPECT_TRUE(g->Accepts("yx"));
+  std::string wide = "root ::=";
+  for (int i = 0; i < 100000; ++i) wide += " b";
+  StatusOr<Grammar> w = Grammar::Parse(wide + "\nb ::= \"b\"\n");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_TRUE(w->Accepts(std::string(100000, 'b')));
 }
 
 TEST(GbnfParserTest, RefusesDeepNesting) {

@@ -140,6 +140,56 @@ TEST(GrammarMatcherTest, NegatedClassAndAnyCharTakeMultiByte) {
   EXPECT_FALSE(g->Accepts("b\xED\xA0\x80!"));  // a surrogate is not UTF-8
 }
 
+std::vector<uint8_t> BruteForce(const GrammarMatcher& m,
+                                const std::vector<std::string>& vocab);
+
+TEST(GrammarMatcherTest, InvalidUtf8NeverMatchesEvenAnyChar) {
+  auto g = MustParse("root ::= .+\n");
+  EXPECT_TRUE(g->Accepts("\xE0\xA0\x80\xF0\x90\x80\x80\xF4\x8F\xBF\xBF"));
+  EXPECT_FALSE(g->Accepts("\xE0\x80\x80"));      // overlong
+  EXPECT_FALSE(g->Accepts("\xF0\x80\x80\x80"));  // overlong
+  EXPECT_FALSE(g->Accepts("\xF4\x90\x80\x80"));  // above U+10FFFF
+  EXPECT_FALSE(g->Accepts("\xED\xBF\xBF"));      // surrogate
+  EXPECT_TRUE(g->Accepts("\xED\x9F\xBF"));       // U+D7FF
+  GrammarMatcher m(g);
+  ASSERT_TRUE(m.AcceptBytes("\xE4"));
+  EXPECT_FALSE(m.CanAccept("a"));  // a character is half received
+  ASSERT_TRUE(m.AcceptBytes("\xB8"));
+  ASSERT_TRUE(m.AcceptBytes("\x80"));
+  EXPECT_TRUE(m.IsComplete());
+}
+
+TEST(GrammarMatcherTest, PartialCharacterKeepsStacksApart) {
+  // After E0 A0 one alternative takes every completion, the other only
+  // some: the bytes still decide which continues.
+  auto g =
+      MustParse("root ::= [\\u0800-\\u0FFF] \"a\" | [\\u0800-\\u0801] \"b\"\n");
+  EXPECT_TRUE(
+      g->Accepts("\xE0\xA0\x80"
+                 "a"));
+  EXPECT_TRUE(
+      g->Accepts("\xE0\xA0\x80"
+                 "b"));
+  EXPECT_TRUE(
+      g->Accepts("\xE0\xA0\x82"
+                 "a"));
+  EXPECT_FALSE(
+      g->Accepts("\xE0\xA0\x82"
+                 "b"));
+  const std::vector<std::string> vocab = {"\xE0", "\xA0", "\x80",    "\x82",
+                                          "a",    "b",    "\xE0\xA0"};
+  const TokenTrie trie(vocab);
+  GrammarMatcher m(g);
+  for (const char* piece : {"\xE0", "\xA0", "\x82"}) {
+    std::vector<uint8_t> allowed;
+    m.AllowedTokens(trie, &allowed);
+    ASSERT_EQ(allowed, BruteForce(m, vocab)) << "before " << piece;
+    ASSERT_TRUE(m.AcceptBytes(piece));
+  }
+  EXPECT_TRUE(m.CanAccept("a"));
+  EXPECT_FALSE(m.CanAccept("b"));
+}
+
 TEST(GrammarMatcherTest, StackLimitRejectsInsteadOfExploding) {
   // Each "a" may promise a "b" or a "c" later: 2^n distinct stacks.
   auto g = MustParse("root ::= \"a\" root \"b\" | \"a\" root \"c\" | \"\"\n");

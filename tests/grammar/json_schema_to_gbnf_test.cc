@@ -103,6 +103,10 @@ const std::vector<SchemaCase>& Cases() {
            {"type":"string"}],"items":{"type":"boolean"},"maxItems":3})",
        {R"(["a"])", R"(["a",true,false])"},
        {R"(["a",true,false,true])", R"(["a",1])"}},
+      {"items as a tuple (draft 4 form)",
+       R"({"items":[{"type":"integer"},{"type":"null"}]})",
+       {"[ -3000, null ]", "[1,null]"},
+       {"[1]", "[1,null,2]", "[null,1]"}},
       {"string lengths",
        R"({"type":"string","minLength":2,"maxLength":4})",
        {R"("ab")", R"("abcd")", R"("日本")", R"("a\nb")"},
@@ -221,6 +225,9 @@ std::string ErrorOf(const char* schema) {
   StatusOr<std::string> r = JsonSchemaToGbnf(ojson::parse(schema));
   if (r.ok()) return "OK";
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(r.status().reason() == "unsupported_schema" ||
+              r.status().reason() == "invalid_json_schema")
+      << r.status().reason();
   return std::string(r.status().message());
 }
 
@@ -254,6 +261,20 @@ TEST(JsonSchemaToGbnfTest, UnsupportedKeywordsAreNamedWithTheirPath) {
             "field 'json_schema': keyword 'dependentRequired' at / is not "
             "supported");
   EXPECT_EQ(r.status().reason(), "unsupported_schema");
+}
+
+// The schemas llama-server's own tests send in response_format.
+TEST(JsonSchemaToGbnfTest, LlamaServerTestSchemas) {
+  StatusOr<Grammar> c =
+      Grammar::Parse(*JsonSchemaToGbnf(ojson{{"const", "42"}}));
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->Accepts("\"42\""));
+  EXPECT_FALSE(c->Accepts("42"));
+  EXPECT_EQ(ErrorOf("123"),
+            "schema at / must be an object or a boolean, got number");
+  EXPECT_EQ(ErrorOf(R"({"type":123})"),
+            "type at / must be a string or list of strings");
+  EXPECT_EQ(ErrorOf(R"({"type":"hiccup"})"), "unknown type 'hiccup' at /");
 }
 
 TEST(JsonSchemaToGbnfTest, InvalidSchemasAreErrors) {
