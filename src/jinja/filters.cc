@@ -27,7 +27,8 @@ Fn Checked(Interpreter& ip, std::string s) {
 
 Fn Length(Interpreter&, const Value& v, CallArgs&) {
   switch (v.kind()) {
-    case ValueKind::kUndefined: return Value::Int(0);
+    case ValueKind::kUndefined:
+      return Value::Int(0);
     case ValueKind::kString:
       return Value::Int(static_cast<int64_t>(Utf8Length(v.str())));
     case ValueKind::kList:
@@ -96,12 +97,23 @@ Fn Escape(Interpreter& ip, const Value& v, CallArgs&) {
   std::string out;
   for (char c : ToStr(v)) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return Checked(ip, std::move(out));
@@ -200,10 +212,10 @@ Fn Round(Interpreter&, const Value& v, CallArgs& args) {
     return JinjaError(ErrorKind::kType,
                       "type " + TypeName(v) + " doesn't define __round__");
   }
-  if (method == "common" && !v.is_float()) return Value::Int(
-      v.is_bool() ? v.bool_value() : v.int_value());
-  const double scale = std::pow(10.0, static_cast<double>(
-                                          std::clamp<int64_t>(precision, -300, 300)));
+  if (method == "common" && !v.is_float())
+    return Value::Int(v.is_bool() ? v.bool_value() : v.int_value());
+  const double scale = std::pow(
+      10.0, static_cast<double>(std::clamp<int64_t>(precision, -300, 300)));
   const double x = v.AsDouble() * scale;
   double y;
   if (method == "ceil") {
@@ -342,19 +354,32 @@ Fn Attr(Interpreter&, const Value& v, CallArgs& args) {
 const FilterTable& Table() {
   static const FilterTable* const kTable = [] {
     auto* t = new FilterTable{
-        {"length", Length},     {"count", Length},
-        {"default", Default},   {"d", Default},
-        {"trim", Trim},         {"string", String},
-        {"upper", Upper},       {"lower", Lower},
-        {"capitalize", Capitalize}, {"title", Title},
-        {"replace", Replace},   {"e", Escape},
-        {"escape", Escape},     {"forceescape", Escape},
-        {"safe", Safe},         {"tojson", ToJsonFilter},
-        {"int", Int},           {"float", Float},
-        {"abs", Abs},           {"round", Round},
-        {"indent", Indent},     {"center", Center},
-        {"format", Format},     {"truncate", Truncate},
-        {"wordcount", WordCount}, {"urlencode", UrlEncode},
+        {"length", Length},
+        {"count", Length},
+        {"default", Default},
+        {"d", Default},
+        {"trim", Trim},
+        {"string", String},
+        {"upper", Upper},
+        {"lower", Lower},
+        {"capitalize", Capitalize},
+        {"title", Title},
+        {"replace", Replace},
+        {"e", Escape},
+        {"escape", Escape},
+        {"forceescape", Escape},
+        {"safe", Safe},
+        {"tojson", ToJsonFilter},
+        {"int", Int},
+        {"float", Float},
+        {"abs", Abs},
+        {"round", Round},
+        {"indent", Indent},
+        {"center", Center},
+        {"format", Format},
+        {"truncate", Truncate},
+        {"wordcount", WordCount},
+        {"urlencode", UrlEncode},
         {"attr", Attr},
     };
     AddSequenceFilters(t);
@@ -387,11 +412,12 @@ StatusOr<Value> GetPath(const Value& item, std::string_view attribute) {
                                                  ? std::string_view::npos
                                                  : dot - start));
     if (cur.is_undefined()) return UndefinedFailure(cur);
-    const bool numeric = !part.empty() &&
-                         part.find_first_not_of("0123456789") ==
-                             std::string::npos && part.size() < 18;
-    cur = GetItem(cur, numeric ? Value::Int(std::stoll(part))
-                               : Value::String(part));
+    const bool numeric =
+        !part.empty() &&
+        part.find_first_not_of("0123456789") == std::string::npos &&
+        part.size() < 18;
+    cur = GetItem(cur,
+                  numeric ? Value::Int(std::stoll(part)) : Value::String(part));
     if (dot == std::string_view::npos) return cur;
     start = dot + 1;
   }

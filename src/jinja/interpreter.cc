@@ -98,8 +98,8 @@ Status Interpreter::ExecBody(const Body& body, const ScopePtr& scope,
   return Status::Ok();
 }
 
-Status Interpreter::Exec(const Stmt& s, const ScopePtr& scope,
-                         std::string* out, Flow* flow) {
+Status Interpreter::Exec(const Stmt& s, const ScopePtr& scope, std::string* out,
+                         Flow* flow) {
   KV_RETURN_IF_ERROR(Charge(1));
   if (++depth_ > options_.max_depth) {
     --depth_;
@@ -111,20 +111,40 @@ Status Interpreter::Exec(const Stmt& s, const ScopePtr& scope,
   }
   Status st;
   switch (s.kind) {
-    case StmtKind::kText: st = Append(out, s.text); break;
-    case StmtKind::kOutput: st = ExecOutput(s, scope, out); break;
-    case StmtKind::kIf: st = ExecIf(s, scope, out, flow); break;
-    case StmtKind::kFor: st = ExecFor(s, scope, out, flow); break;
-    case StmtKind::kSet: st = ExecSet(s, scope); break;
+    case StmtKind::kText:
+      st = Append(out, s.text);
+      break;
+    case StmtKind::kOutput:
+      st = ExecOutput(s, scope, out);
+      break;
+    case StmtKind::kIf:
+      st = ExecIf(s, scope, out, flow);
+      break;
+    case StmtKind::kFor:
+      st = ExecFor(s, scope, out, flow);
+      break;
+    case StmtKind::kSet:
+      st = ExecSet(s, scope);
+      break;
     case StmtKind::kSetBlock:
-    case StmtKind::kFilterBlock: st = ExecCapture(s, scope, out); break;
+    case StmtKind::kFilterBlock:
+      st = ExecCapture(s, scope, out);
+      break;
     case StmtKind::kMacro:
       scope->Set(s.name, MakeMacro(s, scope, false));
       break;
-    case StmtKind::kCallBlock: st = ExecCallBlock(s, scope, out); break;
-    case StmtKind::kBreak: *flow = Flow::kBreak; break;
-    case StmtKind::kContinue: *flow = Flow::kContinue; break;
-    case StmtKind::kScope: st = ExecScope(s, scope, out, flow); break;
+    case StmtKind::kCallBlock:
+      st = ExecCallBlock(s, scope, out);
+      break;
+    case StmtKind::kBreak:
+      *flow = Flow::kBreak;
+      break;
+    case StmtKind::kContinue:
+      *flow = Flow::kContinue;
+      break;
+    case StmtKind::kScope:
+      st = ExecScope(s, scope, out, flow);
+      break;
   }
   --depth_;
   return WithPosition(st, s.pos);
@@ -248,13 +268,13 @@ Status Interpreter::ExecFor(const Stmt& s, const ScopePtr& scope,
   const int64_t n = static_cast<int64_t>(items.size());
   // One cycle() per loop; it reads the current index through `at`.
   auto at = std::make_shared<int64_t>(0);
-  const Value cycle = Value::Func("cycle", [at](Interpreter&, CallArgs& args)
-                                               -> StatusOr<Value> {
-    if (args.positional.empty()) {
-      return JinjaError(ErrorKind::kType, "no items for cycling given");
-    }
-    return args.positional[*at % args.positional.size()];
-  });
+  const Value cycle = Value::Func(
+      "cycle", [at](Interpreter&, CallArgs& args) -> StatusOr<Value> {
+        if (args.positional.empty()) {
+          return JinjaError(ErrorKind::kType, "no items for cycling given");
+        }
+        return args.positional[*at % args.positional.size()];
+      });
   for (int64_t i = 0; i < n; ++i) {
     auto iter_scope = std::make_shared<Scope>(scope);
     KV_RETURN_IF_ERROR(BindTargets(s.targets, items[i], iter_scope.get()));

@@ -84,8 +84,7 @@ class Interpreter {
   Status ExecFor(const Stmt& s, const ScopePtr& scope, std::string* out,
                  Flow* flow);
   Status ExecSet(const Stmt& s, const ScopePtr& scope);
-  Status ExecCallBlock(const Stmt& s, const ScopePtr& scope,
-                       std::string* out);
+  Status ExecCallBlock(const Stmt& s, const ScopePtr& scope, std::string* out);
   Status Append(std::string* out, std::string_view text);
   Status BindTargets(const std::vector<std::string>& targets,
                      const Value& value, Scope* scope);

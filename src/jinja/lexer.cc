@@ -57,18 +57,40 @@ std::string DecodeEscapes(std::string_view body) {
     }
     const char c = body[++i];
     switch (c) {
-      case '\n': continue;
-      case '\\': out.push_back('\\'); continue;
-      case '\'': out.push_back('\''); continue;
-      case '"': out.push_back('"'); continue;
-      case 'a': out.push_back('\a'); continue;
-      case 'b': out.push_back('\b'); continue;
-      case 'f': out.push_back('\f'); continue;
-      case 'n': out.push_back('\n'); continue;
-      case 'r': out.push_back('\r'); continue;
-      case 't': out.push_back('\t'); continue;
-      case 'v': out.push_back('\v'); continue;
-      default: break;
+      case '\n':
+        continue;
+      case '\\':
+        out.push_back('\\');
+        continue;
+      case '\'':
+        out.push_back('\'');
+        continue;
+      case '"':
+        out.push_back('"');
+        continue;
+      case 'a':
+        out.push_back('\a');
+        continue;
+      case 'b':
+        out.push_back('\b');
+        continue;
+      case 'f':
+        out.push_back('\f');
+        continue;
+      case 'n':
+        out.push_back('\n');
+        continue;
+      case 'r':
+        out.push_back('\r');
+        continue;
+      case 't':
+        out.push_back('\t');
+        continue;
+      case 'v':
+        out.push_back('\v');
+        continue;
+      default:
+        break;
     }
     if (c >= '0' && c <= '7') {
       uint32_t v = 0;
@@ -126,8 +148,8 @@ class Lexer {
 
  private:
   SourcePos PosAt(size_t offset) const {
-    auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(),
-                               offset);
+    auto it =
+        std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
     const size_t line = it - line_starts_.begin();
     return SourcePos{static_cast<int>(line),
                      static_cast<int>(offset - line_starts_[line - 1] + 1)};
@@ -324,9 +346,8 @@ class Lexer {
     if (IsDigit(c)) return Number();
     if (c == '\'' || c == '"') return StringLiteral();
     static constexpr std::string_view kOps[] = {
-        "//", "**", "==", "!=", ">=", "<=", "+", "-", "*", "/", "%", "~",
-        "[",  "]",  "(",  ")",  "{",  "}",  ">", "<", "=", ".", ":", "|",
-        ",",  ";"};
+        "//", "**", "==", "!=", ">=", "<=", "+", "-", "*", "/", "%", "~", "[",
+        "]",  "(",  ")",  "{",  "}",  ">",  "<", "=", ".", ":", "|", ",", ";"};
     for (std::string_view op : kOps) {
       if (src_.compare(pos_, op.size(), op) == 0) {
         pos_ += op.size();
@@ -410,17 +431,28 @@ StatusOr<std::vector<Token>> Tokenize(std::string_view source,
 
 std::string DescribeToken(const Token& token) {
   switch (token.type) {
-    case TokenType::kText: return "template data";
-    case TokenType::kVarBegin: return "begin of print statement";
-    case TokenType::kVarEnd: return "end of print statement";
-    case TokenType::kBlockBegin: return "begin of statement block";
-    case TokenType::kBlockEnd: return "end of statement block";
-    case TokenType::kName: return "'" + token.text + "'";
-    case TokenType::kString: return "string";
-    case TokenType::kInt: return "integer";
-    case TokenType::kFloat: return "float";
-    case TokenType::kOp: return "'" + token.text + "'";
-    case TokenType::kEof: return "end of template";
+    case TokenType::kText:
+      return "template data";
+    case TokenType::kVarBegin:
+      return "begin of print statement";
+    case TokenType::kVarEnd:
+      return "end of print statement";
+    case TokenType::kBlockBegin:
+      return "begin of statement block";
+    case TokenType::kBlockEnd:
+      return "end of statement block";
+    case TokenType::kName:
+      return "'" + token.text + "'";
+    case TokenType::kString:
+      return "string";
+    case TokenType::kInt:
+      return "integer";
+    case TokenType::kFloat:
+      return "float";
+    case TokenType::kOp:
+      return "'" + token.text + "'";
+    case TokenType::kEof:
+      return "end of template";
   }
   return "token";
 }

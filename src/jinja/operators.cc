@@ -50,10 +50,9 @@ StatusOr<Value> Add(Interpreter& ip, const Value& a, const Value& b) {
   }
   if (a.is_string() || a.kind() == ValueKind::kList ||
       a.kind() == ValueKind::kTuple) {
-    return JinjaError(ErrorKind::kType, "can only concatenate " +
-                                            TypeName(a) + " (not \"" +
-                                            TypeName(b) + "\") to " +
-                                            TypeName(a));
+    return JinjaError(ErrorKind::kType, "can only concatenate " + TypeName(a) +
+                                            " (not \"" + TypeName(b) +
+                                            "\") to " + TypeName(a));
   }
   return Unsupported("+", a, b);
 }
@@ -213,8 +212,10 @@ bool Equals(const Value& a, const Value& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case ValueKind::kUndefined:
-    case ValueKind::kNone: return true;
-    case ValueKind::kString: return a.str() == b.str();
+    case ValueKind::kNone:
+      return true;
+    case ValueKind::kString:
+      return a.str() == b.str();
     case ValueKind::kList:
     case ValueKind::kTuple: {
       if (a.items().size() != b.items().size()) return false;
@@ -231,9 +232,12 @@ bool Equals(const Value& a, const Value& b) {
       }
       return true;
     }
-    case ValueKind::kNamespace: return &a.map() == &b.map();
-    case ValueKind::kFunction: return &a.function() == &b.function();
-    default: return false;
+    case ValueKind::kNamespace:
+      return &a.map() == &b.map();
+    case ValueKind::kFunction:
+      return &a.function() == &b.function();
+    default:
+      return false;
   }
 }
 
@@ -283,12 +287,14 @@ StatusOr<bool> Compare(std::string_view op, const Value& a, const Value& b) {
 
 StatusOr<bool> Contains(const Value& container, const Value& item) {
   switch (container.kind()) {
-    case ValueKind::kUndefined: return false;
+    case ValueKind::kUndefined:
+      return false;
     case ValueKind::kString:
       if (!item.is_string()) {
         return JinjaError(ErrorKind::kType,
                           "'in <string>' requires string as left operand, "
-                          "not " + TypeName(item));
+                          "not " +
+                              TypeName(item));
       }
       return container.str().find(item.str()) != std::string::npos;
     case ValueKind::kList:
@@ -301,9 +307,9 @@ StatusOr<bool> Contains(const Value& container, const Value& item) {
     case ValueKind::kDict:
       return container.map().FindKey(item) != nullptr;
     default:
-      return JinjaError(ErrorKind::kType, "argument of type '" +
-                                              TypeName(container) +
-                                              "' is not iterable");
+      return JinjaError(
+          ErrorKind::kType,
+          "argument of type '" + TypeName(container) + "' is not iterable");
   }
 }
 

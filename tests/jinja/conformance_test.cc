@@ -7,11 +7,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "jinja/strftime.h"
 #include "jinja/template.h"
@@ -88,9 +87,10 @@ TEST(ChatTemplateConformanceTest, AllCasesMatchJinja2) {
       bool ok;
       if (c.contains("expect_error")) {
         ok = !out.ok();
-        EXPECT_FALSE(out.ok()) << id << ": expected "
-                               << c.at("error_type").get<std::string>()
-                               << ", rendered:\n" << *out;
+        EXPECT_FALSE(out.ok())
+            << id << ": expected " << c.at("error_type").get<std::string>()
+            << ", rendered:\n"
+            << *out;
       } else {
         ok = out.ok() && *out == c.at("expect").get<std::string>();
         EXPECT_TRUE(out.ok()) << id << ": " << out.status();
