@@ -77,8 +77,21 @@ Fn Lower(Interpreter&, const Value& v, CallArgs&) {
 Fn Capitalize(Interpreter&, const Value& v, CallArgs&) {
   return Value::String(PyCapitalize(ToStr(v)));
 }
+// jinja2's title filter is not str.title(): it upper-cases the first
+// character of each run between whitespace, '-', '(', '{', '[' and '<' and
+// lower-cases the rest ("o'neil" -> "O'neil", str.title gives "O'Neil").
 Fn Title(Interpreter&, const Value& v, CallArgs&) {
-  return Value::String(PyTitle(ToStr(v)));
+  std::string out;
+  bool start = true;
+  for (char32_t c : DecodeUtf8(ToStr(v))) {
+    const bool sep = IsPySpace(c) || c == '-' || c == '(' || c == '{' ||
+                     c == '[' || c == '<';
+    std::string one;
+    AppendUtf8(c, &one);
+    out += sep ? one : (start ? PyUpper(one) : PyLower(one));
+    start = sep;
+  }
+  return Value::String(std::move(out));
 }
 
 Fn Replace(Interpreter& ip, const Value& v, CallArgs& args) {
@@ -157,6 +170,7 @@ Fn Int(Interpreter&, const Value& v, CallArgs& args) {
   ArgReader r("int", args, {"default", "base"});
   KV_RETURN_IF_ERROR(r.status());
   KV_ASSIGN_OR_RETURN(int64_t base, r.GetInt(1, 10));
+  if (v.is_undefined()) return UndefinedFailure(v);  // int(Undefined) raises
   if (v.is_int()) return v;
   if (v.is_bool()) return Value::Int(v.bool_value());
   if (v.is_float() && std::isfinite(v.AsDouble()) &&
@@ -183,6 +197,7 @@ Fn Int(Interpreter&, const Value& v, CallArgs& args) {
 Fn Float(Interpreter&, const Value& v, CallArgs& args) {
   ArgReader r("float", args, {"default"});
   KV_RETURN_IF_ERROR(r.status());
+  if (v.is_undefined()) return UndefinedFailure(v);  // float(Undefined) raises
   if (v.is_number()) return Value::Float(v.AsDouble());
   if (v.is_string()) {
     const std::string s = PyStrip(v.str(), std::nullopt, true, true);
@@ -242,6 +257,14 @@ Fn Indent(Interpreter& ip, const Value& v, CallArgs& args) {
     KV_ASSIGN_OR_RETURN(int64_t w, r.GetInt(0, 4));
     pad = std::string(std::clamp<int64_t>(w, 0, 1024), ' ');
   }
+  // jinja2 appends "\n" to the value itself: only strings (Markup) work.
+  if (v.is_undefined()) return UndefinedFailure(v);
+  if (!v.is_string()) {
+    return JinjaError(ErrorKind::kType,
+                      "unsupported operand type(s) for +=: "
+                      "'" +
+                          TypeName(v) + "' and 'str'");
+  }
   const bool first = r.GetBool(1, false);
   const bool blank = r.GetBool(2, false);
   // jinja2 3.1 appends "\n" before splitlines(), which drops one trailing
@@ -287,6 +310,15 @@ Fn Truncate(Interpreter&, const Value& v, CallArgs& args) {
   KV_ASSIGN_OR_RETURN(int64_t length, r.GetInt(0, 255));
   KV_ASSIGN_OR_RETURN(std::string end, r.GetString(2, "..."));
   KV_ASSIGN_OR_RETURN(int64_t leeway, r.GetInt(3, 5));
+  if (v.is_list_like() || v.is_dict()) {
+    // Short sequences come back unchanged; longer ones cannot be cut.
+    const size_t n = v.is_dict() ? v.map().size() : v.items().size();
+    if (static_cast<int64_t>(n) <= length + leeway) return v;
+  }
+  if (!v.is_string() && !v.is_undefined()) {
+    return JinjaError(ErrorKind::kType,
+                      "object of type '" + TypeName(v) + "' has no len()");
+  }
   std::u32string s = DecodeUtf8(ToStr(v));
   const int64_t end_len = static_cast<int64_t>(Utf8Length(end));
   if (length < end_len || leeway < 0) {

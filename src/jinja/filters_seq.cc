@@ -71,8 +71,15 @@ Fn List(Interpreter&, const Value& v, CallArgs&) {
   return Value::List(std::move(items));
 }
 
+// jinja2's map/select start with `if value:`, so any falsy value (None,
+// false, 0) gives an empty result instead of a TypeError.
+StatusOr<std::vector<Value>> LazyItems(const Value& v) {
+  if (!v.Truthy()) return std::vector<Value>();
+  return Iterate(v);
+}
+
 Fn Map(Interpreter& ip, const Value& v, CallArgs& args) {
-  KV_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(v));
+  KV_ASSIGN_OR_RETURN(std::vector<Value> items, LazyItems(v));
   std::vector<Value> out;
   if (args.positional.empty()) {
     ArgReader r("map", args, {"attribute", "default"});
@@ -100,7 +107,7 @@ Fn Map(Interpreter& ip, const Value& v, CallArgs& args) {
 // select/reject (attr empty) and selectattr/rejectattr.
 StatusOr<Value> Select(Interpreter& ip, const Value& v, CallArgs& args,
                        bool by_attr, bool keep_when) {
-  KV_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(v));
+  KV_ASSIGN_OR_RETURN(std::vector<Value> items, LazyItems(v));
   size_t at = 0;
   std::string attribute;
   if (by_attr) {

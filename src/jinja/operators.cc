@@ -134,10 +134,25 @@ StatusOr<Value> Divide(std::string_view op, const Value& a, const Value& b) {
   }
   const double x = a.AsDouble(), y = b.AsDouble();
   if (y == 0) return ZeroDivision("float divmod()");
-  if (op == "//") return Value::Float(std::floor(x / y));
-  double m = std::fmod(x, y);
-  if (m != 0 && ((m < 0) != (y < 0))) m += y;
-  return Value::Float(m);
+  // CPython's float_divmod: derive the quotient from fmod so that
+  // 0.5 // 0.1 is 4.0 (x / y rounds up to 5.0).
+  double mod = std::fmod(x, y);
+  double div = (x - mod) / y;
+  if (mod != 0) {
+    if ((y < 0) != (mod < 0)) {
+      mod += y;
+      div -= 1.0;
+    }
+  } else {
+    mod = std::copysign(0.0, y);
+  }
+  if (op == "%") return Value::Float(mod);
+  double floordiv = std::copysign(0.0, x / y);
+  if (div != 0) {
+    floordiv = std::floor(div);
+    if (div - floordiv > 0.5) floordiv += 1.0;
+  }
+  return Value::Float(floordiv);
 }
 
 StatusOr<Value> Power(const Value& a, const Value& b) {

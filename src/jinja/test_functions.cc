@@ -1,5 +1,6 @@
 #include "jinja/test_functions.h"
 
+#include <cmath>
 #include <string>
 
 #include "jinja/args.h"
@@ -57,6 +58,12 @@ bool SameAs(const Value& a, const Value& b) {
 
 StatusOr<bool> Parity(const Value& v, int64_t divisor, int64_t remainder) {
   if (v.is_undefined()) return UndefinedFailure(v);
+  if (v.is_float() && divisor != 0) {
+    const double d = static_cast<double>(divisor);
+    double m = std::fmod(v.AsDouble(), d);
+    if (m != 0 && ((m < 0) != (d < 0))) m += d;
+    return m == static_cast<double>(remainder);
+  }
   if (!v.is_int() && !v.is_bool()) {
     return JinjaError(ErrorKind::kType, "unsupported operand type(s) for %: '" +
                                             TypeName(v) + "' and 'int'");
