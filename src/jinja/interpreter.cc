@@ -1,10 +1,12 @@
 // Statement execution; expression evaluation is in interpreter_expr.cc.
 #include "jinja/interpreter.h"
 
+#include <optional>
 #include <utility>
 
 #include "jinja/globals.h"
 #include "jinja/methods.h"
+#include "jinja/operators.h"
 #include "jinja/python_format.h"
 
 namespace kvault::jinja {
@@ -223,7 +225,7 @@ Status Interpreter::BindTargets(const std::vector<std::string>& targets,
 
 // Returns the `loop` variable of iteration `i` over `items`.
 static Value LoopObject(const std::vector<Value>& items, int64_t i,
-                        const Value& cycle) {
+                        const Value& cycle, const Value& changed) {
   const int64_t n = static_cast<int64_t>(items.size());
   ValueMap loop;
   loop.Set("index0", Value::Int(i));
@@ -238,7 +240,20 @@ static Value LoopObject(const std::vector<Value>& items, int64_t i,
   if (i > 0) loop.Set("previtem", items[i - 1]);
   if (i + 1 < n) loop.Set("nextitem", items[i + 1]);
   loop.Set("cycle", cycle);
+  loop.Set("changed", changed);
   return Value::Dict(std::move(loop));
+}
+
+StatusOr<std::vector<Value>> Interpreter::FilterLoopItems(
+    const Stmt& s, const ScopePtr& scope, const std::vector<Value>& items) {
+  std::vector<Value> kept;
+  for (const Value& item : items) {
+    auto probe = std::make_shared<Scope>(scope);
+    KV_RETURN_IF_ERROR(BindTargets(s.targets, item, probe.get()));
+    KV_ASSIGN_OR_RETURN(Value keep, Eval(*s.filter, probe));
+    if (keep.Truthy()) kept.push_back(item);
+  }
+  return kept;
 }
 
 Status Interpreter::ExecFor(const Stmt& s, const ScopePtr& scope,
@@ -254,14 +269,7 @@ Status Interpreter::ExecFor(const Stmt& s, const ScopePtr& scope,
   // An iteration allocates a scope and binds names: a few steps each.
   KV_RETURN_IF_ERROR(ChargeItems(source->size()));
   if (s.filter) {
-    std::vector<Value> kept;
-    for (const Value& item : *source) {
-      auto probe = std::make_shared<Scope>(scope);
-      KV_RETURN_IF_ERROR(BindTargets(s.targets, item, probe.get()));
-      KV_ASSIGN_OR_RETURN(Value keep, Eval(*s.filter, probe));
-      if (keep.Truthy()) kept.push_back(item);
-    }
-    owned = std::move(kept);
+    KV_ASSIGN_OR_RETURN(owned, FilterLoopItems(s, scope, *source));
     source = &owned;
   }
   const std::vector<Value>& items = *source;
@@ -275,13 +283,23 @@ Status Interpreter::ExecFor(const Stmt& s, const ScopePtr& scope,
         }
         return args.positional[*at % args.positional.size()];
       });
+  // loop.changed(*values): true when the values differ from the last call.
+  auto last = std::make_shared<std::optional<std::vector<Value>>>();
+  const Value changed = Value::Func(
+      "changed", [last](Interpreter&, CallArgs& args) -> StatusOr<Value> {
+        const bool same =
+            last->has_value() &&
+            Equals(Value::List(**last), Value::List(args.positional));
+        *last = args.positional;
+        return Value::Bool(!same);
+      });
   for (int64_t i = 0; i < n; ++i) {
     auto iter_scope = std::make_shared<Scope>(scope);
     KV_RETURN_IF_ERROR(BindTargets(s.targets, items[i], iter_scope.get()));
     if (s.uses_loop) {
       *at = i;
       KV_RETURN_IF_ERROR(Charge(4));
-      iter_scope->Set("loop", LoopObject(items, i, cycle));
+      iter_scope->Set("loop", LoopObject(items, i, cycle, changed));
     }
     Flow inner = Flow::kNormal;
     KV_RETURN_IF_ERROR(ExecBody(s.body, iter_scope, out, &inner));
