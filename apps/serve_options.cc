@@ -85,6 +85,7 @@ Status ParseShape(const Flags& f, ServeOptions* o) {
                       f.GetInt("ubatch-size", 512, 1, 1 << 20));
   e.prefill_chunk = static_cast<uint32_t>(batch);
   e.max_batch_tokens = static_cast<uint32_t>(ubatch);
+  KV_ASSIGN_OR_RETURN(e.context_shift, f.GetBool("context-shift", false));
   KV_ASSIGN_OR_RETURN(bool cont, f.GetBool("cont-batching", true));
   if (!cont) {
     return InvalidArgumentError(
@@ -175,6 +176,8 @@ Status ParseDefaults(const Flags& f, CompletionParams* d) {
   d->n_predict = static_cast<int32_t>(n_predict);
   KV_ASSIGN_OR_RETURN(d->ignore_eos, f.GetBool("ignore-eos", false));
   KV_ASSIGN_OR_RETURN(d->cache_prompt, f.GetBool("cache-prompt", true));
+  KV_ASSIGN_OR_RETURN(int64_t keep, f.GetInt("keep", 0, -1, kInt32Max));
+  d->n_keep = static_cast<int32_t>(keep);
   return Status::Ok();
 }
 
@@ -235,6 +238,7 @@ Status ParseServer(const Flags& f, ServeOptions* o) {
   s.write_timeout_ms = s.body_timeout_ms;
   s.slot_save_path = f.GetString("slot-save-path", "");
   KV_ASSIGN_OR_RETURN(s.metrics_endpoint, f.GetBool("metrics", false));
+  KV_ASSIGN_OR_RETURN(s.props_endpoint, f.GetBool("props", false));
   KV_ASSIGN_OR_RETURN(s.slots_endpoint, f.GetBool("slots", true));
   // Sorted and unique as llama-server keeps them: the first is the id.
   s.aliases = SplitList(f.GetString("alias", ""));
@@ -277,6 +281,7 @@ StatusOr<ServeOptions> ParseServeOptions(const std::vector<std::string>& args,
   o.load_mode = mmap ? LoadMode::kMmap : LoadMode::kRead;
   KV_ASSIGN_OR_RETURN(o.log_level, ParseLogLevel(f));
   o.server.verbose = o.log_level == LogLevel::kDebug;
+  KV_ASSIGN_OR_RETURN(o.server.spm_infill, f.GetBool("spm-infill", false));
   KV_RETURN_IF_ERROR(ParseEngine(f, &o));
   KV_RETURN_IF_ERROR(ParseServer(f, &o));
   return o;

@@ -60,9 +60,26 @@ NOT_YET = [
      "issue \"Jinja chat templates, tool calls and reasoning\""),
     ("test_chat_completion::test_chat_template", "Jinja templates: the issue "
      "\"Jinja chat templates, tool calls and reasoning\""),
-    ("test_slot_save::test_slot_restore_legacy_token_list", "edits "
-     "llama.cpp's own state-file layout; kvault's state files are its own "
-     "checksummed, model-bound format"),
+    ("test_chat_completion::test_chat_completion[None-Book-What is the best "
+     "book-8-^ blue-23-8-length-True-This is not a chat template",
+     "--chat-template with template source (not a built-in name) needs the "
+     "Jinja engine: the issue \"Jinja chat templates, tool calls and "
+     "reasoning\""),
+    ("test_security::test_cors_origins_defaults_to_localhost_with_tools",
+     "starts llama-server in router mode with built-in tools (see "
+     "test_router, test_tools_builtin)"),
+    ("test_security::test_cors_proxy_only_forwards", "the web UI's CORS "
+     "proxy (see test_proxy)"),
+    ("test_slot_save::test_slot_restore_legacy_token_list", "rewrites the "
+     "token list inside llama.cpp's own state-file layout; kvault's state "
+     "files are its own checksummed, model-bound format, so the edited file "
+     "is (rightly) refused as corrupt"),
+    ("test_kv_keep_only_active::test_clear_and_restore", "asserts "
+     "llama-server's debug log tags for moving idle slots' KV to its prompt "
+     "cache when another slot starts; kvault's paged pool leaves idle slots' "
+     "KV in place until room is needed (then spills it to the RAM tier); "
+     "the test's behavioural checks (cache_n > 0, fewer prompt tokens on "
+     "the repeat) hold"),
 ]
 
 

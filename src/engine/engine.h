@@ -88,6 +88,10 @@ struct EngineOptions {
   // prefill (measured; prefill_pacer.h): the others' inter-token latency
   // stays near (1 + share) x. 0: always prefill_chunk tokens.
   double prefill_step_share = 0.4;
+  // A generating slot whose context is full discards half of what follows
+  // the kept prompt start and goes on (llama-server's --context-shift)
+  // instead of stopping.
+  bool context_shift = false;
   bool sync_saves = true;          // fsync slot files (spills never)
   OnKvFull on_kv_full = OnKvFull::kRefuse;
   // A slot save/restore whose file I/O (on the I/O threads) takes longer
@@ -113,6 +117,32 @@ struct CompletionParams {
   // post_sampling_probs) instead of the model's log-softmax.
   bool post_sampling_probs = false;
   bool ignore_eos = false;
+  // The sink's OnPromptProgress hears of the prompt's evaluation: once
+  // before it starts, then after every batch (llama-server's
+  // return_progress).
+  bool return_progress = false;
+  // Context shift (EngineOptions::context_shift): the tokens after BOS
+  // that are never discarded (< 0: the whole prompt), and how many to
+  // discard each time (0: half of the rest).
+  int32_t n_keep = 0;
+  int32_t n_discard = 0;
+};
+
+struct CompletionTimings {
+  uint64_t prompt_n = 0;  // prompt tokens evaluated (cached ones excluded)
+  double prompt_ms = 0;
+  uint64_t predicted_n = 0;
+  double predicted_ms = 0;
+  uint64_t cache_n = 0;  // prompt tokens reused from the slot's cache
+};
+
+// How far a request's prompt evaluation has come.
+struct PromptProgress {
+  uint64_t total = 0;      // prompt tokens
+  uint64_t cache = 0;      // of them reused from the slot's cache
+  uint64_t processed = 0;  // cache included: total once evaluated
+  double time_ms = 0;      // since the request started
+  CompletionTimings timings;  // so far (prompt_n = processed - cache)
 };
 
 // One generated token as streamed.
@@ -129,15 +159,9 @@ struct TokenEvent {
   bool post_sampling = false;
   std::vector<TokenProb> post_probs;
   float chosen_prob = 0;
+  CompletionTimings timings;  // the request's so far, this token included
 };
 
-struct CompletionTimings {
-  uint64_t prompt_n = 0;  // prompt tokens evaluated (cached ones excluded)
-  double prompt_ms = 0;
-  uint64_t predicted_n = 0;
-  double predicted_ms = 0;
-  uint64_t cache_n = 0;  // prompt tokens reused from the slot's cache
-};
 
 struct CompletionResult {
   uint32_t slot = 0;
@@ -166,6 +190,9 @@ class CompletionSink {
   // Called for each generated token; returning false cancels the request
   // (e.g. the client went away) and frees its slot.
   virtual bool OnToken(const TokenEvent& event) = 0;
+  // Called, when the request asked for return_progress, before the prompt
+  // is evaluated and after each batch of it.
+  virtual void OnPromptProgress(const PromptProgress& progress) {}
   // Called exactly once, last: the result, or the error that ended it
   // (Cancelled, reason kReasonCancelled, after a cancel).
   virtual void OnDone(const StatusOr<CompletionResult>& result) = 0;

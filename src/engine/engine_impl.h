@@ -179,6 +179,14 @@ class Engine::Impl {
   // Returns the plan's prefill work in pacer units; *had_decode: whether
   // it also decodes (a slot's last prompt token counts as decoding).
   double PrefillUnits(const std::vector<Part>& plan, bool* had_decode) const;
+  // With context shift on, discards part of the slot's context (after its
+  // kept start) so generation can go on; false when it may not or cannot.
+  bool ShiftContext(Slot& slot);
+  // Tells the request's sink how far its prompt evaluation has come, when
+  // it asked (return_progress).
+  void ReportPromptProgress(const Slot& slot) const;
+  // Returns the request's timings so far.
+  static CompletionTimings LiveTimings(const Request& request);
   // Moves the decoded tokens into the slots' caches, then samples.
   void ApplyDecoded(const std::vector<Part>& plan,
                     const std::vector<float>& logits);
@@ -270,6 +278,9 @@ class Engine::Impl {
   // Token texts for DRY's sequence breakers and infill; every Sampler
   // points at it.
   std::unique_ptr<TokenizerSamplerVocab> sampler_vocab_;
+  // The vocabulary's pieces as a trie, built when the first request with a
+  // grammar starts (scheduler thread).
+  std::unique_ptr<TokenTrie> grammar_trie_;
   EngineOptions options_;
   std::unique_ptr<KvCache> cache_;
   std::unique_ptr<KvVault> vault_;

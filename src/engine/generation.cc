@@ -15,6 +15,34 @@ std::string Engine::Impl::FlushText(Request& request) {
   return text;
 }
 
+CompletionTimings Engine::Impl::LiveTimings(const Request& req) {
+  const EngineClock::time_point now = EngineClock::now();
+  const EngineClock::time_point prompt_end =
+      req.prompt_done ? req.prompt_end : now;
+  CompletionTimings t = req.result.timings;
+  t.prompt_ms = MsBetween(req.start, prompt_end);
+  t.predicted_n = req.result.tokens.size();
+  t.predicted_ms = req.prompt_done ? MsBetween(prompt_end, now) : 0;
+  return t;
+}
+
+void Engine::Impl::ReportPromptProgress(const Slot& slot) const {
+  const Request& req = *slot.request;
+  if (!req.params.return_progress) return;
+  PromptProgress p;
+  p.total = req.params.prompt.size();
+  p.cache = req.result.timings.cache_n;
+  // Before the first batch nothing is evaluated: timings stay zero.
+  p.processed = std::min<uint64_t>(slot.cached.size(), p.total);
+  p.timings.cache_n = p.cache;
+  if (p.processed > p.cache) {
+    p.timings = LiveTimings(req);
+    p.timings.prompt_n = p.processed - p.cache;
+    p.time_ms = p.timings.prompt_ms;
+  }
+  req.sink->OnPromptProgress(p);
+}
+
 void Engine::Impl::HandleLogits(Slot& slot, std::span<const float> row) {
   Request& req = *slot.request;
   if (!req.prompt_done) {
@@ -39,7 +67,7 @@ void Engine::Impl::HandleLogits(Slot& slot, std::span<const float> row) {
   } else if (req.params.n_probs > 0) {
     event.probs = TopLogprobs(row, req.params.n_probs);
   }
-  req.sampler.Accept(event.token);
+  req.sampler.AcceptGenerated(event.token);
   req.result.tokens.push_back(event.token);
   req.to_feed.assign(1, event.token);
   StopMatcher::Output out = req.stop.Push(req.detok.Push(event.token));
@@ -54,13 +82,15 @@ void Engine::Impl::HandleLogits(Slot& slot, std::span<const float> row) {
     stop_type = "limit";
   } else if (slot.cached.size() + 1 >= options_.ctx_per_slot) {
     // Prompt and output fill the context, as llama-server counts it (the
-    // last token is returned, never evaluated).
-    stop_type = "limit";
+    // last token is returned, never evaluated), unless it may shift.
     truncated = true;
+    if (!ShiftContext(slot)) stop_type = "limit";
   }
+  req.result.truncated |= truncated;
   if (!stop_type.empty() && !out.match) out.text += FlushText(req);
   req.result.content += out.text;
   event.text = std::move(out.text);
+  event.timings = LiveTimings(req);
   const bool keep_going = req.sink->OnToken(event);
   if (!stop_type.empty()) {
     Finish(slot, stop_type, truncated);
@@ -70,13 +100,44 @@ void Engine::Impl::HandleLogits(Slot& slot, std::span<const float> row) {
   }
 }
 
+bool Engine::Impl::ShiftContext(Slot& slot) {
+  if (!options_.context_shift) return false;
+  const CompletionParams& params = slot.request->params;
+  const int64_t n_cached = static_cast<int64_t>(slot.cached.size());
+  const int64_t n_ctx = options_.ctx_per_slot;
+  // As llama-server: n_keep counts from after BOS; < 0 keeps the prompt.
+  const bool bos = model_->tokenizer().vocab().add_bos;
+  int64_t n_keep = params.n_keep < 0
+                       ? static_cast<int64_t>(params.prompt.size())
+                       : int64_t{params.n_keep};
+  if (bos) ++n_keep;
+  n_keep = std::min(n_keep, n_ctx - 4);
+  const int64_t n_left = n_cached - n_keep;
+  const int64_t n_discard =
+      params.n_discard > 0 ? std::min<int64_t>(params.n_discard, n_left)
+                           : n_left / 2;
+  if (n_keep < 0 || n_discard <= 0) return false;
+  Status shifted = context_->DiscardRange(
+      slot.seq, static_cast<Pos>(n_keep), static_cast<Pos>(n_keep + n_discard));
+  if (!shifted.ok()) {
+    KV_LOG(WARNING) << "slot " << slot.id << ": context shift failed ("
+                    << shifted << "); the request stops here";
+    return false;
+  }
+  slot.cached.erase(slot.cached.begin() + n_keep,
+                    slot.cached.begin() + n_keep + n_discard);
+  KV_LOG(INFO) << "slot " << slot.id << ": context shift, n_keep = " << n_keep
+               << ", n_left = " << n_left << ", n_discard = " << n_discard;
+  return true;
+}
+
 void Engine::Impl::Finish(Slot& slot, const std::string& stop_type,
                           bool truncated) {
   Request& req = *slot.request;
   const EngineClock::time_point now = EngineClock::now();
   CompletionResult& r = req.result;
   r.stop_type = stop_type;
-  r.truncated = truncated;
+  r.truncated = r.truncated || truncated;
   r.tokens_predicted = r.tokens.size();
   r.tokens_cached = slot.cached.size();
   const EngineClock::time_point prompt_end =

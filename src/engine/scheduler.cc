@@ -104,6 +104,12 @@ std::optional<uint32_t> Engine::Impl::ChooseSlot(
 void Engine::Impl::StartRequest(Slot& slot, WorkItem item) {
   SamplerContext sampling;
   sampling.vocab = sampler_vocab_.get();
+  if (item.params.sampling.grammar != nullptr) {
+    if (grammar_trie_ == nullptr) {
+      grammar_trie_ = BuildGrammarTrie(*sampler_vocab_);
+    }
+    sampling.grammar_trie = grammar_trie_.get();
+  }
   sampling.n_ctx_train = static_cast<int32_t>(model_->hparams().n_ctx_train);
   sampling.n_ctx_slot = static_cast<int32_t>(options_.ctx_per_slot);
   auto request = std::make_unique<Request>(item.task_id, std::move(item.params),
@@ -127,6 +133,7 @@ void Engine::Impl::StartRequest(Slot& slot, WorkItem item) {
   vault_->SetActive(slot.seq, true);
   vault_->Touch(slot.seq);
   ++counters_.requests_total;
+  ReportPromptProgress(slot);
 }
 
 bool Engine::Impl::MustWaitForRoom(const Slot& slot,
@@ -276,6 +283,7 @@ void Engine::Impl::ApplyDecoded(const std::vector<Part>& plan,
     slot.cached.insert(slot.cached.end(), feed.begin(),
                        feed.begin() + part.num_tokens);
     feed.erase(feed.begin(), feed.begin() + part.num_tokens);
+    if (!slot.request->prompt_done) ReportPromptProgress(slot);
   }
   const size_t n_vocab = model_->n_vocab();
   size_t row = 0;

@@ -379,6 +379,39 @@ class ForwardPass {
 
 }  // namespace
 
+Status InferenceContext::DiscardRange(SeqId seq, Pos p0, Pos p1) {
+  if (p0 < 0 || p1 <= p0) {
+    return InvalidArgumentError("DiscardRange: [" + std::to_string(p0) + ", " +
+                                std::to_string(p1) + ") is not a range");
+  }
+  KV_RETURN_IF_ERROR(cache_->RemoveRange(seq, p0, p1));
+  // RoPE is a rotation by pos * theta_i: rotating a stored key by the
+  // (negative) shift gives the key of the new position. The rotated cells
+  // were just moved, so they lie in pages this sequence alone holds.
+  const Pos delta = p0 - p1;
+  const LlamaHparams& h = model_->hparams();
+  KvStorage* storage = cache_->storage();
+  if (storage != nullptr) {
+    const Pos shift[1] = {delta};
+    const RopeTable rope(shift, h.n_rot, h.rope_freq_base,
+                         h.rope_freq_scale());
+    std::vector<float> row(storage->layout().k_row_elems());
+    std::span<const TokenPos> tokens = cache_->table().Cells(seq);
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      if (tokens[i].pos < p1) continue;
+      const CellId cell = cache_->table().CellAt(seq, i);
+      for (uint32_t layer = 0; layer < h.n_layer; ++layer) {
+        storage->ReadK(layer, cell, row);
+        rope.Apply(model_->arch().rope_style, 0, row.data(), h.n_head_kv,
+                   h.n_embd_head_k);
+        storage->WriteK(layer, cell, row);
+      }
+    }
+  }
+  cache_->ShiftPositions(seq, p1, std::numeric_limits<Pos>::max(), delta);
+  return Status::Ok();
+}
+
 StatusOr<std::vector<float>> InferenceContext::Decode(
     std::span<const BatchToken> batch) {
   KV_RETURN_IF_ERROR(ValidateBatch(batch));

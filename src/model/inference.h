@@ -52,6 +52,13 @@ class InferenceContext {
   // cache lacks room.
   StatusOr<std::vector<float>> Decode(std::span<const BatchToken> batch);
 
+  // Removes `seq`'s cells with pos in [p0, p1) and moves the later ones
+  // down by p1 - p0, rotating their keys to the new positions as if they
+  // had been computed there (llama.cpp's context shift: seq_rm + seq_add).
+  // InvalidArgument unless 0 <= p0 < p1; ResourceExhausted when a shared
+  // page cannot be copied (then nothing changed).
+  Status DiscardRange(SeqId seq, Pos p0, Pos p1);
+
   // Returns the model.
   const LlamaModel& model() const { return *model_; }
   // Returns the cache.

@@ -123,6 +123,13 @@ Sampler::Sampler(const SamplingParams& params, const SamplerContext& context)
   KV_CHECK(params.Validate().ok()) << params.Validate().ToString();
   if (context.n_ctx_slot > 0) params_.ResolveContextSize(context.n_ctx_slot);
   BuildChain(context);
+  if (params_.grammar != nullptr) {
+    KV_CHECK(context.vocab != nullptr && context.grammar_trie != nullptr)
+        << "a grammar needs the vocabulary and its trie";
+    grammar_ = std::make_unique<SamplerGrammar>(
+        params_.grammar, context.vocab, context.grammar_trie);
+    end_token_ = context.vocab->EndOfTurnOrSequence();
+  }
 }
 
 Sampler::~Sampler() = default;
@@ -208,6 +215,16 @@ std::unique_ptr<sampling::Stage> Sampler::MakeFilter(
 
 TokenId Sampler::Sample(std::span<const float> logits) {
   KV_CHECK(!logits.empty());
+  const TokenId id = RunChain(logits);
+  if (grammar_ == nullptr || grammar_->Allows(id)) return id;
+  // As llama.cpp: only a rejected pick pays for the mask, and the chain
+  // (its random draw included) runs again over the allowed tokens.
+  masked_.assign(logits.begin(), logits.end());
+  if (!grammar_->Mask(masked_)) return end_token_.value_or(id);
+  return RunChain(masked_);
+}
+
+TokenId Sampler::RunChain(std::span<const float> logits) {
   candidates_.resize(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
     candidates_[i] = {static_cast<TokenId>(i), Sanitize(logits[i]), 0.0f};
@@ -222,6 +239,11 @@ TokenId Sampler::Sample(std::span<const float> logits) {
 
 void Sampler::Accept(TokenId token) {
   for (const auto& stage : stages_) stage->Accept(token);
+}
+
+void Sampler::AcceptGenerated(TokenId token) {
+  Accept(token);
+  if (grammar_ != nullptr) grammar_->Accept(token);
 }
 
 void Sampler::Reset() {

@@ -25,10 +25,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "kv/kv_types.h"
+#include "model/sampler_grammar.h"
 #include "model/sampler_vocab.h"
 #include "model/sampling_candidates.h"
 #include "model/sampling_params.h"
@@ -52,6 +54,9 @@ struct SamplerContext {
   // dry_penalty_last_n that the caller left unresolved. 0: -1 switches the
   // repetition penalties off (as llama.cpp's clamp to 0 does).
   int32_t n_ctx_slot = 0;
+  // The vocabulary's pieces as a trie (BuildGrammarTrie(*vocab)), for
+  // requests with a grammar; null: a grammar request fails its KV_CHECK.
+  const TokenTrie* grammar_trie = nullptr;
 };
 
 // One entry of TopLogprobs.
@@ -101,10 +106,15 @@ class Sampler {
   Sampler& operator=(Sampler&&) noexcept;
 
   // Returns the next token for `logits` (one per vocabulary entry). Does
-  // not record it: call Accept. Precondition: !logits.empty().
+  // not record it: call Accept. Precondition: !logits.empty(). With a
+  // grammar: a token it allows, or the end-of-generation token when it
+  // allows none.
   TokenId Sample(std::span<const float> logits);
-  // Records `token` in the samplers' histories (penalties, DRY, adaptive-p).
+  // Records `token` in the samplers' histories (penalties, DRY, adaptive-p):
+  // the prompt's tokens.
   void Accept(TokenId token);
+  // Accept for a generated token, which also advances the grammar.
+  void AcceptGenerated(TokenId token);
   // Forgets the histories, restores Mirostat's mu and reseeds every random
   // stream with the seed in use.
   void Reset();
@@ -128,8 +138,14 @@ class Sampler {
   std::unique_ptr<sampling::Stage> MakeFilter(
       SamplerType type, const SamplerContext& context) const;
 
+  // Runs the chain over `logits`; returns the selected id.
+  TokenId RunChain(std::span<const float> logits);
+
   SamplingParams params_;
   uint32_t seed_;
+  std::unique_ptr<SamplerGrammar> grammar_;  // null without a grammar
+  std::optional<TokenId> end_token_;         // when the grammar allows none
+  std::vector<float> masked_;                // grammar-masked logits, reused
   std::vector<std::unique_ptr<sampling::Stage>> stages_;
   std::vector<sampling::Candidate> candidates_;  // [n_vocab], reused
   sampling::CandidateView view_;                 // the last Sample()'s

@@ -17,12 +17,14 @@
 #define KVAULT_MODEL_SAMPLING_PARAMS_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/status.h"
+#include "grammar/grammar.h"
 #include "kv/kv_types.h"
 
 namespace kvault {
@@ -109,6 +111,11 @@ struct SamplingParams {
   // ignored. ignore_eos is EogLogitBias (sampler_vocab.h) appended here.
   std::vector<LogitBias> logit_bias;
   std::vector<SamplerType> samplers = DefaultSamplerOrder();
+  // Constrains the output to this grammar's language (request "grammar",
+  // or a JSON schema turned into one); null: unconstrained. grammar_text is
+  // its GBNF source, as generation_settings shows it.
+  std::shared_ptr<const Grammar> grammar;
+  std::string grammar_text;
 
   // Returns the default parameters with temperature 0.
   static SamplingParams Greedy();

@@ -1,6 +1,7 @@
 #include "model/vocab.h"
 
 #include <array>
+#include <initializer_list>
 #include <utility>
 
 #include "core/check.h"
@@ -21,6 +22,12 @@ constexpr std::string_view kEosKey = "tokenizer.ggml.eos_token_id";
 constexpr std::string_view kUnkKey = "tokenizer.ggml.unknown_token_id";
 constexpr std::string_view kPadKey = "tokenizer.ggml.padding_token_id";
 constexpr std::string_view kEotKey = "tokenizer.ggml.eot_token_id";
+constexpr std::string_view kFimPreKey = "tokenizer.ggml.fim_pre_token_id";
+constexpr std::string_view kFimSufKey = "tokenizer.ggml.fim_suf_token_id";
+constexpr std::string_view kFimMidKey = "tokenizer.ggml.fim_mid_token_id";
+constexpr std::string_view kFimPadKey = "tokenizer.ggml.fim_pad_token_id";
+constexpr std::string_view kFimRepKey = "tokenizer.ggml.fim_rep_token_id";
+constexpr std::string_view kFimSepKey = "tokenizer.ggml.fim_sep_token_id";
 constexpr std::string_view kAddBosKey = "tokenizer.ggml.add_bos_token";
 constexpr std::string_view kAddEosKey = "tokenizer.ggml.add_eos_token";
 constexpr std::string_view kAddSpaceKey = "tokenizer.ggml.add_space_prefix";
@@ -43,12 +50,57 @@ constexpr std::string_view kEotTexts[] = {
 template <typename V>
 auto SpecialIds(V* v) {
   using Field = decltype(&v->bos);
-  return std::array<std::pair<std::string_view, Field>, 5>{
+  return std::array<std::pair<std::string_view, Field>, 11>{
       {{kBosKey, &v->bos},
        {kEosKey, &v->eos},
        {kUnkKey, &v->unk},
        {kPadKey, &v->pad},
-       {kEotKey, &v->eot}}};
+       {kEotKey, &v->eot},
+       {kFimPreKey, &v->fim_pre},
+       {kFimSufKey, &v->fim_suf},
+       {kFimMidKey, &v->fim_mid},
+       {kFimPadKey, &v->fim_pad},
+       {kFimRepKey, &v->fim_rep},
+       {kFimSepKey, &v->fim_sep}}};
+}
+
+// The usual texts of the fill-in-the-middle tokens, for vocabularies whose
+// GGUF names none (the spellings of Qwen, StarCoder, DeepSeek, CodeLlama,
+// CodeGemma, ...).
+struct FimTexts {
+  std::optional<TokenId> Vocab::*field;
+  std::initializer_list<std::string_view> texts;
+};
+const FimTexts kFimTexts[] = {
+    {&Vocab::fim_pre,
+     {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",
+      "<｜fim▁begin｜>", "<PRE>",
+      "▁<PRE>", "<|code_prefix|>"}},
+    {&Vocab::fim_suf,
+     {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
+      "<｜fim▁hole｜>", "<SUF>",
+      "▁<SUF>", "<|code_suffix|>"}},
+    {&Vocab::fim_mid,
+     {"<|fim_middle|>", "<fim-middle>", "<fim_middle>",
+      "<｜fim▁end｜>", "<MID>",
+      "▁<MID>", "<|code_middle|>"}},
+    {&Vocab::fim_pad, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>"}},
+    {&Vocab::fim_rep,
+     {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}},
+    {&Vocab::fim_sep, {"<|file_sep|>"}},
+};
+
+// Finds the fill-in-the-middle tokens no key named by their texts.
+void DetectFim(Vocab* v) {
+  const TokenLookup lookup = BuildTokenLookup(*v);
+  for (const FimTexts& fim : kFimTexts) {
+    std::optional<TokenId>& field = v->*fim.field;
+    for (std::string_view text : fim.texts) {
+      if (field) break;
+      auto it = lookup.find(text);
+      if (it != lookup.end()) field = it->second;
+    }
+  }
 }
 
 Status ReadOptionalBool(const GgufFile& gguf, std::string_view key, bool* out) {
@@ -239,6 +291,7 @@ StatusOr<Vocab> LoadVocab(const GgufFile& gguf) {
   KV_RETURN_IF_ERROR(ReadOptionalBool(gguf, kAddEosKey, &v.add_eos));
   KV_RETURN_IF_ERROR(ReadOptionalBool(gguf, kAddSpaceKey, &v.add_space_prefix));
   DetectEot(&v);
+  DetectFim(&v);
   KV_RETURN_IF_ERROR(v.Validate());
   return v;
 }

@@ -54,6 +54,10 @@ struct Vocab {
   std::vector<TokenType> types;     // [num_tokens] or empty (all normal)
   std::vector<std::string> merges;  // BPE only: "left right", rank order
   std::optional<TokenId> bos, eos, unk, pad, eot;
+  // Fill-in-the-middle tokens (/infill): prefix, suffix, middle, padding,
+  // repository name and file separator; from tokenizer.ggml.fim_*_token_id
+  // or found by their usual texts.
+  std::optional<TokenId> fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
   bool add_bos = false;
   bool add_eos = false;
   bool add_space_prefix = false;

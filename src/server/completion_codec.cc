@@ -5,6 +5,7 @@
 #include "model/unicode_text.h"
 #include "model/sampler_vocab.h"
 #include "server/json_fields.h"
+#include "server/unsupported_fields.h"
 #include "server/sampling_fields.h"
 
 namespace kvault {
@@ -88,6 +89,13 @@ Status ParseLimitedFields(const json& body, const CompletionLimits& limits,
   int64_t n_probs = 0;
   KV_RETURN_IF_ERROR(ReadInt(body, "n_probs", 0, limits.max_n_probs, &n_probs));
   params->n_probs = static_cast<uint32_t>(n_probs);
+
+  int64_t n_keep = params->n_keep;
+  int64_t n_discard = params->n_discard;
+  KV_RETURN_IF_ERROR(ReadInt(body, "n_keep", -1, kInt32Max, &n_keep));
+  KV_RETURN_IF_ERROR(ReadInt(body, "n_discard", 0, kInt32Max, &n_discard));
+  params->n_keep = static_cast<int32_t>(n_keep);
+  params->n_discard = static_cast<int32_t>(n_discard);
   return Status::Ok();
 }
 
@@ -206,6 +214,7 @@ std::string PromptText(const std::vector<TokenId>& prompt,
 
 Status ParseGenerationFields(const json& body, const CompletionLimits& limits,
                              CompletionRequest* out) {
+  KV_RETURN_IF_ERROR(CheckUnsupportedFields(body));
   CompletionParams& params = out->params;
   params = limits.defaults;
   params.prompt.clear();
@@ -225,6 +234,10 @@ Status ParseGenerationFields(const json& body, const CompletionLimits& limits,
   }
   KV_RETURN_IF_ERROR(ReadResponseFields(body, &out->response_fields));
   KV_RETURN_IF_ERROR(ReadBool(body, "verbose", &out->verbose));
+  KV_RETURN_IF_ERROR(
+      ReadBool(body, "timings_per_token", &out->timings_per_token));
+  KV_RETURN_IF_ERROR(
+      ReadBool(body, "return_progress", &params.return_progress));
   KV_RETURN_IF_ERROR(
       ReadBool(body, "post_sampling_probs", &params.post_sampling_probs));
   return Status::Ok();
@@ -266,7 +279,9 @@ json GenerationSettingsJson(const CompletionParams& params) {
                   {"n_probs", params.n_probs},
                   {"post_sampling_probs", params.post_sampling_probs},
                   {"ignore_eos", params.ignore_eos},
-                  {"cache_prompt", params.cache_prompt}});
+                  {"cache_prompt", params.cache_prompt},
+                  {"n_keep", params.n_keep},
+                  {"n_discard", params.n_discard}});
   return out;
 }
 
@@ -290,6 +305,13 @@ json TimingsJson(const CompletionTimings& t) {
       {"predicted_per_token_ms", per_token(steps, t.predicted_ms)},
       {"predicted_per_second", per_second(steps, t.predicted_ms)},
       {"cache_n", t.cache_n}};
+}
+
+json PromptProgressJson(const PromptProgress& p) {
+  return json{{"total", p.total},
+              {"cache", p.cache},
+              {"processed", p.processed},
+              {"time_ms", static_cast<int64_t>(p.time_ms)}};
 }
 
 json TokenProbsJson(const TokenEvent& event, const Tokenizer& tokenizer) {
@@ -368,11 +390,28 @@ std::string CompletionStreamFormatter::Token(const TokenEvent& event,
          {"content", event.text},
          {"tokens", std::vector<TokenId>{event.token}},
          {"stop", false},
-         {"id_slot", slot}};
+         {"id_slot", slot},
+         {"tokens_predicted", event.timings.predicted_n},
+         {"tokens_evaluated", request_.params.prompt.size()}};
+  if (request_.timings_per_token) j["timings"] = TimingsJson(event.timings);
   if (with_probs) {
     j["completion_probabilities"] =
         json::array({TokenProbsJson(event, *tokenizer_)});
   }
+  return SseData(j);
+}
+
+std::string CompletionStreamFormatter::Progress(const PromptProgress& progress,
+                                                int slot) {
+  json j{{"index", 0},
+         {"content", ""},
+         {"tokens", json::array()},
+         {"stop", false},
+         {"id_slot", slot},
+         {"tokens_predicted", 0},
+         {"tokens_evaluated", progress.total}};
+  if (request_.timings_per_token) j["timings"] = TimingsJson(progress.timings);
+  j["prompt_progress"] = PromptProgressJson(progress);
   return SseData(j);
 }
 

@@ -45,6 +45,8 @@ struct CompletionRequest {
   // "verbose": OpenAI replies carry "__verbose", llama-server's native
   // result (prompt text included), for debugging templates.
   bool verbose = false;
+  // llama-server: every streamed chunk carries the timings so far.
+  bool timings_per_token = false;
 };
 
 // Returns the tokens of a prompt value: a string (tokenized with add_special
@@ -82,6 +84,9 @@ nlohmann::json GenerationSettingsJson(const CompletionParams& params);
 // Returns the timings object (per-token and per-second rates 0 when n or ms
 // is 0).
 nlohmann::json TimingsJson(const CompletionTimings& timings);
+// Returns llama-server's prompt_progress object: {total, cache, processed,
+// time_ms}.
+nlohmann::json PromptProgressJson(const PromptProgress& progress);
 
 // Returns one completion_probabilities entry for `event`.
 nlohmann::json TokenProbsJson(const TokenEvent& event,
@@ -105,6 +110,8 @@ class CompletionStreamFormatter : public StreamFormatter {
   // Returns the SSE event for one token ("" when it releases no text and
   // neither tokens nor probabilities were asked for).
   std::string Token(const TokenEvent& event, int slot) override;
+  // Returns an event with no text and the prompt_progress object.
+  std::string Progress(const PromptProgress& progress, int slot) override;
   // Returns the final event.
   std::string Done(const CompletionResult& result) override;
 

@@ -3,6 +3,7 @@
 #include <ctime>
 #include <optional>
 
+#include "server/infill.h"
 #include "server/json_fields.h"
 #include "server/openai_codec.h"
 #include "server/server_state.h"
@@ -15,7 +16,10 @@ using Request = HttpRequest;
 using Response = HttpResponse;
 using nlohmann::json;
 
-enum class Api { kLlama, kOaiCompletion, kOaiChat };
+enum class Api { kLlama, kInfill, kOaiCompletion, kOaiChat };
+
+// True for llama-server's own result format (/completion, /infill).
+bool IsLlama(Api api) { return api == Api::kLlama || api == Api::kInfill; }
 
 // llama-server's answer to a prompt that leaves no room in a slot.
 HttpError ExceedContextError(size_t n_prompt, uint32_t n_ctx) {
@@ -46,6 +50,12 @@ StatusOr<CompletionRequest> ParseFor(Api api, const ServerState& state,
   switch (api) {
     case Api::kLlama:
       return ParseCompletionRequest(body, tokenizer, limits);
+    case Api::kInfill:
+      return ParseInfillRequest(
+          body, tokenizer, limits,
+          InfillShape{engine.options().prefill_chunk,
+                      state.options.defaults.n_predict,
+                      engine.options().ctx_per_slot, state.options.spm_infill});
     case Api::kOaiCompletion:
       return ParseOaiCompletionRequest(body, tokenizer, limits);
     case Api::kOaiChat:
@@ -55,9 +65,13 @@ StatusOr<CompletionRequest> ParseFor(Api api, const ServerState& state,
 }
 
 OaiContext MakeOaiContext(Api api, ServerState& state,
-                          const CompletionRequest& request) {
+                          const CompletionRequest& request,
+                          const Engine& engine) {
   OaiContext ctx;
+  ctx.n_probs = request.params.n_probs;
+  ctx.tokenizer = &engine.model().tokenizer();
   ctx.include_usage = request.include_usage;
+  ctx.timings_per_token = request.timings_per_token;
   ctx.id = std::string(api == Api::kOaiChat ? "chatcmpl-" : "cmpl-") +
            std::to_string(state.next_response_id.fetch_add(1));
   ctx.created = static_cast<int64_t>(std::time(nullptr));
@@ -70,14 +84,15 @@ std::unique_ptr<StreamFormatter> MakeFormatter(Api api, ServerState& state,
                                                const Engine& engine) {
   switch (api) {
     case Api::kLlama:
+    case Api::kInfill:
       return std::make_unique<CompletionStreamFormatter>(
           req, &engine.model().tokenizer());
     case Api::kOaiCompletion:
       return std::make_unique<OaiCompletionStreamFormatter>(
-          MakeOaiContext(api, state, req));
+          MakeOaiContext(api, state, req, engine));
     case Api::kOaiChat:
       return std::make_unique<OaiChatStreamFormatter>(
-          MakeOaiContext(api, state, req));
+          MakeOaiContext(api, state, req, engine));
   }
   return nullptr;
 }
@@ -87,12 +102,15 @@ json ApiResultJson(Api api, ServerState& state, const CompletionRequest& req,
                 const std::vector<TokenEvent>& events, const Engine& engine) {
   switch (api) {
     case Api::kLlama:
+    case Api::kInfill:
       return CompletionResponseJson(req, result, events,
                                     engine.model().tokenizer());
     case Api::kOaiCompletion:
-      return OaiCompletionJson(result, MakeOaiContext(api, state, req));
+      return OaiCompletionJson(result, MakeOaiContext(api, state, req, engine),
+                               events);
     case Api::kOaiChat:
-      return OaiChatJson(result, MakeOaiContext(api, state, req));
+      return OaiChatJson(result, MakeOaiContext(api, state, req, engine),
+                         events);
   }
   return json();
 }
@@ -103,7 +121,7 @@ json ResultJson(Api api, ServerState& state, const CompletionRequest& req,
                 const CompletionResult& result,
                 const std::vector<TokenEvent>& events, const Engine& engine) {
   json out = ApiResultJson(api, state, req, result, events, engine);
-  if (api != Api::kLlama && (req.verbose || state.options.verbose)) {
+  if (!IsLlama(api) && (req.verbose || state.options.verbose)) {
     out["__verbose"] = CompletionResponseJson(req, result, events,
                                               engine.model().tokenizer());
   }
@@ -130,9 +148,11 @@ bool IsPromptList(const json& prompt) {
 StatusOr<std::vector<json>> SplitTasks(Api api, const json& body) {
   int64_t n = 1;
   KV_RETURN_IF_ERROR(
-      ReadInt(body, api == Api::kLlama ? "n_cmpl" : "n", 1, 128, &n));
+      ReadInt(body, IsLlama(api) ? "n_cmpl" : "n", 1, 128, &n));
   std::vector<json> prompts;
-  const json* prompt = api == Api::kOaiChat ? nullptr : FindField(body, "prompt");
+  const json* prompt = api == Api::kOaiChat || api == Api::kInfill
+                           ? nullptr
+                           : FindField(body, "prompt");
   if (prompt != nullptr && IsPromptList(*prompt)) {
     for (const json& p : *prompt) {
       json one = body;
@@ -178,7 +198,7 @@ void HandleTasks(Api api, ServerState& state, Engine* engine,
       return ReplyStatus(res, result.status());
     }
     json one = ResultJson(api, state, requests[i], *result, events, *engine);
-    if (api == Api::kLlama) {
+    if (IsLlama(api)) {
       one["index"] = i;
       out.push_back(std::move(one));
     } else if (out.empty()) {
@@ -277,6 +297,7 @@ void RegisterCompletionRoutes(HttpRouter& server, ServerState& state) {
   const std::pair<const char*, Api> completions[] = {
       {"/completion", Api::kLlama},
       {"/completions", Api::kLlama},
+      {"/infill", Api::kInfill},
       {"/v1/completions", Api::kOaiCompletion},
       {"/v1/chat/completions", Api::kOaiChat},
       {"/chat/completions", Api::kOaiChat}};
@@ -297,6 +318,14 @@ void RegisterCompletionRoutes(HttpRouter& server, ServerState& state) {
                                        });
                  });
   }
+  RegisterPost(server, "/apply-template", state,
+               [&state](const Request& req, Response& res) {
+                 HandleTokenizerCall(
+                     state, req, res,
+                     [&state](const json& body, const Tokenizer& tokenizer) {
+                       return ApplyTemplate(body, tokenizer, state.chat_family);
+                     });
+               });
   RegisterPost(server, "/tokenize", state,
                [&state](const Request& req, Response& res) {
                  HandleTokenizerCall(state, req, res, HandleTokenize);

@@ -35,6 +35,7 @@ struct ServerOptions {
   std::vector<std::string> aliases;
   std::vector<std::string> tags;
   bool metrics_endpoint = false;  // --metrics: GET /metrics (else 501)
+  bool props_endpoint = false;    // --props: POST /props (else 501)
   bool slots_endpoint = true;     // --no-slots: GET /slots answers 501
   CorsOptions cors;               // --cors-*: llama-server's defaults
   // --chat-template NAME: a built-in family; empty: detected from the model.
@@ -45,6 +46,7 @@ struct ServerOptions {
   // -v: every OpenAI reply carries "__verbose" (as if each request said
   // "verbose": true).
   bool verbose = false;
+  bool spm_infill = false;  // --spm-infill: /infill puts the suffix first
   uint64_t max_body_bytes = 8u << 20;
   // HTTP worker threads, one connection each; a connection beyond them is
   // answered 503 too_many_connections at once.

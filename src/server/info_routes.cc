@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/version.h"
+#include "server/json_fields.h"
 #include "server/metrics_text.h"
 #include "server/openai_codec.h"
 #include "server/server_state.h"
@@ -68,6 +69,29 @@ void ReplyDisabled(Response& res, const std::string& endpoint,
                                 "endpoint_disabled"));
 }
 
+// POST /props: llama-server accepts any object there and changes nothing;
+// kvault can change no property while it runs either, so it says so for
+// each one named instead of answering success.
+void HandlePropsChange(const ServerState& state, const Request& req,
+                       Response& res) {
+  if (!state.options.props_endpoint) {
+    return ReplyError(
+        res, MakeHttpError(501, kErrNotSupported,
+                           "This server does not support changing global "
+                           "properties. Start it with `--props`",
+                           "endpoint_disabled"));
+  }
+  StatusOr<json> body = ParseJsonObject(req.body);
+  if (!body.ok()) return ReplyStatus(res, body.status());
+  if (!body->empty()) {
+    return ReplyStatus(
+        res, UnsupportedField(body->begin().key(),
+                              "server properties cannot change while kvault "
+                              "runs; restart it with the new flags"));
+  }
+  ReplyJson(res, json{{"success", true}});
+}
+
 void HandleSlots(const ServerState& state, const Request& req, Response& res) {
   if (!state.options.slots_endpoint) return ReplyDisabled(res, "slots", "--slots");
   std::vector<SlotInfo> slots = state.engine.load()->Slots();
@@ -99,7 +123,7 @@ void HandleProps(const ServerState& state, Response& res) {
                  {"model_id", state.model_id},
                  {"model_alias", state.model_id},
                  {"endpoint_slots", state.options.slots_endpoint},
-                 {"endpoint_props", false},  // POST /props: not yet
+                 {"endpoint_props", state.options.props_endpoint},
                  {"endpoint_metrics", state.options.metrics_endpoint},
                  {"modalities",
                   {{"vision", false}, {"video", false}, {"audio", false}}},
@@ -178,6 +202,10 @@ void RegisterInfoRoutes(HttpRouter& server, ServerState& state) {
   server.Get("/props", [&state](const Request&, Response& res) {
     HandleProps(state, res);
   });
+  RegisterPost(server, "/props", state,
+               [&state](const Request& req, Response& res) {
+                 HandlePropsChange(state, req, res);
+               });
   auto models = [&state](const Request&, Response& res) {
     HandleModels(state, res);
   };

@@ -8,6 +8,36 @@ namespace {
 
 using nlohmann::json;
 
+// OpenAI's logprobs become llama-server's n_probs (unless it is given):
+// for text completions `logprobs` is the number of top tokens (true: 1);
+// for chat `logprobs` is a switch and `top_logprobs` the number (20 when
+// omitted), which needs logprobs true.
+Status MapLogprobs(const json& body, bool chat, json* out) {
+  const json* logprobs = FindField(body, "logprobs");
+  int64_t n = 0;
+  if (chat) {
+    bool on = false;
+    int64_t top = 20;
+    KV_RETURN_IF_ERROR(ReadBool(body, "logprobs", &on));
+    KV_RETURN_IF_ERROR(ReadInt(body, "top_logprobs", 0, 1 << 20, &top));
+    if (!on && FindField(body, "top_logprobs") != nullptr) {
+      return InvalidArgumentError(
+                 "field 'top_logprobs' requires 'logprobs' to be true")
+          .WithReason("invalid_field");
+    }
+    n = on ? top : 0;
+  } else if (logprobs != nullptr && logprobs->is_boolean()) {
+    n = logprobs->get<bool>() ? 1 : 0;
+  } else {
+    KV_RETURN_IF_ERROR(ReadInt(body, "logprobs", 0, 1 << 20, &n));
+  }
+  if (FindField(body, "n_probs") == nullptr &&
+      (n > 0 || logprobs != nullptr)) {
+    (*out)["n_probs"] = n;
+  }
+  return Status::Ok();
+}
+
 // Applies the OpenAI spellings to a copy of `body`: max_tokens (and, for
 // chat, max_completion_tokens) become n_predict unless n_predict is given;
 // n must be 1.
@@ -22,6 +52,7 @@ StatusOr<json> NormalizeOaiFields(const json& body, bool chat) {
                std::to_string(n))
         .WithReason("unsupported_field");
   }
+  KV_RETURN_IF_ERROR(MapLogprobs(body, chat, &out));
   if (FindField(body, "n_predict") == nullptr) {
     for (const char* key : {"max_completion_tokens", "max_tokens"}) {
       if (!chat && std::string_view(key) == "max_completion_tokens") continue;
@@ -154,17 +185,36 @@ StatusOr<std::vector<ChatMessage>> ParseChatMessages(const json& body) {
   return out;
 }
 
-StatusOr<std::vector<TokenId>> TokenizeChat(
-    const std::vector<ChatMessage>& messages, const Tokenizer& tokenizer,
-    ChatTemplateFamily family, bool add_generation_prompt) {
+StatusOr<std::string> ChatPromptText(const std::vector<ChatMessage>& messages,
+                                     const Tokenizer& tokenizer,
+                                     ChatTemplateFamily family,
+                                     bool add_generation_prompt) {
   const Vocab& vocab = tokenizer.vocab();
   std::string bos, eos;
   if (vocab.bos) bos = std::string(tokenizer.TokenToPiece(*vocab.bos, true));
   if (vocab.eos) eos = std::string(tokenizer.TokenToPiece(*vocab.eos, true));
+  return RenderChat(family, messages, add_generation_prompt, bos, eos);
+}
+
+StatusOr<std::vector<TokenId>> TokenizeChat(
+    const std::vector<ChatMessage>& messages, const Tokenizer& tokenizer,
+    ChatTemplateFamily family, bool add_generation_prompt) {
   KV_ASSIGN_OR_RETURN(std::string prompt,
-                      RenderChat(family, messages, add_generation_prompt, bos,
-                                 eos));
+                      ChatPromptText(messages, tokenizer, family,
+                                     add_generation_prompt));
   return tokenizer.Tokenize(prompt, true, true);
+}
+
+StatusOr<json> ApplyTemplate(const json& body, const Tokenizer& tokenizer,
+                             ChatTemplateFamily family) {
+  KV_ASSIGN_OR_RETURN(std::vector<ChatMessage> messages,
+                      ParseChatMessages(body));
+  KV_ASSIGN_OR_RETURN(bool add_generation_prompt,
+                      ReadGenerationPromptFields(body));
+  KV_ASSIGN_OR_RETURN(std::string prompt,
+                      ChatPromptText(messages, tokenizer, family,
+                                     add_generation_prompt));
+  return json{{"prompt", std::move(prompt)}};
 }
 
 StatusOr<CompletionRequest> BuildChatRequest(
@@ -243,18 +293,35 @@ json OaiReplyJson(const char* object, json choice,
 
 }  // namespace
 
-json OaiCompletionJson(const CompletionResult& result, const OaiContext& ctx) {
+json OaiLogprobsJson(const std::vector<TokenEvent>& events,
+                     const Tokenizer& tokenizer) {
+  json content = json::array();
+  for (const TokenEvent& e : events) {
+    content.push_back(TokenProbsJson(e, tokenizer));
+  }
+  return json{{"content", std::move(content)}};
+}
+
+json OaiCompletionJson(const CompletionResult& result, const OaiContext& ctx,
+                       const std::vector<TokenEvent>& events) {
   json choice{{"text", result.content},
               {"index", 0},
               {"logprobs", nullptr},
               {"finish_reason", FinishReason(result)}};
+  if (ctx.n_probs > 0 && ctx.tokenizer != nullptr) {
+    choice["logprobs"] = OaiLogprobsJson(events, *ctx.tokenizer);
+  }
   return OaiReplyJson("text_completion", std::move(choice), result, ctx);
 }
 
-json OaiChatJson(const CompletionResult& result, const OaiContext& ctx) {
+json OaiChatJson(const CompletionResult& result, const OaiContext& ctx,
+                 const std::vector<TokenEvent>& events) {
   json choice{{"index", 0},
               {"message", {{"role", "assistant"}, {"content", result.content}}},
               {"finish_reason", FinishReason(result)}};
+  if (ctx.n_probs > 0 && ctx.tokenizer != nullptr) {
+    choice["logprobs"] = OaiLogprobsJson(events, *ctx.tokenizer);
+  }
   return OaiReplyJson("chat.completion", std::move(choice), result, ctx);
 }
 
@@ -291,7 +358,20 @@ std::string OaiCompletionStreamFormatter::Token(const TokenEvent& event,
                                                 int /*slot*/) {
   if (event.text.empty()) return "";
   streamed_ += event.text;
-  return SseData(Chunk(event.text, nullptr));
+  json chunk = Chunk(event.text, nullptr);
+  if (ctx_.timings_per_token) chunk["timings"] = TimingsJson(event.timings);
+  if (ctx_.n_probs > 0 && ctx_.tokenizer != nullptr) {
+    chunk["choices"][0]["logprobs"] = OaiLogprobsJson({event}, *ctx_.tokenizer);
+  }
+  return SseData(chunk);
+}
+
+std::string OaiCompletionStreamFormatter::Progress(
+    const PromptProgress& progress, int /*slot*/) {
+  json chunk = Chunk("", nullptr);
+  if (ctx_.timings_per_token) chunk["timings"] = TimingsJson(progress.timings);
+  chunk["prompt_progress"] = PromptProgressJson(progress);
+  return SseData(chunk);
 }
 
 std::string OaiCompletionStreamFormatter::Done(const CompletionResult& result) {
@@ -331,7 +411,21 @@ std::string OaiChatStreamFormatter::Token(const TokenEvent& event,
   std::string out = RoleChunkOnce();
   if (event.text.empty()) return out;
   streamed_ += event.text;
-  return out + SseData(Chunk(json{{"content", event.text}}, nullptr));
+  json chunk = Chunk(json{{"content", event.text}}, nullptr);
+  if (ctx_.timings_per_token) chunk["timings"] = TimingsJson(event.timings);
+  if (ctx_.n_probs > 0 && ctx_.tokenizer != nullptr) {
+    chunk["choices"][0]["logprobs"] = OaiLogprobsJson({event}, *ctx_.tokenizer);
+  }
+  return out + SseData(chunk);
+}
+
+std::string OaiChatStreamFormatter::Progress(const PromptProgress& progress,
+                                             int /*slot*/) {
+  json chunk =
+      Chunk(json{{"role", "assistant"}, {"content", nullptr}}, nullptr);
+  if (ctx_.timings_per_token) chunk["timings"] = TimingsJson(progress.timings);
+  chunk["prompt_progress"] = PromptProgressJson(progress);
+  return SseData(chunk);
 }
 
 std::string OaiChatStreamFormatter::Done(const CompletionResult& result) {

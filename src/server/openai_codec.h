@@ -26,7 +26,17 @@ struct OaiContext {
   // stream_options.include_usage: a chat stream ends with a chunk of
   // usage and no choices.
   bool include_usage = false;
+  bool timings_per_token = false;  // llama-server: timings on every chunk
+  // logprobs / top_logprobs (n_probs > 0): each choice carries
+  // logprobs.content, one entry per token, spelled by `tokenizer`.
+  uint32_t n_probs = 0;
+  const Tokenizer* tokenizer = nullptr;
 };
+
+// Returns {"content": [{id, token, bytes, logprob, top_logprobs}...]} for
+// the tokens of `events` (llama-server's OpenAI logprobs).
+nlohmann::json OaiLogprobsJson(const std::vector<TokenEvent>& events,
+                               const Tokenizer& tokenizer);
 
 // Returns the system_fingerprint OpenAI replies carry (llama-server's
 // convention: it begins with "b").
@@ -60,6 +70,19 @@ StatusOr<std::vector<TokenId>> TokenizeChat(
     const std::vector<ChatMessage>& messages, const Tokenizer& tokenizer,
     ChatTemplateFamily family, bool add_generation_prompt = true);
 
+// Returns `messages` rendered with `family` as text (BOS/EOS written as
+// the template writes them), before tokenization.
+StatusOr<std::string> ChatPromptText(const std::vector<ChatMessage>& messages,
+                                     const Tokenizer& tokenizer,
+                                     ChatTemplateFamily family,
+                                     bool add_generation_prompt = true);
+
+// POST /apply-template: {messages, add_generation_prompt?} ->
+// {"prompt": the rendered text}, as /v1/chat/completions would render it.
+StatusOr<nlohmann::json> ApplyTemplate(const nlohmann::json& body,
+                                       const Tokenizer& tokenizer,
+                                       ChatTemplateFamily family);
+
 // Parses a /v1/chat/completions body: the messages rendered with `family`
 // (generation prompt added) and tokenized (BOS per the vocabulary, special
 // tokens parsed), max_tokens / max_completion_tokens, the family's stop
@@ -76,12 +99,15 @@ std::string FinishReason(const CompletionResult& result);
 // prompt_tokens_details: {cached_tokens}}.
 nlohmann::json UsageJson(const CompletionResult& result);
 
-// Returns the non-streamed text_completion object.
+// Returns the non-streamed text_completion object; `events` give the
+// logprobs when ctx.n_probs > 0.
 nlohmann::json OaiCompletionJson(const CompletionResult& result,
-                                 const OaiContext& ctx);
-// Returns the non-streamed chat.completion object.
+                                 const OaiContext& ctx,
+                                 const std::vector<TokenEvent>& events = {});
+// Returns the non-streamed chat.completion object (logprobs as above).
 nlohmann::json OaiChatJson(const CompletionResult& result,
-                           const OaiContext& ctx);
+                           const OaiContext& ctx,
+                           const std::vector<TokenEvent>& events = {});
 
 // The GET /v1/models answer: one model.
 struct OaiModelInfo {
@@ -104,6 +130,8 @@ class OaiCompletionStreamFormatter : public StreamFormatter {
   explicit OaiCompletionStreamFormatter(OaiContext ctx);
   // Returns a chunk with the token's text ("" when it releases none).
   std::string Token(const TokenEvent& event, int slot) override;
+  // Returns a chunk with no text and the prompt_progress object.
+  std::string Progress(const PromptProgress& progress, int slot) override;
   // Returns the last chunk and [DONE].
   std::string Done(const CompletionResult& result) override;
 
@@ -122,6 +150,9 @@ class OaiChatStreamFormatter : public StreamFormatter {
   explicit OaiChatStreamFormatter(OaiContext ctx);
   // Returns the role chunk (first call) and a content delta chunk.
   std::string Token(const TokenEvent& event, int slot) override;
+  // Returns a chunk with the role delta and the prompt_progress object
+  // (the role chunk itself still comes before the first content).
+  std::string Progress(const PromptProgress& progress, int slot) override;
   // Returns the held-back text, the finish chunk and [DONE].
   std::string Done(const CompletionResult& result) override;
 

@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "server/grammar_fields.h"
 #include "server/json_fields.h"
 
 namespace kvault {
@@ -170,6 +171,7 @@ Status ReadSamplingFields(const json& body, const Tokenizer* tokenizer,
   KV_RETURN_IF_ERROR(ReadBreakers(body, s));
   KV_RETURN_IF_ERROR(ReadSamplers(body, s));
   KV_RETURN_IF_ERROR(ReadLogitBias(body, tokenizer, s));
+  KV_RETURN_IF_ERROR(ReadGrammarFields(body, s));
   // Out-of-range values are errors naming the field (llama-server clamps
   // some of them silently; kvault says so instead).
   return s->Validate();
@@ -210,6 +212,7 @@ json SamplingSettingsJson(const SamplingParams& s) {
               {"adaptive_decay", s.adaptive_decay},
               {"min_keep", s.min_keep},
               {"logit_bias", std::move(bias)},
+              {"grammar", s.grammar_text},
               {"samplers", std::move(samplers)}};
 }
 

@@ -12,16 +12,24 @@ bool QueueSink::OnToken(const TokenEvent& event) {
   if (client_gone_.load()) return false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    items_.push_back(Item{event, std::nullopt});
+    items_.push_back(Item{event, std::nullopt, std::nullopt});
   }
   cv_.notify_one();
   return true;
 }
 
+void QueueSink::OnPromptProgress(const PromptProgress& progress) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    items_.push_back(Item{std::nullopt, std::nullopt, progress});
+  }
+  cv_.notify_one();
+}
+
 void QueueSink::OnDone(const StatusOr<CompletionResult>& result) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    items_.push_back(Item{std::nullopt, result});
+    items_.push_back(Item{std::nullopt, result, std::nullopt});
     finished_ = true;
   }
   cv_.notify_one();

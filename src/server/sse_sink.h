@@ -33,14 +33,18 @@ std::string SseData(const nlohmann::json& j);
 
 class QueueSink : public CompletionSink {
  public:
-  // One queued event: a token, or the final result (then `token` is unset).
+  // One queued event: exactly one of a token, a prompt progress report or
+  // the final result.
   struct Item {
     std::optional<TokenEvent> token;
     std::optional<StatusOr<CompletionResult>> done;
+    std::optional<PromptProgress> progress;
   };
 
   // Queues the token; returns false once the client is gone.
   bool OnToken(const TokenEvent& event) override;
+  // Queues the progress report.
+  void OnPromptProgress(const PromptProgress& progress) override;
   // Queues the result and wakes the waiter.
   void OnDone(const StatusOr<CompletionResult>& result) override;
 
@@ -69,6 +73,11 @@ class StreamFormatter {
   // Returns the SSE text for one token (may be empty: nothing to send);
   // `slot` is the slot running the task, -1 when not known.
   virtual std::string Token(const TokenEvent& event, int slot) = 0;
+  // Returns the SSE text for a prompt progress report (return_progress);
+  // "" for APIs that do not stream one.
+  virtual std::string Progress(const PromptProgress& progress, int slot) {
+    return "";
+  }
   // Returns the SSE text that ends a successful stream (final object, and
   // "data: [DONE]" for the OpenAI formats).
   virtual std::string Done(const CompletionResult& result) = 0;

@@ -30,6 +30,8 @@ std::string FormatItems(StreamJob& job, std::vector<QueueSink::Item>& items,
   for (QueueSink::Item& item : items) {
     if (item.token.has_value()) {
       text += job.formatter->Token(*item.token, int(item.token->slot));
+    } else if (item.progress.has_value()) {
+      text += job.formatter->Progress(*item.progress, -1);
     } else if (item.done.has_value()) {
       *done = true;
       const StatusOr<CompletionResult>& r = *item.done;

@@ -141,11 +141,18 @@ class SoakClient {
             {"stream", stream}};
   }
 
-  // POSTs `body`; returns the status (0: no answer in time) and body.
+  // POSTs `body`; returns the status and body, or 0 and what went wrong
+  // (httplib's error and how long it took) when no answer came.
   std::pair<int, json> Post(const std::string& path, const std::string& body) {
     httplib::Client cli = NewClient();
+    const auto start = std::chrono::steady_clock::now();
     auto res = cli.Post(path.c_str(), body, "application/json");
-    if (!res) return {0, json()};
+    if (!res) {
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - start);
+      return {0, json{{"client_error", httplib::to_string(res.error())},
+                      {"after_ms", ms.count()}}};
+    }
     return {res->status, json::parse(res->body, nullptr, false)};
   }
 

@@ -302,6 +302,56 @@ TEST_F(EngineBatchingTest, ContextLimitTruncates) {
   EXPECT_EQ(r->tokens.size(), 24 - prompt.size());
 }
 
+TEST_F(EngineBatchingTest, ContextShiftGoesOnPastTheContext) {
+  EngineOptions options = Options(1);
+  options.ctx_per_slot = 24;
+  options.context_shift = true;
+  auto engine = Start(options);
+  const std::vector<TokenId> prompt = Tokens("Once upon a time");
+  CompletionParams p = Greedy(prompt, 60, 0);
+  p.ignore_eos = true;
+  auto r = RunToEnd(engine.get(), p);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->stop_type, "limit");
+  EXPECT_EQ(r->tokens.size(), 60u);
+  EXPECT_TRUE(r->truncated);  // as llama-server: a shift truncates
+  EXPECT_LT(r->tokens_cached, 24u);
+}
+
+TEST_F(EngineBatchingTest, PromptProgressReportsEachBatch) {
+  EngineOptions options = Options(1);
+  options.prefill_chunk = 8;
+  auto engine = Start(options);
+  std::vector<TokenId> prompt = Tokens(
+      "Once upon a time there was a little girl who liked to play in the "
+      "park with her dog");
+  ASSERT_GT(prompt.size(), 17u);
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    CompletionParams p = Greedy(prompt, 2, 0);
+    p.return_progress = true;
+    auto sink = std::make_shared<RecordingSink>();
+    ASSERT_TRUE(engine->Submit(p, sink).ok());
+    ASSERT_TRUE(sink->Wait().ok());
+    const auto seen = sink->progress();
+    // Round 1 reuses all but the last prompt token.
+    const uint64_t cache = round == 0 ? 0 : prompt.size() - 1;
+    const uint64_t todo = prompt.size() - cache;
+    ASSERT_EQ(seen.size(), 1 + (todo + 7) / 8);
+    EXPECT_EQ(seen.front().progress.processed, cache);
+    EXPECT_EQ(seen.front().progress.timings.prompt_n, 0u);
+    for (size_t i = 0; i < seen.size(); ++i) {
+      EXPECT_EQ(seen[i].progress.total, prompt.size());
+      EXPECT_EQ(seen[i].progress.cache, cache);
+      EXPECT_EQ(seen[i].tokens_before, 0u);  // all before the first token
+      if (i > 0) {
+        EXPECT_GT(seen[i].progress.processed, seen[i - 1].progress.processed);
+      }
+    }
+    EXPECT_EQ(seen.back().progress.processed, prompt.size());
+  }
+}
+
 TEST_F(EngineBatchingTest, SubmitErrors) {
   auto engine = Start(Options(2));
   auto sink = std::make_shared<RecordingSink>();

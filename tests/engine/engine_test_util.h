@@ -131,6 +131,10 @@ class RecordingSink : public CompletionSink {
     if (hook_) hook_(n);
     return cancel_at_ == 0 || n < cancel_at_;
   }
+  void OnPromptProgress(const PromptProgress& progress) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    progress_.push_back({progress, tokens_.size()});
+  }
   void OnDone(const StatusOr<CompletionResult>& result) override {
     if (log_ != nullptr) log_->Add(name_ + ":done");
     std::lock_guard<std::mutex> lock(mu_);
@@ -160,6 +164,15 @@ class RecordingSink : public CompletionSink {
     std::lock_guard<std::mutex> lock(mu_);
     return num_done_;
   }
+  // A progress report and the number of tokens received before it.
+  struct ProgressSeen {
+    PromptProgress progress;
+    size_t tokens_before = 0;
+  };
+  std::vector<ProgressSeen> progress() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return progress_;
+  }
 
  private:
   std::string name_;
@@ -171,6 +184,7 @@ class RecordingSink : public CompletionSink {
   std::vector<TokenId> tokens_;
   std::string text_;
   std::vector<TokenEvent> events_;
+  std::vector<ProgressSeen> progress_;
   int num_done_ = 0;
   std::optional<StatusOr<CompletionResult>> result_;
 };

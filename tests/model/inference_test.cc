@@ -495,5 +495,61 @@ TEST(InferenceTest, RejectsCacheOfAnotherShape) {
   EXPECT_EQ(cache->table().Length(SeqId(1)), 0u);
 }
 
+
+// Layer 0's key of a token depends on the token and its position only, so
+// after a context shift each moved cell's layer-0 key must be the key the
+// token gets when decoded at its new position; values move unchanged.
+TEST(InferenceTest, DiscardRangeMovesCellsAndRotatesKeys) {
+  auto model = MakeModel();
+  const std::vector<TokenId> prompt = Prompt(40, 5);
+  auto cache = MakeCache(*model, 8, 16, KvDtype::kF32);
+  InferenceContext ctx(model.get(), cache.get(), nullptr);
+  Generate(ctx, SeqId(0), prompt, 0);
+  const KvStorage& storage = *cache->storage();
+  const uint64_t k_elems = storage.layout().k_row_elems();
+  const uint64_t v_elems = storage.layout().v_row_elems();
+  auto row_of = [&](SeqId seq, size_t i, bool key, uint32_t layer) {
+    std::vector<float> row(key ? k_elems : v_elems);
+    const CellId cell = cache->table().CellAt(seq, i);
+    if (key) storage.ReadK(layer, cell, row);
+    else storage.ReadV(layer, cell, row);
+    return row;
+  };
+  std::vector<std::vector<float>> v_before;
+  for (size_t i = 20; i < 40; ++i) v_before.push_back(row_of(SeqId(0), i, false, 1));
+
+  ASSERT_TRUE(ctx.DiscardRange(SeqId(0), 4, 20).ok());
+
+  std::span<const TokenPos> cells = cache->table().Cells(SeqId(0));
+  ASSERT_EQ(cells.size(), 24u);
+  for (size_t i = 0; i < cells.size(); ++i) {
+    EXPECT_EQ(cells[i].pos, static_cast<Pos>(i));
+    EXPECT_EQ(cells[i].token, prompt[i < 4 ? i : i + 16]);
+  }
+  // The same tokens decoded fresh at the new positions 4.. (layer 0 only
+  // sees the token and its position).
+  std::vector<TokenId> fresh(prompt.begin() + 20, prompt.end());
+  auto fresh_cache = MakeCache(*model, 8, 16, KvDtype::kF32);
+  InferenceContext fresh_ctx(model.get(), fresh_cache.get(), nullptr);
+  Generate(fresh_ctx, SeqId(0), fresh, 0, 4);
+  const KvStorage& fresh_storage = *fresh_cache->storage();
+  for (size_t i = 4; i < 24; ++i) {
+    SCOPED_TRACE("cell " + std::to_string(i));
+    std::vector<float> shifted = row_of(SeqId(0), i, true, 0);
+    std::vector<float> expect(k_elems);
+    fresh_storage.ReadK(0, fresh_cache->table().CellAt(SeqId(0), i - 4),
+                        expect);
+    for (uint64_t e = 0; e < k_elems; ++e) {
+      EXPECT_NEAR(shifted[e], expect[e], 1e-4f * (1 + std::fabs(expect[e])));
+    }
+    EXPECT_EQ(row_of(SeqId(0), i, false, 1), v_before[i - 4]);
+  }
+  // Decoding goes on at the next position.
+  auto next = ctx.Decode(std::vector<BatchToken>{{SeqId(0), 7, 24, true}});
+  EXPECT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_FALSE(ctx.DiscardRange(SeqId(0), 5, 5).ok());
+  EXPECT_FALSE(ctx.DiscardRange(SeqId(0), -1, 3).ok());
+}
+
 }  // namespace
 }  // namespace kvault

@@ -397,6 +397,39 @@ TEST_F(CompletionCodecTest, StreamFormatterSendsEveryTokenWithItsId) {
   EXPECT_EQ(j["id_slot"], 1);
 }
 
+// return_progress and timings_per_token, as llama-server streams them.
+TEST_F(CompletionCodecTest, StreamFormatterProgressAndLiveTimings) {
+  CompletionRequest req;
+  req.params.prompt = {1, 2, 3, 4, 5};
+  req.timings_per_token = true;
+  CompletionStreamFormatter f(req, &tok());
+  PromptProgress p;
+  p.total = 5;
+  p.cache = 1;
+  p.processed = 3;
+  p.time_ms = 7.9;
+  p.timings.prompt_n = 2;
+  p.timings.prompt_ms = 7.9;
+  json j = SseObjects(f.Progress(p, -1)).at(0);
+  EXPECT_EQ(j["prompt_progress"],
+            json({{"total", 5}, {"cache", 1}, {"processed", 3}, {"time_ms", 7}}));
+  EXPECT_EQ(j["content"], "");
+  EXPECT_EQ(j["tokens"], json::array());
+  EXPECT_EQ(j["tokens_evaluated"], 5);
+  EXPECT_EQ(j["timings"]["prompt_n"], 2);
+  TokenEvent e;
+  e.token = 9;
+  e.timings.predicted_n = 1;
+  json t = SseObjects(f.Token(e, 0)).at(0);
+  EXPECT_EQ(t["tokens_predicted"], 1);
+  EXPECT_EQ(t["tokens_evaluated"], 5);
+  EXPECT_EQ(t["timings"]["predicted_n"], 1);
+  EXPECT_FALSE(t.contains("prompt_progress"));
+  req.timings_per_token = false;
+  CompletionStreamFormatter plain(req, &tok());
+  EXPECT_FALSE(SseObjects(plain.Token(e, 0)).at(0).contains("timings"));
+}
+
 TEST_F(CompletionCodecTest, ResponseFieldsSelectNestedFields) {
   auto r = Parse(json{{"prompt", "Once"},
                       {"n_predict", 3},

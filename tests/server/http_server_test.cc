@@ -56,6 +56,27 @@ TEST_F(HttpServerTest, HealthPropsModels) {
   EXPECT_EQ(models["data"][0]["id"], "stories260K.gguf");
 }
 
+// POST /props needs --props (501 otherwise, as llama-server); kvault can
+// change no property while running, so naming one is refused by name.
+TEST_F(HttpServerTest, PostPropsChangesNothingSilently) {
+  ExpectError(s().Post("/props", json::object()), 501, "not_supported_error",
+              "endpoint_disabled");
+  auto model = LoadStoriesOrNull();
+  ServerOptions o;
+  o.model_path = StoriesModelPath();
+  o.props_endpoint = true;
+  TestServer with_props(std::move(model), o);
+  ASSERT_TRUE(with_props.ok());
+  EXPECT_EQ(with_props.Get("/props").second["endpoint_props"], true);
+  auto [code, ok] = with_props.Post("/props", json::object());
+  EXPECT_EQ(code, 200);
+  EXPECT_EQ(ok, json({{"success", true}}));
+  auto [bad_code, bad] = with_props.Post("/props", {{"n_ctx", 5}});
+  EXPECT_EQ(bad_code, 400);
+  EXPECT_NE(bad["error"]["message"].get<std::string>().find("'n_ctx'"),
+            std::string::npos);
+}
+
 TEST_F(HttpServerTest, CompletionNonStreamIsDeterministicAndComplete) {
   json body = Greedy({{"prompt", "Once upon a time"},
                       {"n_predict", 12},

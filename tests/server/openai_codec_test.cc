@@ -57,6 +57,32 @@ TEST_F(OpenAiCodecTest, CompletionErrors) {
   EXPECT_EQ(r.status().reason(), "out_of_range");
 }
 
+// OpenAI logprobs become n_probs as llama-server maps them.
+TEST_F(OpenAiCodecTest, LogprobsMapToNProbs) {
+  auto c = ParseOaiCompletionRequest(json{{"prompt", "hi"}, {"logprobs", 3}},
+                                     tok(), limits_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->params.n_probs, 3u);
+  c = ParseOaiCompletionRequest(json{{"prompt", "hi"}, {"logprobs", true}},
+                                tok(), limits_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->params.n_probs, 1u);
+  const json msgs = json::array({{{"role", "user"}, {"content", "hi"}}});
+  auto chat = ParseOaiChatRequest(
+      json{{"messages", msgs}, {"logprobs", true}, {"top_logprobs", 2}}, tok(),
+      limits_, ChatTemplateFamily::kChatml);
+  ASSERT_TRUE(chat.ok()) << chat.status();
+  EXPECT_EQ(chat->params.n_probs, 2u);
+  chat = ParseOaiChatRequest(json{{"messages", msgs}, {"logprobs", false}},
+                             tok(), limits_, ChatTemplateFamily::kChatml);
+  ASSERT_TRUE(chat.ok()) << chat.status();
+  EXPECT_EQ(chat->params.n_probs, 0u);
+  chat = ParseOaiChatRequest(json{{"messages", msgs}, {"top_logprobs", 2}},
+                             tok(), limits_, ChatTemplateFamily::kChatml);
+  EXPECT_EQ(chat.status().message(),
+            "field 'top_logprobs' requires 'logprobs' to be true");
+}
+
 TEST_F(OpenAiCodecTest, ChatMessagesStringAndPartsContent) {
   json body{{"messages",
              {{{"role", "system"}, {"content", "be brief"}},
@@ -304,6 +330,41 @@ TEST_F(OpenAiCodecTest, Models) {
   EXPECT_EQ(j["data"][0]["id"], "stories260K.gguf");
   EXPECT_EQ(j["data"][0]["object"], "model");
   EXPECT_EQ(j["data"][0]["meta"]["n_vocab"], 512);
+}
+
+TEST_F(OpenAiCodecTest, LogprobsInRepliesAndChunks) {
+  TokenEvent e;
+  e.token = tok().Tokenize("hi", false, false).at(0);
+  e.probs = {{e.token, -0.5f}, {e.token + 1, -1.5f}};
+  OaiContext ctx = ctx_;
+  ctx.n_probs = 2;
+  ctx.tokenizer = &tok();
+  json chat = OaiChatJson(Result("limit"), ctx, {e});
+  const json& entry = chat["choices"][0]["logprobs"]["content"].at(0);
+  EXPECT_EQ(entry["id"], e.token);
+  EXPECT_EQ(entry["top_logprobs"].size(), 2u);
+  EXPECT_TRUE(OaiCompletionJson(Result("eos"), ctx_)["choices"][0]["logprobs"]
+                  .is_null());
+  OaiChatStreamFormatter f(ctx);
+  e.text = "hi";
+  std::string text = f.Token(e, 0);
+  json chunk = json::parse(text.substr(text.rfind("data: ") + 6));
+  EXPECT_EQ(chunk["choices"][0]["logprobs"]["content"].size(), 1u);
+}
+
+TEST_F(OpenAiCodecTest, ApplyTemplateRendersWithoutTokenizing) {
+  const json msgs = json::array({{{"role", "user"}, {"content", "hi"}}});
+  auto out = ApplyTemplate(json{{"messages", msgs}}, tok(),
+                           ChatTemplateFamily::kChatml);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)["prompt"],
+            "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+  out = ApplyTemplate(json{{"messages", msgs}, {"add_generation_prompt", false}},
+                      tok(), ChatTemplateFamily::kChatml);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)["prompt"], "<|im_start|>user\nhi<|im_end|>\n");
+  EXPECT_FALSE(ApplyTemplate(json::object(), tok(), ChatTemplateFamily::kChatml)
+                   .ok());
 }
 
 }  // namespace

@@ -1,0 +1,71 @@
+// GrammarBuilder: collects rules while a front end (the GBNF parser) reads
+// them, then checks and flattens them into a Grammar: every referenced rule
+// is defined, the root exists, no rule is left-recursive, sizes are bounded.
+#ifndef KVAULT_GRAMMAR_GRAMMAR_BUILDER_H_
+#define KVAULT_GRAMMAR_GRAMMAR_BUILDER_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status_or.h"
+#include "grammar/grammar.h"
+
+namespace kvault {
+
+struct SourcePos {
+  int line = 0;  // 1-based; 0 when unknown
+  int column = 0;
+};
+
+using Alternative = std::vector<Element>;
+
+class GrammarBuilder {
+ public:
+  // Most flat elements a grammar may have; bounds memory for hostile input.
+  static constexpr size_t kMaxElements = size_t{1} << 21;
+
+  // Returns the id of rule `name`, creating it (undefined) on first use;
+  // `used_at` is remembered to report an undefined rule.
+  uint32_t RuleId(std::string_view name, SourcePos used_at);
+  // Gives named rule `id` its alternatives; an error if already defined.
+  Status Define(uint32_t id, std::vector<Alternative> alts, SourcePos at);
+  // Returns a fresh generated rule "<base>_<n>" without alternatives yet
+  // (so that its alternatives may refer to it).
+  uint32_t NewGenerated(std::string_view base, SourcePos at);
+  // Sets the alternatives of generated rule `id`; an error past the limits.
+  Status SetGenerated(uint32_t id, std::vector<Alternative> alts);
+  // Returns the id of `c`, shared with an equal class added before.
+  uint32_t AddClass(CharClass c);
+  // Returns true when at least one rule was defined.
+  bool empty() const { return defined_count_ == 0; }
+  // Checks and flattens the rules into a Grammar whose start is `root`.
+  StatusOr<Grammar> Finish(std::string_view root) &&;
+
+ private:
+  struct Rule {
+    std::string name;
+    std::vector<Alternative> alts;
+    bool defined = false;
+    SourcePos pos;  // definition, or first use while undefined
+  };
+  Status CheckLeftRecursion() const;
+  std::vector<bool> NullableRules() const;
+
+  std::vector<Rule> rules_;
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::vector<CharClass> classes_;
+  std::unordered_map<std::string, uint32_t> class_ids_;  // by ToString()
+  std::unordered_map<std::string, int> generated_count_;
+  size_t element_count_ = 0;
+  size_t defined_count_ = 0;
+};
+
+// Returns "grammar:LINE:COL: " (or "grammar: " when the position is unknown).
+std::string PosPrefix(SourcePos pos);
+
+}  // namespace kvault
+
+#endif  // KVAULT_GRAMMAR_GRAMMAR_BUILDER_H_

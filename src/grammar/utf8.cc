@@ -1,0 +1,52 @@
+#include "grammar/utf8.h"
+
+namespace kvault {
+
+int Utf8SequenceLength(uint8_t lead) {
+  if (lead < 0x80) return 1;
+  if (lead < 0xC2) return 0;  // continuation byte or overlong 2-byte lead
+  if (lead < 0xE0) return 2;
+  if (lead < 0xF0) return 3;
+  if (lead < 0xF5) return 4;
+  return 0;
+}
+
+bool DecodeUtf8(std::string_view text, uint32_t* cp, size_t* length) {
+  if (text.empty()) return false;
+  const uint8_t lead = static_cast<uint8_t>(text[0]);
+  const int n = Utf8SequenceLength(lead);
+  if (n == 0 || text.size() < static_cast<size_t>(n)) return false;
+  static constexpr uint32_t kLeadMask[] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  uint32_t value = lead & kLeadMask[n];
+  for (int i = 1; i < n; ++i) {
+    const uint8_t b = static_cast<uint8_t>(text[i]);
+    if ((b & 0xC0) != 0x80) return false;
+    value = (value << 6) | (b & 0x3F);
+  }
+  if (value < kMin[n] || value > kMaxCodePoint) return false;
+  if (value >= 0xD800 && value <= 0xDFFF) return false;
+  *cp = value;
+  *length = static_cast<size_t>(n);
+  return true;
+}
+
+void AppendUtf8(uint32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+}  // namespace kvault

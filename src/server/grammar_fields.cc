@@ -1,0 +1,85 @@
+#include "server/grammar_fields.h"
+
+#include <memory>
+#include <string>
+
+#include "grammar/json_schema_to_gbnf.h"
+#include "server/json_fields.h"
+
+namespace kvault {
+namespace {
+
+using nlohmann::json;
+
+Status InvalidGrammar(const std::string& field, const Status& why) {
+  return InvalidArgumentError("field '" + field + "': " +
+                              std::string(why.message()))
+      .WithReason("invalid_grammar");
+}
+
+// The schema a json_schema or response_format asks for; nullopt-like
+// null json when none.
+StatusOr<json> SchemaOf(const json& body, std::string* field) {
+  const json* schema = FindField(body, "json_schema");
+  if (schema != nullptr) {
+    *field = "json_schema";
+    return *schema;
+  }
+  const json* format = FindField(body, "response_format");
+  if (format == nullptr) return json();
+  if (!format->is_object()) {
+    return WrongType("response_format", "an object {\"type\": ...}", *format);
+  }
+  std::string type = "text";
+  KV_RETURN_IF_ERROR(ReadString(*format, "type", &type));
+  if (type == "text") return json();
+  if (type == "json_object") {
+    // OpenAI: a JSON object; llama-server's extension: its "schema".
+    *field = "response_format.schema";
+    const json* s = FindField(*format, "schema");
+    return s == nullptr ? json{{"type", "object"}} : *s;
+  }
+  if (type == "json_schema") {
+    *field = "response_format.json_schema.schema";
+    const json* spec = FindField(*format, "json_schema");
+    const json* s = spec == nullptr ? nullptr : FindField(*spec, "schema");
+    return s == nullptr ? json::object() : *s;
+  }
+  return InvalidArgumentError(
+             "field 'response_format.type': expected \"text\", "
+             "\"json_object\" or \"json_schema\", got \"" + type + "\"")
+      .WithReason("invalid_field");
+}
+
+}  // namespace
+
+Status ReadGrammarFields(const json& body, SamplingParams* s) {
+  std::string field;
+  KV_ASSIGN_OR_RETURN(json schema, SchemaOf(body, &field));
+  std::string gbnf;
+  KV_RETURN_IF_ERROR(ReadString(body, "grammar", &gbnf));
+  if (!gbnf.empty() && FindField(body, "json_schema") != nullptr) {
+    return InvalidArgumentError(
+               "fields 'grammar' and 'json_schema': either can be given, "
+               "not both")
+        .WithReason("invalid_field");
+  }
+  if (gbnf.empty() && !schema.is_null()) {
+    if (!schema.is_object() && !schema.is_boolean()) {
+      return WrongType(field, "a JSON schema (an object)", schema);
+    }
+    StatusOr<std::string> converted = JsonSchemaToGbnf(schema);
+    if (!converted.ok()) return InvalidGrammar(field, converted.status());
+    gbnf = std::move(*converted);
+  } else if (!gbnf.empty()) {
+    field = "grammar";
+  }
+  if (gbnf.empty()) return Status::Ok();
+  StatusOr<Grammar> grammar = Grammar::Parse(gbnf);
+  if (!grammar.ok()) return InvalidGrammar(field, grammar.status());
+  s->grammar = std::make_shared<const Grammar>(std::move(*grammar));
+  s->grammar_text = std::move(gbnf);
+  return Status::Ok();
+}
+
+}  // namespace kvault

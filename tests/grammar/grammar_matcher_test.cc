@@ -1,0 +1,254 @@
+// The matcher: sentences of the conformance grammars are accepted and
+// others refused, byte by byte and token by token (UTF-8 split across
+// tokens), completion is reported, limits hold, and the trie walk in
+// AllowedTokens agrees exactly with checking every token on its own.
+#include "grammar/grammar_matcher.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <ctime>
+#include <random>
+
+#include "test_grammars.h"
+
+namespace kvault {
+namespace {
+
+std::shared_ptr<const Grammar> Conformance(const std::string& name) {
+  const std::string text = ConformanceGrammar(name);
+  if (text.empty()) return nullptr;
+  return MustParse(text);
+}
+
+#define REQUIRE_GRAMMAR(g, name) \
+  auto g = Conformance(name);    \
+  if (g == nullptr) GTEST_SKIP() << "no conformance grammar " << name
+
+TEST(GrammarMatcherTest, Arithmetic) {
+  REQUIRE_GRAMMAR(g, "arithmetic");
+  EXPECT_TRUE(g->Accepts("x=1\n"));
+  EXPECT_TRUE(g->Accepts("a+b*(c-1)= 2\nfoo_1/3= bar \n"));
+  EXPECT_FALSE(g->Accepts(""));
+  EXPECT_FALSE(g->Accepts("x=1"));    // the newline is required
+  EXPECT_FALSE(g->Accepts("X=1\n"));  // identifiers are lower case
+  EXPECT_FALSE(g->Accepts("x==1\n"));
+  EXPECT_FALSE(g->Accepts("(x=1\n"));
+}
+
+TEST(GrammarMatcherTest, Json) {
+  REQUIRE_GRAMMAR(g, "json");
+  EXPECT_TRUE(g->Accepts("{}"));
+  EXPECT_TRUE(g->Accepts(R"({"a": [1, -2.5e+3, true, null, "x\n\u00e9"]})"));
+  EXPECT_TRUE(g->Accepts("{\n  \"k\": {\"n\": \"日本\"}\n}"));
+  EXPECT_TRUE(g->Accepts("{\"a\":1} "));
+  EXPECT_FALSE(g->Accepts("[]"));  // root is an object
+  EXPECT_FALSE(g->Accepts("{\"a\":}"));
+  EXPECT_FALSE(g->Accepts("{\"a\":1,}"));
+  EXPECT_FALSE(g->Accepts("{\"a\":\"\x01\"}"));  // control char in string
+  EXPECT_FALSE(g->Accepts("{\"a\":\"\\q\"}"));
+  EXPECT_FALSE(g->Accepts("{\"a\":01}"));
+  EXPECT_FALSE(g->Accepts("{\"a\":\"\xC3\"}"));  // truncated UTF-8
+}
+
+TEST(GrammarMatcherTest, ListWithNegatedClass) {
+  REQUIRE_GRAMMAR(g, "list");
+  EXPECT_TRUE(g->Accepts("- milk\n- 日本 eggs\n"));
+  EXPECT_FALSE(g->Accepts("- milk"));
+  EXPECT_FALSE(g->Accepts("- a\rb\n"));
+  EXPECT_FALSE(g->Accepts("- a\u2028b\n"));  // excluded by \u2028
+  EXPECT_FALSE(g->Accepts("- \n"));
+}
+
+TEST(GrammarMatcherTest, OtherConformanceGrammars) {
+  REQUIRE_GRAMMAR(chess, "chess");
+  EXPECT_TRUE(chess->Accepts("1. e4 e5\n2. Nf3 Nc6\n"));
+  EXPECT_FALSE(chess->Accepts("1. e4 e5\n"));
+  REQUIRE_GRAMMAR(jp, "japanese");
+  EXPECT_TRUE(jp->Accepts("こんにちは 世界"));
+  EXPECT_FALSE(jp->Accepts("hello"));
+  REQUIRE_GRAMMAR(c, "c");
+  EXPECT_TRUE(c->Accepts("int main(){return 0;}"));
+  EXPECT_FALSE(c->Accepts("int main({return 0;}"));
+  REQUIRE_GRAMMAR(en, "english");
+  EXPECT_TRUE(en->Accepts("Hello, world!"));
+  EXPECT_FALSE(en->Accepts("Hello  world"));
+}
+
+TEST(GrammarMatcherTest, CountedRepetition) {
+  auto g = MustParse("root ::= \"a\"{2} \"b\"{1,3} \"c\"{2,}\n");
+  EXPECT_TRUE(g->Accepts("aabcc"));
+  EXPECT_TRUE(g->Accepts("aabbbccccc"));
+  EXPECT_FALSE(g->Accepts("abcc"));
+  EXPECT_FALSE(g->Accepts("aaabcc"));
+  EXPECT_FALSE(g->Accepts("aabbbbcc"));
+  EXPECT_FALSE(g->Accepts("aabc"));
+  // A repetition applies to a whole multi-character literal.
+  auto lit = MustParse("root ::= \"ab\"{2}\n");
+  EXPECT_TRUE(lit->Accepts("abab"));
+  EXPECT_FALSE(lit->Accepts("abb"));
+}
+
+TEST(GrammarMatcherTest, CompletionAndContinuation) {
+  auto g = MustParse("root ::= \"ab\" \"c\"?\n");
+  GrammarMatcher m(g);
+  EXPECT_FALSE(m.IsComplete());
+  EXPECT_TRUE(m.CanContinue());
+  ASSERT_TRUE(m.AcceptBytes("a"));
+  EXPECT_FALSE(m.IsComplete());
+  ASSERT_TRUE(m.AcceptBytes("b"));
+  EXPECT_TRUE(m.IsComplete());
+  EXPECT_TRUE(m.CanContinue());
+  GrammarMatcher clone = m;  // the sampler clones to try a candidate
+  EXPECT_FALSE(m.AcceptBytes("x"));
+  EXPECT_TRUE(m.IsComplete());  // a rejected token leaves the state as is
+  ASSERT_TRUE(m.AcceptBytes("c"));
+  EXPECT_TRUE(m.IsComplete());
+  EXPECT_FALSE(m.CanContinue());
+  EXPECT_FALSE(m.AcceptBytes("c"));
+  EXPECT_TRUE(clone.CanAccept("c"));
+  EXPECT_FALSE(clone.CanAccept("cc"));
+  m.Reset();
+  EXPECT_TRUE(m.AcceptBytes("abc"));
+  EXPECT_TRUE(m.status().ok());
+}
+
+TEST(GrammarMatcherTest, PartialUtf8AcrossTokens) {
+  auto g = MustParse("root ::= \"x\" [é€] \"😀\"\n");
+  GrammarMatcher m(g);
+  ASSERT_TRUE(m.AcceptBytes("x\xE2"));  // first byte of €
+  EXPECT_FALSE(m.IsComplete());
+  EXPECT_FALSE(m.CanAccept("\x81"));  // E2 81 .. is not €
+  ASSERT_TRUE(m.AcceptBytes("\x82"));
+  ASSERT_TRUE(m.AcceptBytes("\xAC\xF0\x9F"));
+  EXPECT_FALSE(m.CanAccept("\x98\x81"));
+  ASSERT_TRUE(m.AcceptBytes("\x98"));
+  ASSERT_TRUE(m.AcceptBytes("\x80"));
+  EXPECT_TRUE(m.IsComplete());
+  GrammarMatcher bad(g);
+  EXPECT_FALSE(bad.AcceptBytes("x\xC3\xA8"));  // è, not é
+  EXPECT_FALSE(bad.AcceptBytes("x\xE4"));      // no member starts with E4
+  EXPECT_FALSE(bad.AcceptBytes("x\x80"));      // stray continuation byte
+  EXPECT_FALSE(bad.AcceptBytes("x\xC0\xA9"));  // overlong encoding
+}
+
+TEST(GrammarMatcherTest, NegatedClassAndAnyCharTakeMultiByte) {
+  auto g = MustParse("root ::= [^a] . \"!\"\n");
+  EXPECT_TRUE(g->Accepts("b\xF0\x9F\x98\x80!"));
+  EXPECT_TRUE(g->Accepts("日x!"));
+  EXPECT_FALSE(g->Accepts("ax!"));
+  EXPECT_FALSE(g->Accepts("b\xED\xA0\x80!"));  // a surrogate is not UTF-8
+}
+
+TEST(GrammarMatcherTest, StackLimitRejectsInsteadOfExploding) {
+  // Each "a" may promise a "b" or a "c" later: 2^n distinct stacks.
+  auto g = MustParse("root ::= \"a\" root \"b\" | \"a\" root \"c\" | \"\"\n");
+  MatchLimits limits;
+  limits.max_stacks = 8;
+  GrammarMatcher m(g, limits);
+  bool rejected = false;
+  for (int i = 0; i < 200 && !rejected; ++i) rejected = !m.AcceptBytes("a");
+  EXPECT_TRUE(rejected);
+  EXPECT_EQ(m.status().code(), StatusCode::kResourceExhausted);
+}
+
+TEST(GrammarMatcherTest, DepthLimitStopsUnboundedNesting) {
+  auto g = MustParse("root ::= \"(\" root \")\" | \"x\"\n");
+  MatchLimits limits;
+  limits.max_depth = 64;
+  GrammarMatcher m(g, limits);
+  EXPECT_TRUE(m.AcceptBytes(std::string(40, '(')));
+  EXPECT_FALSE(m.AcceptBytes(std::string(40, '(')));
+  EXPECT_FALSE(m.status().ok());
+}
+
+// The brute-force reference: every token checked on its own.
+std::vector<uint8_t> BruteForce(const GrammarMatcher& m,
+                                const std::vector<std::string>& vocab) {
+  std::vector<uint8_t> out(vocab.size(), 0);
+  for (size_t id = 0; id < vocab.size(); ++id) {
+    out[id] = !vocab[id].empty() && m.CanAccept(vocab[id]);
+  }
+  return out;
+}
+
+void RandomWalksAgree(const std::shared_ptr<const Grammar>& g,
+                      const std::vector<std::string>& vocab, uint32_t seed) {
+  const TokenTrie trie(vocab);
+  std::mt19937 rng(seed);
+  for (int walk = 0; walk < 5; ++walk) {
+    GrammarMatcher m(g);
+    for (int step = 0; step < 40; ++step) {
+      std::vector<uint8_t> fast;
+      m.AllowedTokens(trie, &fast);
+      ASSERT_EQ(fast, BruteForce(m, vocab))
+          << "walk " << walk << " step " << step;
+      std::vector<uint32_t> ids;
+      for (uint32_t id = 0; id < fast.size(); ++id) {
+        if (fast[id]) ids.push_back(id);
+      }
+      if (ids.empty()) break;
+      ASSERT_TRUE(m.AcceptBytes(vocab[ids[rng() % ids.size()]]));
+    }
+  }
+}
+
+TEST(GrammarMatcherTest, AllowedTokensMatchesBruteForce) {
+  const std::vector<std::string> vocab = SyntheticVocab(3000, 7);
+  for (const char* name : {"json", "arithmetic", "list", "japanese"}) {
+    SCOPED_TRACE(name);
+    REQUIRE_GRAMMAR(g, name);
+    RandomWalksAgree(g, vocab, 11);
+  }
+}
+
+TEST(GrammarMatcherTest, AllowedTokensExcludesEmptyAndSpecialTokens) {
+  auto g = MustParse("root ::= [a-z]+\n");
+  const std::vector<std::string> vocab = {"", "a", "<s>", "b", "1"};
+  const TokenTrie trie(vocab, [](uint32_t id) { return id == 1; });
+  GrammarMatcher m(g);
+  std::vector<uint8_t> allowed;
+  m.AllowedTokens(trie, &allowed);
+  EXPECT_EQ(allowed, (std::vector<uint8_t>{0, 0, 0, 1, 0}));
+}
+
+// Not an assertion on time: prints the cost of one mask for a 32k
+// vocabulary so regressions are visible in the test log.
+TEST(GrammarMatcherTest, AllowedTokensTiming32k) {
+  REQUIRE_GRAMMAR(g, "json");
+  const std::vector<std::string> vocab = SyntheticVocab(32000, 3);
+  const TokenTrie trie(vocab);
+  for (const char* prefix : {"", "{\"na", "{\"a\": [1, ", "{\"a\": 12"}) {
+    GrammarMatcher m(g);
+    ASSERT_TRUE(m.AcceptBytes(prefix));
+    std::vector<uint8_t> allowed;
+    // Thread CPU time: the build machine is shared, wall time is noisy.
+    auto cpu_us = [] {
+      timespec t;
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+      return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+    };
+    const int kReps = 20;
+    double cold = 0;
+    for (int i = 0; i < kReps; ++i) {
+      GrammarMatcher fresh = m;  // a copy starts with an empty cache
+      const double t0 = cpu_us();
+      fresh.AllowedTokens(trie, &allowed);
+      cold += cpu_us() - t0;
+    }
+    m.AllowedTokens(trie, &allowed);
+    const double t0 = cpu_us();
+    for (int i = 0; i < kReps; ++i) m.AllowedTokens(trie, &allowed);
+    const double warm = (cpu_us() - t0) / kReps;
+    size_t n = 0;
+    for (uint8_t a : allowed) n += a;
+    std::printf(
+        "AllowedTokens after '%s': %.1f us cold, %.1f us cached, %zu of %zu "
+        "allowed, %zu trie nodes\n",
+        prefix, cold / kReps, warm, n, vocab.size(), trie.num_nodes());
+    EXPECT_GT(n, 0u);
+  }
+}
+
+}  // namespace
+}  // namespace kvault

@@ -1,0 +1,74 @@
+#include "server/grammar_fields.h"
+
+#include <gtest/gtest.h>
+
+namespace kvault {
+namespace {
+
+using nlohmann::json;
+
+TEST(GrammarFieldsTest, GrammarSchemaAndResponseFormat) {
+  SamplingParams s;
+  ASSERT_TRUE(ReadGrammarFields(json{{"grammar", "root ::= \"a\"{5}"}}, &s).ok());
+  ASSERT_NE(s.grammar, nullptr);
+  EXPECT_TRUE(s.grammar->Accepts("aaaaa"));
+  EXPECT_FALSE(s.grammar->Accepts("aaaa"));
+
+  SamplingParams j;
+  ASSERT_TRUE(ReadGrammarFields(json{{"json_schema", {{"const", "42"}}}}, &j).ok());
+  ASSERT_NE(j.grammar, nullptr);
+  EXPECT_TRUE(j.grammar->Accepts("\"42\""));
+  EXPECT_FALSE(j.grammar->Accepts("42"));
+
+  SamplingParams o;
+  ASSERT_TRUE(ReadGrammarFields(
+                  json{{"response_format", {{"type", "json_object"}}}}, &o)
+                  .ok());
+  ASSERT_NE(o.grammar, nullptr);
+  EXPECT_TRUE(o.grammar->Accepts("{\"a\": [1, true]}"));
+  EXPECT_FALSE(o.grammar->Accepts("\"just a string\""));
+
+  SamplingParams js;
+  ASSERT_TRUE(ReadGrammarFields(
+                  json{{"response_format",
+                        {{"type", "json_schema"},
+                         {"json_schema",
+                          {{"schema", {{"enum", json::array({"x", "y"})}}}}}}}},
+                  &js)
+                  .ok());
+  EXPECT_TRUE(js.grammar->Accepts("\"y\""));
+  EXPECT_FALSE(js.grammar->Accepts("\"z\""));
+
+  SamplingParams text;
+  ASSERT_TRUE(
+      ReadGrammarFields(json{{"response_format", {{"type", "text"}}}}, &text)
+          .ok());
+  EXPECT_EQ(text.grammar, nullptr);
+}
+
+TEST(GrammarFieldsTest, ErrorsSayWhereAndWhy) {
+  SamplingParams s;
+  Status bad = ReadGrammarFields(
+      json{{"grammar", "root ::= this is (not valid GBNF"}}, &s);
+  EXPECT_EQ(bad.reason(), "invalid_grammar");
+  EXPECT_NE(bad.message().find("field 'grammar': grammar:1:"),
+            std::string::npos)
+      << bad.message();
+  Status both = ReadGrammarFields(
+      json{{"grammar", "root ::= \"a\""}, {"json_schema", json::object()}}, &s);
+  EXPECT_FALSE(both.ok());
+  for (const json& format :
+       {json{{"type", "sound"}}, json{{"type", "json_object"}, {"schema", 123}},
+        json{{"type", "json_object"}, {"schema", {{"type", 123}}}},
+        json{{"type", "json_object"}, {"schema", {{"type", "hiccup"}}}},
+        json{{"type", "json_object"},
+             {"schema", {{"patternProperties", json::object()}}}}}) {
+    SamplingParams p;
+    Status st = ReadGrammarFields(json{{"response_format", format}}, &p);
+    EXPECT_FALSE(st.ok()) << format.dump();
+    EXPECT_EQ(p.grammar, nullptr);
+  }
+}
+
+}  // namespace
+}  // namespace kvault
