@@ -10,10 +10,9 @@
 //   - rendering is deterministic: a second render gives the same result.
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "fuzz_assert.h"
 #include "jinja/error.h"
@@ -58,8 +57,9 @@ void CheckFailure(const Status& status) {
 }  // namespace
 }  // namespace kvault::jinja
 
+namespace jinja = kvault::jinja;
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace kvault::jinja;
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   const size_t nul = input.find('\0');
   const std::string_view source = input.substr(0, nul);
@@ -68,24 +68,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     context = nlohmann::ordered_json::parse(input.substr(nul + 1), nullptr,
                                             /*allow_exceptions=*/false);
   }
-  if (!context.is_object()) context = DefaultContext();
-  ParseOptions parse_options;
+  if (!context.is_object()) context = jinja::DefaultContext();
+  jinja::ParseOptions parse_options;
   parse_options.max_depth = 64;
-  kvault::StatusOr<Template> t = Template::Parse(source, parse_options);
+  kvault::StatusOr<jinja::Template> t =
+      jinja::Template::Parse(source, parse_options);
   if (!t.ok()) {
-    CheckFailure(t.status());
+    jinja::CheckFailure(t.status());
     return 0;
   }
-  const RenderOptions options = FuzzRenderOptions();
+  const jinja::RenderOptions options = jinja::FuzzRenderOptions();
   kvault::StatusOr<std::string> first = t->Render(context, options);
   kvault::StatusOr<std::string> second = t->Render(context, options);
   FUZZ_ASSERT(first.ok() == second.ok());
   if (!first.ok()) {
-    CheckFailure(first.status());
+    jinja::CheckFailure(first.status());
     FUZZ_ASSERT(first.status() == second.status());
     return 0;
   }
-  FUZZ_ASSERT(first->size() <= kMaxOutput);
+  FUZZ_ASSERT(first->size() <= jinja::kMaxOutput);
   FUZZ_ASSERT(*first == *second);
   return 0;
 }

@@ -8,12 +8,11 @@ ArgReader::ArgReader(std::string_view function, const CallArgs& args,
                      std::initializer_list<std::string_view> params)
     : function_(function), names_(params), bound_(params.size(), nullptr) {
   if (args.positional.size() > bound_.size()) {
-    status_ = JinjaError(ErrorKind::kType,
-                         function_ + "() takes at most " +
-                             std::to_string(bound_.size()) +
-                             " argument(s) (" +
-                             std::to_string(args.positional.size()) +
-                             " given)");
+    status_ =
+        JinjaError(ErrorKind::kType,
+                   function_ + "() takes at most " +
+                       std::to_string(bound_.size()) + " argument(s) (" +
+                       std::to_string(args.positional.size()) + " given)");
     return;
   }
   for (size_t i = 0; i < args.positional.size(); ++i) {
@@ -23,9 +22,10 @@ ArgReader::ArgReader(std::string_view function, const CallArgs& args,
     size_t i = 0;
     while (i < names_.size() && names_[i] != name) ++i;
     if (i == names_.size()) {
-      status_ = JinjaError(ErrorKind::kType,
-                           function_ + "() got an unexpected keyword "
-                                       "argument '" + name + "'");
+      status_ = JinjaError(ErrorKind::kType, function_ +
+                                                 "() got an unexpected keyword "
+                                                 "argument '" +
+                                                 name + "'");
       return;
     }
     bound_[i] = &value;

@@ -69,7 +69,7 @@ enum class StmtKind {
   kFilterBlock,  // filter expr %} body {% endfilter  (expr: kFilter chain)
   kBreak,
   kContinue,
-  kScope,        // generation / with: body in a nested scope
+  kScope,  // generation / with: body in a nested scope
 };
 
 struct Stmt;
@@ -89,7 +89,7 @@ struct Stmt {
   bool uses_loop = false;  // the for body names `loop` (else it is not built)
   Body body;
   Body else_body;
-  std::string name;  // macro name
+  std::string name;                                     // macro name
   std::vector<std::pair<std::string, ExprPtr>> params;  // macro/with params
 };
 

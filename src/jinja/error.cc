@@ -9,14 +9,22 @@ constexpr std::string_view kLocatedPrefix = "template:";
 
 std::string_view ReasonOf(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kSyntax: return "jinja_syntax_error";
-    case ErrorKind::kTemplate: return "jinja_template_error";
-    case ErrorKind::kUndefined: return "jinja_undefined_error";
-    case ErrorKind::kType: return "jinja_type_error";
-    case ErrorKind::kSecurity: return "jinja_security_error";
-    case ErrorKind::kValue: return "jinja_value_error";
-    case ErrorKind::kLimit: return "jinja_limit_exceeded";
-    case ErrorKind::kNone: break;
+    case ErrorKind::kSyntax:
+      return "jinja_syntax_error";
+    case ErrorKind::kTemplate:
+      return "jinja_template_error";
+    case ErrorKind::kUndefined:
+      return "jinja_undefined_error";
+    case ErrorKind::kType:
+      return "jinja_type_error";
+    case ErrorKind::kSecurity:
+      return "jinja_security_error";
+    case ErrorKind::kValue:
+      return "jinja_value_error";
+    case ErrorKind::kLimit:
+      return "jinja_limit_exceeded";
+    case ErrorKind::kNone:
+      break;
   }
   return "";
 }
@@ -25,14 +33,22 @@ std::string_view ReasonOf(ErrorKind kind) {
 
 std::string_view ErrorKindName(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kSyntax: return "TemplateSyntaxError";
-    case ErrorKind::kTemplate: return "TemplateError";
-    case ErrorKind::kUndefined: return "UndefinedError";
-    case ErrorKind::kType: return "TypeError";
-    case ErrorKind::kSecurity: return "SecurityError";
-    case ErrorKind::kValue: return "ValueError";
-    case ErrorKind::kLimit: return "LimitExceeded";
-    case ErrorKind::kNone: break;
+    case ErrorKind::kSyntax:
+      return "TemplateSyntaxError";
+    case ErrorKind::kTemplate:
+      return "TemplateError";
+    case ErrorKind::kUndefined:
+      return "UndefinedError";
+    case ErrorKind::kType:
+      return "TypeError";
+    case ErrorKind::kSecurity:
+      return "SecurityError";
+    case ErrorKind::kValue:
+      return "ValueError";
+    case ErrorKind::kLimit:
+      return "LimitExceeded";
+    case ErrorKind::kNone:
+      break;
   }
   return "";
 }
@@ -50,8 +66,8 @@ Status JinjaError(ErrorKind kind, std::string message) {
 }
 
 Status WithPosition(const Status& status, SourcePos pos) {
-  if (status.ok() || ErrorKindOf(status) == ErrorKind::kNone ||
-      pos.line <= 0 || status.message().starts_with(kLocatedPrefix)) {
+  if (status.ok() || ErrorKindOf(status) == ErrorKind::kNone || pos.line <= 0 ||
+      status.message().starts_with(kLocatedPrefix)) {
     return status;
   }
   return status.WithContext("template:" + std::to_string(pos.line) + ":" +

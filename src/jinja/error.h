@@ -5,7 +5,7 @@
 //
 //   kind            Status code          reason
 //   kSyntax         kInvalidArgument     jinja_syntax_error
-//   kTemplate       kInvalidArgument     jinja_template_error  (raise_exception)
+//   kTemplate       kInvalidArgument     jinja_template_error (raise_exception)
 //   kUndefined      kInvalidArgument     jinja_undefined_error
 //   kType           kInvalidArgument     jinja_type_error
 //   kSecurity       kInvalidArgument     jinja_security_error

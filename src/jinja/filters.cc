@@ -27,7 +27,8 @@ Fn Checked(Interpreter& ip, std::string s) {
 
 Fn Length(Interpreter&, const Value& v, CallArgs&) {
   switch (v.kind()) {
-    case ValueKind::kUndefined: return Value::Int(0);
+    case ValueKind::kUndefined:
+      return Value::Int(0);
     case ValueKind::kString:
       return Value::Int(static_cast<int64_t>(Utf8Length(v.str())));
     case ValueKind::kList:
@@ -76,8 +77,21 @@ Fn Lower(Interpreter&, const Value& v, CallArgs&) {
 Fn Capitalize(Interpreter&, const Value& v, CallArgs&) {
   return Value::String(PyCapitalize(ToStr(v)));
 }
+// jinja2's title filter is not str.title(): it upper-cases the first
+// character of each run between whitespace, '-', '(', '{', '[' and '<' and
+// lower-cases the rest ("o'neil" -> "O'neil", str.title gives "O'Neil").
 Fn Title(Interpreter&, const Value& v, CallArgs&) {
-  return Value::String(PyTitle(ToStr(v)));
+  std::string out;
+  bool start = true;
+  for (char32_t c : DecodeUtf8(ToStr(v))) {
+    const bool sep = IsPySpace(c) || c == '-' || c == '(' || c == '{' ||
+                     c == '[' || c == '<';
+    std::string one;
+    AppendUtf8(c, &one);
+    out += sep ? one : (start ? PyUpper(one) : PyLower(one));
+    start = sep;
+  }
+  return Value::String(std::move(out));
 }
 
 Fn Replace(Interpreter& ip, const Value& v, CallArgs& args) {
@@ -96,12 +110,23 @@ Fn Escape(Interpreter& ip, const Value& v, CallArgs&) {
   std::string out;
   for (char c : ToStr(v)) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return Checked(ip, std::move(out));
@@ -145,6 +170,7 @@ Fn Int(Interpreter&, const Value& v, CallArgs& args) {
   ArgReader r("int", args, {"default", "base"});
   KV_RETURN_IF_ERROR(r.status());
   KV_ASSIGN_OR_RETURN(int64_t base, r.GetInt(1, 10));
+  if (v.is_undefined()) return UndefinedFailure(v);  // int(Undefined) raises
   if (v.is_int()) return v;
   if (v.is_bool()) return Value::Int(v.bool_value());
   if (v.is_float() && std::isfinite(v.AsDouble()) &&
@@ -171,6 +197,7 @@ Fn Int(Interpreter&, const Value& v, CallArgs& args) {
 Fn Float(Interpreter&, const Value& v, CallArgs& args) {
   ArgReader r("float", args, {"default"});
   KV_RETURN_IF_ERROR(r.status());
+  if (v.is_undefined()) return UndefinedFailure(v);  // float(Undefined) raises
   if (v.is_number()) return Value::Float(v.AsDouble());
   if (v.is_string()) {
     const std::string s = PyStrip(v.str(), std::nullopt, true, true);
@@ -200,10 +227,10 @@ Fn Round(Interpreter&, const Value& v, CallArgs& args) {
     return JinjaError(ErrorKind::kType,
                       "type " + TypeName(v) + " doesn't define __round__");
   }
-  if (method == "common" && !v.is_float()) return Value::Int(
-      v.is_bool() ? v.bool_value() : v.int_value());
-  const double scale = std::pow(10.0, static_cast<double>(
-                                          std::clamp<int64_t>(precision, -300, 300)));
+  if (method == "common" && !v.is_float())
+    return Value::Int(v.is_bool() ? v.bool_value() : v.int_value());
+  const double scale = std::pow(
+      10.0, static_cast<double>(std::clamp<int64_t>(precision, -300, 300)));
   const double x = v.AsDouble() * scale;
   double y;
   if (method == "ceil") {
@@ -229,6 +256,14 @@ Fn Indent(Interpreter& ip, const Value& v, CallArgs& args) {
   } else {
     KV_ASSIGN_OR_RETURN(int64_t w, r.GetInt(0, 4));
     pad = std::string(std::clamp<int64_t>(w, 0, 1024), ' ');
+  }
+  // jinja2 appends "\n" to the value itself: only strings (Markup) work.
+  if (v.is_undefined()) return UndefinedFailure(v);
+  if (!v.is_string()) {
+    return JinjaError(ErrorKind::kType,
+                      "unsupported operand type(s) for +=: "
+                      "'" +
+                          TypeName(v) + "' and 'str'");
   }
   const bool first = r.GetBool(1, false);
   const bool blank = r.GetBool(2, false);
@@ -275,6 +310,15 @@ Fn Truncate(Interpreter&, const Value& v, CallArgs& args) {
   KV_ASSIGN_OR_RETURN(int64_t length, r.GetInt(0, 255));
   KV_ASSIGN_OR_RETURN(std::string end, r.GetString(2, "..."));
   KV_ASSIGN_OR_RETURN(int64_t leeway, r.GetInt(3, 5));
+  if (v.is_list_like() || v.is_dict()) {
+    // Short sequences come back unchanged; longer ones cannot be cut.
+    const size_t n = v.is_dict() ? v.map().size() : v.items().size();
+    if (static_cast<int64_t>(n) <= length + leeway) return v;
+  }
+  if (!v.is_string() && !v.is_undefined()) {
+    return JinjaError(ErrorKind::kType,
+                      "object of type '" + TypeName(v) + "' has no len()");
+  }
   std::u32string s = DecodeUtf8(ToStr(v));
   const int64_t end_len = static_cast<int64_t>(Utf8Length(end));
   if (length < end_len || leeway < 0) {
@@ -342,19 +386,32 @@ Fn Attr(Interpreter&, const Value& v, CallArgs& args) {
 const FilterTable& Table() {
   static const FilterTable* const kTable = [] {
     auto* t = new FilterTable{
-        {"length", Length},     {"count", Length},
-        {"default", Default},   {"d", Default},
-        {"trim", Trim},         {"string", String},
-        {"upper", Upper},       {"lower", Lower},
-        {"capitalize", Capitalize}, {"title", Title},
-        {"replace", Replace},   {"e", Escape},
-        {"escape", Escape},     {"forceescape", Escape},
-        {"safe", Safe},         {"tojson", ToJsonFilter},
-        {"int", Int},           {"float", Float},
-        {"abs", Abs},           {"round", Round},
-        {"indent", Indent},     {"center", Center},
-        {"format", Format},     {"truncate", Truncate},
-        {"wordcount", WordCount}, {"urlencode", UrlEncode},
+        {"length", Length},
+        {"count", Length},
+        {"default", Default},
+        {"d", Default},
+        {"trim", Trim},
+        {"string", String},
+        {"upper", Upper},
+        {"lower", Lower},
+        {"capitalize", Capitalize},
+        {"title", Title},
+        {"replace", Replace},
+        {"e", Escape},
+        {"escape", Escape},
+        {"forceescape", Escape},
+        {"safe", Safe},
+        {"tojson", ToJsonFilter},
+        {"int", Int},
+        {"float", Float},
+        {"abs", Abs},
+        {"round", Round},
+        {"indent", Indent},
+        {"center", Center},
+        {"format", Format},
+        {"truncate", Truncate},
+        {"wordcount", WordCount},
+        {"urlencode", UrlEncode},
         {"attr", Attr},
     };
     AddSequenceFilters(t);
@@ -387,11 +444,12 @@ StatusOr<Value> GetPath(const Value& item, std::string_view attribute) {
                                                  ? std::string_view::npos
                                                  : dot - start));
     if (cur.is_undefined()) return UndefinedFailure(cur);
-    const bool numeric = !part.empty() &&
-                         part.find_first_not_of("0123456789") ==
-                             std::string::npos && part.size() < 18;
-    cur = GetItem(cur, numeric ? Value::Int(std::stoll(part))
-                               : Value::String(part));
+    const bool numeric =
+        !part.empty() &&
+        part.find_first_not_of("0123456789") == std::string::npos &&
+        part.size() < 18;
+    cur = GetItem(cur,
+                  numeric ? Value::Int(std::stoll(part)) : Value::String(part));
     if (dot == std::string_view::npos) return cur;
     start = dot + 1;
   }

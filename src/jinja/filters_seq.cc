@@ -27,7 +27,8 @@ StatusOr<Value> SortKey(const Value& item, const std::string& attribute,
   if (!attribute.empty()) {
     KV_ASSIGN_OR_RETURN(key, GetPath(item, attribute));
   }
-  if (!case_sensitive && key.is_string()) return Value::String(PyLower(key.str()));
+  if (!case_sensitive && key.is_string())
+    return Value::String(PyLower(key.str()));
   return key;
 }
 
@@ -53,13 +54,15 @@ Fn Join(Interpreter& ip, const Value& v, CallArgs& args) {
 
 Fn First(Interpreter&, const Value& v, CallArgs&) {
   KV_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(v));
-  if (items.empty()) return Value::Undefined("No first item, sequence was empty.");
+  if (items.empty())
+    return Value::Undefined("No first item, sequence was empty.");
   return items.front();
 }
 
 Fn Last(Interpreter&, const Value& v, CallArgs&) {
   KV_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(v));
-  if (items.empty()) return Value::Undefined("No last item, sequence was empty.");
+  if (items.empty())
+    return Value::Undefined("No last item, sequence was empty.");
   return items.back();
 }
 
@@ -68,8 +71,15 @@ Fn List(Interpreter&, const Value& v, CallArgs&) {
   return Value::List(std::move(items));
 }
 
+// jinja2's map/select start with `if value:`, so any falsy value (None,
+// false, 0) gives an empty result instead of a TypeError.
+StatusOr<std::vector<Value>> LazyItems(const Value& v) {
+  if (!v.Truthy()) return std::vector<Value>();
+  return Iterate(v);
+}
+
 Fn Map(Interpreter& ip, const Value& v, CallArgs& args) {
-  KV_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(v));
+  KV_ASSIGN_OR_RETURN(std::vector<Value> items, LazyItems(v));
   std::vector<Value> out;
   if (args.positional.empty()) {
     ArgReader r("map", args, {"attribute", "default"});
@@ -97,7 +107,7 @@ Fn Map(Interpreter& ip, const Value& v, CallArgs& args) {
 // select/reject (attr empty) and selectattr/rejectattr.
 StatusOr<Value> Select(Interpreter& ip, const Value& v, CallArgs& args,
                        bool by_attr, bool keep_when) {
-  KV_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(v));
+  KV_ASSIGN_OR_RETURN(std::vector<Value> items, LazyItems(v));
   size_t at = 0;
   std::string attribute;
   if (by_attr) {
@@ -148,7 +158,8 @@ Fn Unique(Interpreter&, const Value& v, CallArgs& args) {
   KV_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(v));
   std::vector<Value> seen, out;
   for (const Value& item : items) {
-    KV_ASSIGN_OR_RETURN(Value key, SortKey(item, attribute, r.GetBool(0, false)));
+    KV_ASSIGN_OR_RETURN(Value key,
+                        SortKey(item, attribute, r.GetBool(0, false)));
     bool dup = false;
     for (const Value& s : seen) dup |= Equals(s, key);
     if (dup) continue;
@@ -165,8 +176,8 @@ Status SortValues(std::vector<Value>* items, std::vector<Value>* keys,
   Status error;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     if (!error.ok()) return false;
-    StatusOr<int> c = reverse ? Order((*keys)[b], (*keys)[a])
-                              : Order((*keys)[a], (*keys)[b]);
+    StatusOr<int> c =
+        reverse ? Order((*keys)[b], (*keys)[a]) : Order((*keys)[a], (*keys)[b]);
     if (!c.ok()) {
       error = c.status();
       return false;
@@ -208,9 +219,8 @@ Fn DictSort(Interpreter& ip, const Value& v, CallArgs& args) {
     const Value k = v.map().KeyAt(i);
     const Value& val = v.map().entries()[i].second;
     items.push_back(Value::Tuple({k, val}));
-    KV_ASSIGN_OR_RETURN(Value key,
-                        SortKey(by == "value" ? val : k, "",
-                                r.GetBool(0, false)));
+    KV_ASSIGN_OR_RETURN(
+        Value key, SortKey(by == "value" ? val : k, "", r.GetBool(0, false)));
     keys.push_back(std::move(key));
   }
   KV_RETURN_IF_ERROR(ip.Charge(items.size() * 8));
@@ -221,12 +231,14 @@ Fn DictSort(Interpreter& ip, const Value& v, CallArgs& args) {
 Fn Items(Interpreter&, const Value& v, CallArgs&) {
   if (v.is_undefined()) return Value::Generator({});
   if (!v.is_dict()) {
-    return JinjaError(ErrorKind::kType, "Can only get item pairs from a "
-                                        "mapping.");
+    return JinjaError(ErrorKind::kType,
+                      "Can only get item pairs from a "
+                      "mapping.");
   }
   std::vector<Value> out;
   for (size_t i = 0; i < v.map().size(); ++i) {
-    out.push_back(Value::Tuple({v.map().KeyAt(i), v.map().entries()[i].second}));
+    out.push_back(
+        Value::Tuple({v.map().KeyAt(i), v.map().entries()[i].second}));
   }
   return Value::Generator(std::move(out));
 }
@@ -263,8 +275,9 @@ StatusOr<Value> MinMax(const Value& v, CallArgs& args, bool max) {
   const std::string attribute = r.Has(1) ? ToStr(r.Get(1)) : "";
   KV_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(v));
   if (items.empty()) {
-    return Value::Undefined(std::string("No aggregated item, sequence was "
-                                        "empty."));
+    return Value::Undefined(
+        std::string("No aggregated item, sequence was "
+                    "empty."));
   }
   size_t best = 0;
   KV_ASSIGN_OR_RETURN(Value best_key,
@@ -281,7 +294,9 @@ StatusOr<Value> MinMax(const Value& v, CallArgs& args, bool max) {
   return items[best];
 }
 
-Fn Min(Interpreter&, const Value& v, CallArgs& a) { return MinMax(v, a, false); }
+Fn Min(Interpreter&, const Value& v, CallArgs& a) {
+  return MinMax(v, a, false);
+}
 Fn Max(Interpreter&, const Value& v, CallArgs& a) { return MinMax(v, a, true); }
 
 Fn Batch(Interpreter& ip, const Value& v, CallArgs& args) {
@@ -333,15 +348,24 @@ Fn Slice(Interpreter& ip, const Value& v, CallArgs& args) {
 }  // namespace
 
 void AddSequenceFilters(FilterTable* t) {
-  t->insert({{"join", Join},          {"first", First},
-             {"last", Last},          {"list", List},
-             {"map", Map},            {"select", SelectF},
-             {"reject", RejectF},     {"selectattr", SelectAttr},
-             {"rejectattr", RejectAttr}, {"unique", Unique},
-             {"sort", Sort},          {"dictsort", DictSort},
-             {"items", Items},        {"reverse", Reverse},
-             {"sum", Sum},            {"min", Min},
-             {"max", Max},            {"batch", Batch},
+  t->insert({{"join", Join},
+             {"first", First},
+             {"last", Last},
+             {"list", List},
+             {"map", Map},
+             {"select", SelectF},
+             {"reject", RejectF},
+             {"selectattr", SelectAttr},
+             {"rejectattr", RejectAttr},
+             {"unique", Unique},
+             {"sort", Sort},
+             {"dictsort", DictSort},
+             {"items", Items},
+             {"reverse", Reverse},
+             {"sum", Sum},
+             {"min", Min},
+             {"max", Max},
+             {"batch", Batch},
              {"slice", Slice}});
 }
 

@@ -40,8 +40,9 @@ StatusOr<Value> Range(Interpreter& ip, CallArgs& args) {
   __int128 span = static_cast<__int128>(stop) - start;
   __int128 n = 0;
   if (step > 0 && span > 0) n = (span + step - 1) / step;
-  if (step < 0 && span < 0) n = (-span + (-static_cast<__int128>(step)) - 1) /
-                                (-static_cast<__int128>(step));
+  if (step < 0 && span < 0)
+    n = (-span + (-static_cast<__int128>(step)) - 1) /
+        (-static_cast<__int128>(step));
   if (n > static_cast<__int128>(ip.options().max_operations)) {
     return ip.Charge(ip.options().max_operations + 1);
   }
@@ -76,8 +77,8 @@ StatusOr<ValueMap> KeywordMap(const CallArgs& args, const char* name) {
         map.SetKey(pair.items()[0], pair.items()[1]);
       }
     } else {
-      return JinjaError(ErrorKind::kType, "'" + TypeName(init) +
-                                              "' object is not iterable");
+      return JinjaError(ErrorKind::kType,
+                        "'" + TypeName(init) + "' object is not iterable");
     }
   }
   for (const auto& [k, v] : args.keyword) map.Set(k, v);
@@ -95,19 +96,19 @@ StatusOr<Value> Cycler(Interpreter& ip, CallArgs& args) {
   ValueMap* map = &ns.mutable_map();
   auto pos = std::make_shared<size_t>(0);
   map->Set("current", (*items)[0]);
-  map->Set("next", Value::Func("next", [items, pos, map](Interpreter&,
-                                                          CallArgs&) {
-    const Value v = (*items)[*pos];
-    *pos = (*pos + 1) % items->size();
-    map->Set("current", (*items)[*pos]);
-    return StatusOr<Value>(v);
-  }));
-  map->Set("reset", Value::Func("reset", [items, pos, map](Interpreter&,
-                                                            CallArgs&) {
-    *pos = 0;
-    map->Set("current", (*items)[0]);
-    return StatusOr<Value>(Value::None());
-  }));
+  map->Set("next",
+           Value::Func("next", [items, pos, map](Interpreter&, CallArgs&) {
+             const Value v = (*items)[*pos];
+             *pos = (*pos + 1) % items->size();
+             map->Set("current", (*items)[*pos]);
+             return StatusOr<Value>(v);
+           }));
+  map->Set("reset",
+           Value::Func("reset", [items, pos, map](Interpreter&, CallArgs&) {
+             *pos = 0;
+             map->Set("current", (*items)[0]);
+             return StatusOr<Value>(Value::None());
+           }));
   return ns;
 }
 
@@ -143,8 +144,8 @@ StatusOr<Value> StrftimeNow(Interpreter& ip, CallArgs& args) {
   if (ip.options().now) {
     now = ip.options().now();
   } else {
-    const std::time_t t = std::chrono::system_clock::to_time_t(
-        std::chrono::system_clock::now());
+    const std::time_t t =
+        std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
     localtime_r(&t, &now);
   }
   return Value::String(Strftime(format, now));
@@ -155,17 +156,19 @@ StatusOr<Value> StrftimeNow(Interpreter& ip, CallArgs& args) {
 ValueMap MakeGlobals() {
   ValueMap g;
   g.Set("range", Value::Func("range", Range));
-  g.Set("dict", Value::Func("dict", [](Interpreter&, CallArgs& args)
-                                        -> StatusOr<Value> {
-    KV_ASSIGN_OR_RETURN(ValueMap map, KeywordMap(args, "dict"));
-    return Value::Dict(std::move(map));
-  }));
-  g.Set("namespace", Value::Func("namespace", [](Interpreter& ip,
-                                                 CallArgs& args)
-                                                  -> StatusOr<Value> {
-    KV_ASSIGN_OR_RETURN(ValueMap map, KeywordMap(args, "namespace"));
-    return ip.NewNamespace(std::move(map));
-  }));
+  g.Set(
+      "dict",
+      Value::Func("dict", [](Interpreter&, CallArgs& args) -> StatusOr<Value> {
+        KV_ASSIGN_OR_RETURN(ValueMap map, KeywordMap(args, "dict"));
+        return Value::Dict(std::move(map));
+      }));
+  g.Set("namespace",
+        Value::Func("namespace",
+                    [](Interpreter& ip, CallArgs& args) -> StatusOr<Value> {
+                      KV_ASSIGN_OR_RETURN(ValueMap map,
+                                          KeywordMap(args, "namespace"));
+                      return ip.NewNamespace(std::move(map));
+                    }));
   g.Set("cycler", Value::Func("cycler", Cycler));
   g.Set("joiner", Value::Func("joiner", Joiner));
   g.Set("lipsum", Value::Func("lipsum", Lipsum));

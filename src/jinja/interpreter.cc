@@ -1,10 +1,12 @@
 // Statement execution; expression evaluation is in interpreter_expr.cc.
 #include "jinja/interpreter.h"
 
+#include <optional>
 #include <utility>
 
 #include "jinja/globals.h"
 #include "jinja/methods.h"
+#include "jinja/operators.h"
 #include "jinja/python_format.h"
 
 namespace kvault::jinja {
@@ -98,8 +100,8 @@ Status Interpreter::ExecBody(const Body& body, const ScopePtr& scope,
   return Status::Ok();
 }
 
-Status Interpreter::Exec(const Stmt& s, const ScopePtr& scope,
-                         std::string* out, Flow* flow) {
+Status Interpreter::Exec(const Stmt& s, const ScopePtr& scope, std::string* out,
+                         Flow* flow) {
   KV_RETURN_IF_ERROR(Charge(1));
   if (++depth_ > options_.max_depth) {
     --depth_;
@@ -111,20 +113,40 @@ Status Interpreter::Exec(const Stmt& s, const ScopePtr& scope,
   }
   Status st;
   switch (s.kind) {
-    case StmtKind::kText: st = Append(out, s.text); break;
-    case StmtKind::kOutput: st = ExecOutput(s, scope, out); break;
-    case StmtKind::kIf: st = ExecIf(s, scope, out, flow); break;
-    case StmtKind::kFor: st = ExecFor(s, scope, out, flow); break;
-    case StmtKind::kSet: st = ExecSet(s, scope); break;
+    case StmtKind::kText:
+      st = Append(out, s.text);
+      break;
+    case StmtKind::kOutput:
+      st = ExecOutput(s, scope, out);
+      break;
+    case StmtKind::kIf:
+      st = ExecIf(s, scope, out, flow);
+      break;
+    case StmtKind::kFor:
+      st = ExecFor(s, scope, out, flow);
+      break;
+    case StmtKind::kSet:
+      st = ExecSet(s, scope);
+      break;
     case StmtKind::kSetBlock:
-    case StmtKind::kFilterBlock: st = ExecCapture(s, scope, out); break;
+    case StmtKind::kFilterBlock:
+      st = ExecCapture(s, scope, out);
+      break;
     case StmtKind::kMacro:
       scope->Set(s.name, MakeMacro(s, scope, false));
       break;
-    case StmtKind::kCallBlock: st = ExecCallBlock(s, scope, out); break;
-    case StmtKind::kBreak: *flow = Flow::kBreak; break;
-    case StmtKind::kContinue: *flow = Flow::kContinue; break;
-    case StmtKind::kScope: st = ExecScope(s, scope, out, flow); break;
+    case StmtKind::kCallBlock:
+      st = ExecCallBlock(s, scope, out);
+      break;
+    case StmtKind::kBreak:
+      *flow = Flow::kBreak;
+      break;
+    case StmtKind::kContinue:
+      *flow = Flow::kContinue;
+      break;
+    case StmtKind::kScope:
+      st = ExecScope(s, scope, out, flow);
+      break;
   }
   --depth_;
   return WithPosition(st, s.pos);
@@ -203,7 +225,7 @@ Status Interpreter::BindTargets(const std::vector<std::string>& targets,
 
 // Returns the `loop` variable of iteration `i` over `items`.
 static Value LoopObject(const std::vector<Value>& items, int64_t i,
-                        const Value& cycle) {
+                        const Value& cycle, const Value& changed) {
   const int64_t n = static_cast<int64_t>(items.size());
   ValueMap loop;
   loop.Set("index0", Value::Int(i));
@@ -218,7 +240,20 @@ static Value LoopObject(const std::vector<Value>& items, int64_t i,
   if (i > 0) loop.Set("previtem", items[i - 1]);
   if (i + 1 < n) loop.Set("nextitem", items[i + 1]);
   loop.Set("cycle", cycle);
+  loop.Set("changed", changed);
   return Value::Dict(std::move(loop));
+}
+
+StatusOr<std::vector<Value>> Interpreter::FilterLoopItems(
+    const Stmt& s, const ScopePtr& scope, const std::vector<Value>& items) {
+  std::vector<Value> kept;
+  for (const Value& item : items) {
+    auto probe = std::make_shared<Scope>(scope);
+    KV_RETURN_IF_ERROR(BindTargets(s.targets, item, probe.get()));
+    KV_ASSIGN_OR_RETURN(Value keep, Eval(*s.filter, probe));
+    if (keep.Truthy()) kept.push_back(item);
+  }
+  return kept;
 }
 
 Status Interpreter::ExecFor(const Stmt& s, const ScopePtr& scope,
@@ -234,34 +269,37 @@ Status Interpreter::ExecFor(const Stmt& s, const ScopePtr& scope,
   // An iteration allocates a scope and binds names: a few steps each.
   KV_RETURN_IF_ERROR(ChargeItems(source->size()));
   if (s.filter) {
-    std::vector<Value> kept;
-    for (const Value& item : *source) {
-      auto probe = std::make_shared<Scope>(scope);
-      KV_RETURN_IF_ERROR(BindTargets(s.targets, item, probe.get()));
-      KV_ASSIGN_OR_RETURN(Value keep, Eval(*s.filter, probe));
-      if (keep.Truthy()) kept.push_back(item);
-    }
-    owned = std::move(kept);
+    KV_ASSIGN_OR_RETURN(owned, FilterLoopItems(s, scope, *source));
     source = &owned;
   }
   const std::vector<Value>& items = *source;
   const int64_t n = static_cast<int64_t>(items.size());
   // One cycle() per loop; it reads the current index through `at`.
   auto at = std::make_shared<int64_t>(0);
-  const Value cycle = Value::Func("cycle", [at](Interpreter&, CallArgs& args)
-                                               -> StatusOr<Value> {
-    if (args.positional.empty()) {
-      return JinjaError(ErrorKind::kType, "no items for cycling given");
-    }
-    return args.positional[*at % args.positional.size()];
-  });
+  const Value cycle = Value::Func(
+      "cycle", [at](Interpreter&, CallArgs& args) -> StatusOr<Value> {
+        if (args.positional.empty()) {
+          return JinjaError(ErrorKind::kType, "no items for cycling given");
+        }
+        return args.positional[*at % args.positional.size()];
+      });
+  // loop.changed(*values): true when the values differ from the last call.
+  auto last = std::make_shared<std::optional<std::vector<Value>>>();
+  const Value changed = Value::Func(
+      "changed", [last](Interpreter&, CallArgs& args) -> StatusOr<Value> {
+        const bool same =
+            last->has_value() &&
+            Equals(Value::List(**last), Value::List(args.positional));
+        *last = args.positional;
+        return Value::Bool(!same);
+      });
   for (int64_t i = 0; i < n; ++i) {
     auto iter_scope = std::make_shared<Scope>(scope);
     KV_RETURN_IF_ERROR(BindTargets(s.targets, items[i], iter_scope.get()));
     if (s.uses_loop) {
       *at = i;
       KV_RETURN_IF_ERROR(Charge(4));
-      iter_scope->Set("loop", LoopObject(items, i, cycle));
+      iter_scope->Set("loop", LoopObject(items, i, cycle, changed));
     }
     Flow inner = Flow::kNormal;
     KV_RETURN_IF_ERROR(ExecBody(s.body, iter_scope, out, &inner));

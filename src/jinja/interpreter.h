@@ -83,9 +83,13 @@ class Interpreter {
                 Flow* flow);
   Status ExecFor(const Stmt& s, const ScopePtr& scope, std::string* out,
                  Flow* flow);
+  // The items a for-loop's `if` filter keeps (jinja2 filters before
+  // counting, so loop.length and loop.last see only these).
+  StatusOr<std::vector<Value>> FilterLoopItems(const Stmt& s,
+                                               const ScopePtr& scope,
+                                               const std::vector<Value>& items);
   Status ExecSet(const Stmt& s, const ScopePtr& scope);
-  Status ExecCallBlock(const Stmt& s, const ScopePtr& scope,
-                       std::string* out);
+  Status ExecCallBlock(const Stmt& s, const ScopePtr& scope, std::string* out);
   Status Append(std::string* out, std::string_view text);
   Status BindTargets(const std::vector<std::string>& targets,
                      const Value& value, Scope* scope);

@@ -28,17 +28,25 @@ StatusOr<Value> Interpreter::Eval(const Expr& e, const ScopePtr& scope) {
 
 StatusOr<Value> Interpreter::EvalInner(const Expr& e, const ScopePtr& scope) {
   switch (e.kind) {
-    case ExprKind::kLiteral: return e.literal;
-    case ExprKind::kName: return EvalName(e, scope);
+    case ExprKind::kLiteral:
+      return e.literal;
+    case ExprKind::kName:
+      return EvalName(e, scope);
     case ExprKind::kList:
     case ExprKind::kTuple:
-    case ExprKind::kDict: return EvalContainer(e, scope);
+    case ExprKind::kDict:
+      return EvalContainer(e, scope);
     case ExprKind::kGetAttr:
-    case ExprKind::kGetItem: return EvalAccess(e, scope);
-    case ExprKind::kSlice: return EvalSlice(e, scope);
-    case ExprKind::kCall: return EvalCall(e, scope);
-    case ExprKind::kFilter: return EvalFilter(e, scope, nullptr);
-    case ExprKind::kTest: return EvalTest(e, scope);
+    case ExprKind::kGetItem:
+      return EvalAccess(e, scope);
+    case ExprKind::kSlice:
+      return EvalSlice(e, scope);
+    case ExprKind::kCall:
+      return EvalCall(e, scope);
+    case ExprKind::kFilter:
+      return EvalFilter(e, scope, nullptr);
+    case ExprKind::kTest:
+      return EvalTest(e, scope);
     case ExprKind::kNeg:
     case ExprKind::kPos: {
       KV_ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], scope));
@@ -53,11 +61,14 @@ StatusOr<Value> Interpreter::EvalInner(const Expr& e, const ScopePtr& scope) {
       KV_ASSIGN_OR_RETURN(Value b, Eval(*e.children[1], scope));
       return BinaryOp(*this, e.name, a, b);
     }
-    case ExprKind::kConcat: return EvalConcat(e, scope);
-    case ExprKind::kCompare: return EvalCompare(e, scope);
+    case ExprKind::kConcat:
+      return EvalConcat(e, scope);
+    case ExprKind::kCompare:
+      return EvalCompare(e, scope);
     case ExprKind::kAnd:
     case ExprKind::kOr:
-    case ExprKind::kCondExpr: return EvalLogic(e, scope);
+    case ExprKind::kCondExpr:
+      return EvalLogic(e, scope);
   }
   return JinjaError(ErrorKind::kSyntax, "unknown expression");
 }
@@ -114,8 +125,8 @@ StatusOr<Value> Interpreter::EvalSlice(const Expr& e, const ScopePtr& scope) {
   return SliceValue(*this, obj, ptrs[0], ptrs[1], ptrs[2]);
 }
 
-Status Interpreter::EvalArgs(const Expr& e, size_t first,
-                             const ScopePtr& scope, CallArgs* args) {
+Status Interpreter::EvalArgs(const Expr& e, size_t first, const ScopePtr& scope,
+                             CallArgs* args) {
   for (size_t i = first; i < e.children.size(); ++i) {
     KV_ASSIGN_OR_RETURN(Value v, Eval(*e.children[i], scope));
     args->positional.push_back(std::move(v));
@@ -163,8 +174,7 @@ StatusOr<Value> Interpreter::EvalTest(const Expr& e, const ScopePtr& scope) {
   return Value::Bool(r != e.negated);
 }
 
-StatusOr<Value> Interpreter::EvalCompare(const Expr& e,
-                                         const ScopePtr& scope) {
+StatusOr<Value> Interpreter::EvalCompare(const Expr& e, const ScopePtr& scope) {
   KV_ASSIGN_OR_RETURN(Value left, Eval(*e.children[0], scope));
   for (size_t i = 0; i < e.ops.size(); ++i) {
     KV_ASSIGN_OR_RETURN(Value right, Eval(*e.children[i + 1], scope));

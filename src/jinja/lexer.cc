@@ -47,8 +47,60 @@ int HexValue(char c) {
   return -1;
 }
 
-// Decodes Python string-literal escapes in `body` (the text between quotes).
-std::string DecodeEscapes(std::string_view body) {
+// Returns the character a one-letter escape (\n, \t, ...) stands for, or
+// -1 when `c` is not one.
+int SimpleEscape(char c) {
+  static constexpr std::pair<char, char> kEscapes[] = {
+      {'\\', '\\'}, {'\'', '\''}, {'"', '"'},  {'a', '\a'}, {'b', '\b'},
+      {'f', '\f'},  {'n', '\n'},  {'r', '\r'}, {'t', '\t'}, {'v', '\v'}};
+  for (const auto& [from, to] : kEscapes) {
+    if (from == c) return to;
+  }
+  return -1;
+}
+
+// Decodes \ooo, \xhh, \uhhhh or \Uhhhhhhhh whose letter is body[*i];
+// leaves *i on the escape's last character. False when body[*i] starts no
+// numeric escape; a syntax error when one is truncated (as in Python).
+StatusOr<bool> NumericEscape(std::string_view body, size_t* i,
+                             std::string* out) {
+  const char c = body[*i];
+  if (c >= '0' && c <= '7') {
+    uint32_t v = 0;
+    size_t n = 0;
+    while (n < 3 && *i < body.size() && body[*i] >= '0' && body[*i] <= '7') {
+      v = v * 8 + (body[(*i)++] - '0');
+      ++n;
+    }
+    --*i;
+    AppendUtf8(v, out);
+    return true;
+  }
+  const size_t width = c == 'x' ? 2 : c == 'u' ? 4 : c == 'U' ? 8 : 0;
+  if (c == 'N') {
+    return JinjaError(ErrorKind::kSyntax, "\\N{...} escapes are not supported");
+  }
+  if (width == 0) return false;
+  uint32_t v = 0;
+  for (size_t k = 1; k <= width; ++k) {
+    if (*i + k >= body.size() || HexValue(body[*i + k]) < 0) {
+      return JinjaError(ErrorKind::kSyntax, std::string("truncated \\") + c +
+                                                std::string(width, 'X') +
+                                                " escape");
+    }
+    v = v * 16 + HexValue(body[*i + k]);
+  }
+  if (v > 0x10FFFF) {
+    return JinjaError(ErrorKind::kSyntax, "illegal Unicode character");
+  }
+  AppendUtf8(v, out);
+  *i += width;
+  return true;
+}
+
+// Decodes Python string-literal escapes in `body` (the text between
+// quotes); unknown escapes keep their backslash, as in Python.
+StatusOr<std::string> DecodeEscapes(std::string_view body) {
   std::string out;
   for (size_t i = 0; i < body.size(); ++i) {
     if (body[i] != '\\' || i + 1 >= body.size()) {
@@ -56,46 +108,13 @@ std::string DecodeEscapes(std::string_view body) {
       continue;
     }
     const char c = body[++i];
-    switch (c) {
-      case '\n': continue;
-      case '\\': out.push_back('\\'); continue;
-      case '\'': out.push_back('\''); continue;
-      case '"': out.push_back('"'); continue;
-      case 'a': out.push_back('\a'); continue;
-      case 'b': out.push_back('\b'); continue;
-      case 'f': out.push_back('\f'); continue;
-      case 'n': out.push_back('\n'); continue;
-      case 'r': out.push_back('\r'); continue;
-      case 't': out.push_back('\t'); continue;
-      case 'v': out.push_back('\v'); continue;
-      default: break;
-    }
-    if (c >= '0' && c <= '7') {
-      uint32_t v = 0;
-      size_t n = 0;
-      while (n < 3 && i < body.size() && body[i] >= '0' && body[i] <= '7') {
-        v = v * 8 + (body[i++] - '0');
-        ++n;
-      }
-      --i;
-      AppendUtf8(v, &out);
+    if (c == '\n') continue;  // a line continuation
+    if (const int simple = SimpleEscape(c); simple >= 0) {
+      out.push_back(static_cast<char>(simple));
       continue;
     }
-    const int width = c == 'x' ? 2 : c == 'u' ? 4 : c == 'U' ? 8 : 0;
-    uint32_t v = 0;
-    bool ok = width > 0 && i + width < body.size() + 0 &&
-              i + width <= body.size() - 0;
-    for (int k = 1; ok && k <= width; ++k) {
-      if (i + k >= body.size() || HexValue(body[i + k]) < 0) {
-        ok = false;
-      } else {
-        v = v * 16 + HexValue(body[i + k]);
-      }
-    }
-    if (ok && v <= 0x10FFFF) {
-      AppendUtf8(v, &out);
-      i += width;
-    } else {
+    KV_ASSIGN_OR_RETURN(bool numeric, NumericEscape(body, &i, &out));
+    if (!numeric) {
       out.push_back('\\');
       out.push_back(c);
     }
@@ -126,8 +145,8 @@ class Lexer {
 
  private:
   SourcePos PosAt(size_t offset) const {
-    auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(),
-                               offset);
+    auto it =
+        std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
     const size_t line = it - line_starts_.begin();
     return SourcePos{static_cast<int>(line),
                      static_cast<int>(offset - line_starts_[line - 1] + 1)};
@@ -324,9 +343,8 @@ class Lexer {
     if (IsDigit(c)) return Number();
     if (c == '\'' || c == '"') return StringLiteral();
     static constexpr std::string_view kOps[] = {
-        "//", "**", "==", "!=", ">=", "<=", "+", "-", "*", "/", "%", "~",
-        "[",  "]",  "(",  ")",  "{",  "}",  ">", "<", "=", ".", ":", "|",
-        ",",  ";"};
+        "//", "**", "==", "!=", ">=", "<=", "+", "-", "*", "/", "%", "~", "[",
+        "]",  "(",  ")",  "{",  "}",  ">",  "<", "=", ".", ":", "|", ",", ";"};
     for (std::string_view op : kOps) {
       if (src_.compare(pos_, op.size(), op) == 0) {
         pos_ += op.size();
@@ -387,7 +405,11 @@ class Lexer {
     if (pos_ >= src_.size()) return Error(at, "unexpected end of string");
     std::string body = src_.substr(at + 1, pos_ - at - 1);
     ++pos_;
-    Emit(TokenType::kString, DecodeEscapes(body), at);
+    StatusOr<std::string> text = DecodeEscapes(body);
+    if (!text.ok()) {
+      return WithPosition(text.status(), PosAt(at));
+    }
+    Emit(TokenType::kString, *std::move(text), at);
     return Status::Ok();
   }
 
@@ -410,17 +432,28 @@ StatusOr<std::vector<Token>> Tokenize(std::string_view source,
 
 std::string DescribeToken(const Token& token) {
   switch (token.type) {
-    case TokenType::kText: return "template data";
-    case TokenType::kVarBegin: return "begin of print statement";
-    case TokenType::kVarEnd: return "end of print statement";
-    case TokenType::kBlockBegin: return "begin of statement block";
-    case TokenType::kBlockEnd: return "end of statement block";
-    case TokenType::kName: return "'" + token.text + "'";
-    case TokenType::kString: return "string";
-    case TokenType::kInt: return "integer";
-    case TokenType::kFloat: return "float";
-    case TokenType::kOp: return "'" + token.text + "'";
-    case TokenType::kEof: return "end of template";
+    case TokenType::kText:
+      return "template data";
+    case TokenType::kVarBegin:
+      return "begin of print statement";
+    case TokenType::kVarEnd:
+      return "end of print statement";
+    case TokenType::kBlockBegin:
+      return "begin of statement block";
+    case TokenType::kBlockEnd:
+      return "end of statement block";
+    case TokenType::kName:
+      return "'" + token.text + "'";
+    case TokenType::kString:
+      return "string";
+    case TokenType::kInt:
+      return "integer";
+    case TokenType::kFloat:
+      return "float";
+    case TokenType::kOp:
+      return "'" + token.text + "'";
+    case TokenType::kEof:
+      return "end of template";
   }
   return "token";
 }

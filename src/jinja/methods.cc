@@ -15,22 +15,21 @@ namespace kvault::jinja {
 namespace {
 
 constexpr std::string_view kStrMethods[] = {
-    "capitalize", "casefold",   "center",     "count",     "endswith",
-    "find",       "format",     "index",      "isalnum",   "isalpha",
-    "isdecimal",  "isdigit",    "islower",    "isnumeric", "isspace",
-    "istitle",    "isupper",    "join",       "ljust",     "lower",
-    "lstrip",     "partition",  "removeprefix", "removesuffix", "replace",
-    "rfind",      "rindex",     "rjust",      "rpartition", "rsplit",
-    "rstrip",     "split",      "splitlines", "startswith", "strip",
-    "swapcase",   "title",      "upper",      "zfill"};
+    "capitalize", "casefold",  "center",       "count",        "endswith",
+    "find",       "format",    "index",        "isalnum",      "isalpha",
+    "isdecimal",  "isdigit",   "islower",      "isnumeric",    "isspace",
+    "istitle",    "isupper",   "join",         "ljust",        "lower",
+    "lstrip",     "partition", "removeprefix", "removesuffix", "replace",
+    "rfind",      "rindex",    "rjust",        "rpartition",   "rsplit",
+    "rstrip",     "split",     "splitlines",   "startswith",   "strip",
+    "swapcase",   "title",     "upper",        "zfill"};
 constexpr std::string_view kDictMethods[] = {"items", "keys", "values", "get",
                                              "copy"};
 constexpr std::string_view kDictUnsafe[] = {"clear", "pop", "popitem",
                                             "setdefault", "update"};
 constexpr std::string_view kListMethods[] = {"index", "count", "copy"};
-constexpr std::string_view kListUnsafe[] = {"append", "clear",   "extend",
-                                            "insert", "pop",     "remove",
-                                            "reverse", "sort"};
+constexpr std::string_view kListUnsafe[] = {
+    "append", "clear", "extend", "insert", "pop", "remove", "reverse", "sort"};
 
 template <size_t N>
 bool In(const std::string_view (&set)[N], std::string_view name) {
@@ -123,7 +122,8 @@ StatusOr<bool> AffixMatch(const Value& self, const Value& affix, bool start) {
                             " first arg must be str or a tuple of str, not " +
                             TypeName(o));
     }
-    if (start ? self.str().starts_with(o.str()) : self.str().ends_with(o.str())) {
+    if (start ? self.str().starts_with(o.str())
+              : self.str().ends_with(o.str())) {
       return true;
     }
   }
@@ -136,10 +136,9 @@ StatusOr<Value> StrJoin(Interpreter& ip, const std::string& sep,
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) {
     if (!items[i].is_string()) {
-      return JinjaError(ErrorKind::kType,
-                        "sequence item " + std::to_string(i) +
-                            ": expected str instance, " +
-                            TypeName(items[i]) + " found");
+      return JinjaError(ErrorKind::kType, "sequence item " + std::to_string(i) +
+                                              ": expected str instance, " +
+                                              TypeName(items[i]) + " found");
     }
     if (i > 0) out += sep;
     out += items[i].str();
@@ -163,8 +162,8 @@ StatusOr<Value> StrSplitLike(const std::string& name, const std::string& s,
     const size_t at = name == "partition" ? s.find(sep) : s.rfind(sep);
     if (at == std::string::npos) {
       return name == "partition"
-                 ? Value::Tuple({Value::String(s), Value::String(""),
-                                 Value::String("")})
+                 ? Value::Tuple(
+                       {Value::String(s), Value::String(""), Value::String("")})
                  : Value::Tuple({Value::String(""), Value::String(""),
                                  Value::String(s)});
     }
@@ -337,8 +336,8 @@ Value GetItem(const Value& obj, const Value& key) {
       const bool str = obj.is_string();
       std::u32string cps;
       if (str) cps = DecodeUtf8(obj.str());
-      const int64_t n = static_cast<int64_t>(str ? cps.size()
-                                                 : obj.items().size());
+      const int64_t n =
+          static_cast<int64_t>(str ? cps.size() : obj.items().size());
       const int64_t i = *index < 0 ? *index + n : *index;
       if (i >= 0 && i < n) {
         if (!str) return obj.items()[i];
@@ -373,9 +372,11 @@ StatusOr<Value> SliceValue(Interpreter& ip, const Value& obj,
     }
   }
   const int64_t st = b[2].value_or(1);
-  if (st == 0) return JinjaError(ErrorKind::kValue, "slice step cannot be zero");
+  if (st == 0)
+    return JinjaError(ErrorKind::kValue, "slice step cannot be zero");
   if (!IsList(obj) && !obj.is_string()) {
-    return Value::Undefined("'" + ObjectTypeRepr(obj) + "' has no element "
+    return Value::Undefined("'" + ObjectTypeRepr(obj) +
+                            "' has no element "
                             "slice");
   }
   std::u32string cps;
@@ -407,10 +408,12 @@ StatusOr<Value> SliceValue(Interpreter& ip, const Value& obj,
 
 StatusOr<std::vector<Value>> Iterate(const Value& v) {
   switch (v.kind()) {
-    case ValueKind::kUndefined: return std::vector<Value>();
+    case ValueKind::kUndefined:
+      return std::vector<Value>();
     case ValueKind::kList:
     case ValueKind::kTuple:
-    case ValueKind::kGenerator: return v.items();
+    case ValueKind::kGenerator:
+      return v.items();
     case ValueKind::kDict: {
       std::vector<Value> keys;
       for (size_t i = 0; i < v.map().size(); ++i) {

@@ -50,10 +50,9 @@ StatusOr<Value> Add(Interpreter& ip, const Value& a, const Value& b) {
   }
   if (a.is_string() || a.kind() == ValueKind::kList ||
       a.kind() == ValueKind::kTuple) {
-    return JinjaError(ErrorKind::kType, "can only concatenate " +
-                                            TypeName(a) + " (not \"" +
-                                            TypeName(b) + "\") to " +
-                                            TypeName(a));
+    return JinjaError(ErrorKind::kType, "can only concatenate " + TypeName(a) +
+                                            " (not \"" + TypeName(b) +
+                                            "\") to " + TypeName(a));
   }
   return Unsupported("+", a, b);
 }
@@ -135,10 +134,25 @@ StatusOr<Value> Divide(std::string_view op, const Value& a, const Value& b) {
   }
   const double x = a.AsDouble(), y = b.AsDouble();
   if (y == 0) return ZeroDivision("float divmod()");
-  if (op == "//") return Value::Float(std::floor(x / y));
-  double m = std::fmod(x, y);
-  if (m != 0 && ((m < 0) != (y < 0))) m += y;
-  return Value::Float(m);
+  // CPython's float_divmod: derive the quotient from fmod so that
+  // 0.5 // 0.1 is 4.0 (x / y rounds up to 5.0).
+  double mod = std::fmod(x, y);
+  double div = (x - mod) / y;
+  if (mod != 0) {
+    if ((y < 0) != (mod < 0)) {
+      mod += y;
+      div -= 1.0;
+    }
+  } else {
+    mod = std::copysign(0.0, y);
+  }
+  if (op == "%") return Value::Float(mod);
+  double floordiv = std::copysign(0.0, x / y);
+  if (div != 0) {
+    floordiv = std::floor(div);
+    if (div - floordiv > 0.5) floordiv += 1.0;
+  }
+  return Value::Float(floordiv);
 }
 
 StatusOr<Value> Power(const Value& a, const Value& b) {
@@ -213,8 +227,10 @@ bool Equals(const Value& a, const Value& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case ValueKind::kUndefined:
-    case ValueKind::kNone: return true;
-    case ValueKind::kString: return a.str() == b.str();
+    case ValueKind::kNone:
+      return true;
+    case ValueKind::kString:
+      return a.str() == b.str();
     case ValueKind::kList:
     case ValueKind::kTuple: {
       if (a.items().size() != b.items().size()) return false;
@@ -231,9 +247,12 @@ bool Equals(const Value& a, const Value& b) {
       }
       return true;
     }
-    case ValueKind::kNamespace: return &a.map() == &b.map();
-    case ValueKind::kFunction: return &a.function() == &b.function();
-    default: return false;
+    case ValueKind::kNamespace:
+      return &a.map() == &b.map();
+    case ValueKind::kFunction:
+      return &a.function() == &b.function();
+    default:
+      return false;
   }
 }
 
@@ -283,12 +302,14 @@ StatusOr<bool> Compare(std::string_view op, const Value& a, const Value& b) {
 
 StatusOr<bool> Contains(const Value& container, const Value& item) {
   switch (container.kind()) {
-    case ValueKind::kUndefined: return false;
+    case ValueKind::kUndefined:
+      return false;
     case ValueKind::kString:
       if (!item.is_string()) {
         return JinjaError(ErrorKind::kType,
                           "'in <string>' requires string as left operand, "
-                          "not " + TypeName(item));
+                          "not " +
+                              TypeName(item));
       }
       return container.str().find(item.str()) != std::string::npos;
     case ValueKind::kList:
@@ -301,9 +322,9 @@ StatusOr<bool> Contains(const Value& container, const Value& item) {
     case ValueKind::kDict:
       return container.map().FindKey(item) != nullptr;
     default:
-      return JinjaError(ErrorKind::kType, "argument of type '" +
-                                              TypeName(container) +
-                                              "' is not iterable");
+      return JinjaError(
+          ErrorKind::kType,
+          "argument of type '" + TypeName(container) + "' is not iterable");
   }
 }
 

@@ -41,8 +41,8 @@ Status Parser::ParseBody(std::initializer_list<std::string_view> ends,
     const Token& t = Peek();
     if (t.type == TokenType::kEof) {
       if (ends.size() > 0) {
-        status = Error(t, "unexpected end of template, expected " +
-                              JoinNames(ends_));
+        status = Error(
+            t, "unexpected end of template, expected " + JoinNames(ends_));
       }
       break;
     }
@@ -108,8 +108,8 @@ StatusOr<StmtPtr> Parser::ParseStatement() {
   }
   const Token& bad = tokens_[at_ - 1];
   if (!ends_.empty()) {
-    return Error(bad, "expected " + JoinNames(ends_) + ", found '" + name +
-                          "'");
+    return Error(bad,
+                 "expected " + JoinNames(ends_) + ", found '" + name + "'");
   }
   return Error(bad, "Encountered unknown tag '" + name + "'.");
 }

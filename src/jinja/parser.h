@@ -82,7 +82,8 @@ class Parser {
   int max_depth_;
   int depth_ = 0;
   int loop_depth_ = 0;
-  bool saw_loop_name_ = false;  // a Name `loop` was parsed  // for-loops around the current statement
+  bool saw_loop_name_ = false;  // a Name `loop` was parsed  // for-loops around
+                                // the current statement
   std::vector<std::string_view> ends_;  // tags closing the current body
 };
 

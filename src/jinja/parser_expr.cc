@@ -31,8 +31,7 @@ StatusOr<ExprPtr> Parser::ParseTuple(bool allow_empty, bool with_condexpr) {
     if (!items.empty()) KV_RETURN_IF_ERROR(ExpectOp(","));
     const Token& t = Peek();
     if (t.type == TokenType::kVarEnd || t.type == TokenType::kBlockEnd ||
-        IsOp(")") || IsName("recursive") ||
-        (!items.empty() && IsName("if"))) {
+        IsOp(")") || IsName("recursive") || (!items.empty() && IsName("if"))) {
       break;
     }
     KV_ASSIGN_OR_RETURN(ExprPtr item, ParseExpression(with_condexpr));
@@ -372,7 +371,8 @@ StatusOr<ExprPtr> Parser::ParseTest(ExprPtr node) {
               t.type == TokenType::kInt || t.type == TokenType::kFloat ||
               IsOp("[") || IsOp("{")) &&
              !IsName("else") && !IsName("or") && !IsName("and")) {
-    if (IsName("is")) return Error(t, "You cannot chain multiple tests with is");
+    if (IsName("is"))
+      return Error(t, "You cannot chain multiple tests with is");
     KV_ASSIGN_OR_RETURN(ExprPtr arg, ParsePrimary());
     KV_ASSIGN_OR_RETURN(arg, ParsePostfix(std::move(arg)));
     e->children.push_back(std::move(arg));

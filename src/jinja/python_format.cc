@@ -46,13 +46,21 @@ class Writer {
       return;
     }
     switch (v.kind()) {
-      case ValueKind::kString: out_->append(StringRepr(v.str())); return;
-      case ValueKind::kUndefined: out_->append("Undefined"); return;
-      case ValueKind::kList: Items(v, "[", "]", depth); return;
+      case ValueKind::kString:
+        out_->append(StringRepr(v.str()));
+        return;
+      case ValueKind::kUndefined:
+        out_->append("Undefined");
+        return;
+      case ValueKind::kList:
+        Items(v, "[", "]", depth);
+        return;
       case ValueKind::kTuple:
         Items(v, "(", v.items().size() == 1 ? ",)" : ")", depth);
         return;
-      case ValueKind::kDict: Map(v, depth); return;
+      case ValueKind::kDict:
+        Map(v, depth);
+        return;
       case ValueKind::kNamespace:
         out_->append("<Namespace ");
         Map(v, depth);
@@ -68,21 +76,33 @@ class Writer {
           out_->append("<built-in function " + v.function().name + ">");
         }
         return;
-      default: Str(v, depth); return;
+      default:
+        Str(v, depth);
+        return;
     }
   }
 
   void Str(const Value& v, int depth) {
     switch (v.kind()) {
-      case ValueKind::kUndefined: return;
-      case ValueKind::kNone: out_->append("None"); return;
-      case ValueKind::kBool: out_->append(v.bool_value() ? "True" : "False");
+      case ValueKind::kUndefined:
         return;
-      case ValueKind::kInt: out_->append(std::to_string(v.int_value()));
+      case ValueKind::kNone:
+        out_->append("None");
         return;
-      case ValueKind::kFloat: out_->append(FloatRepr(v.AsDouble())); return;
-      case ValueKind::kString: out_->append(v.str()); return;
-      default: Repr(v, depth);
+      case ValueKind::kBool:
+        out_->append(v.bool_value() ? "True" : "False");
+        return;
+      case ValueKind::kInt:
+        out_->append(std::to_string(v.int_value()));
+        return;
+      case ValueKind::kFloat:
+        out_->append(FloatRepr(v.AsDouble()));
+        return;
+      case ValueKind::kString:
+        out_->append(v.str());
+        return;
+      default:
+        Repr(v, depth);
     }
   }
 
@@ -145,19 +165,33 @@ class Writer {
   std::vector<const void*> active_;  // containers being printed
 };
 
-void AppendJsonString(std::string_view s, bool ensure_ascii,
-                      std::string* out) {
+void AppendJsonString(std::string_view s, bool ensure_ascii, std::string* out) {
   out->push_back('"');
   for (char32_t c : DecodeUtf8(s)) {
     switch (c) {
-      case '"': out->append("\\\""); continue;
-      case '\\': out->append("\\\\"); continue;
-      case '\n': out->append("\\n"); continue;
-      case '\r': out->append("\\r"); continue;
-      case '\t': out->append("\\t"); continue;
-      case '\b': out->append("\\b"); continue;
-      case '\f': out->append("\\f"); continue;
-      default: break;
+      case '"':
+        out->append("\\\"");
+        continue;
+      case '\\':
+        out->append("\\\\");
+        continue;
+      case '\n':
+        out->append("\\n");
+        continue;
+      case '\r':
+        out->append("\\r");
+        continue;
+      case '\t':
+        out->append("\\t");
+        continue;
+      case '\b':
+        out->append("\\b");
+        continue;
+      case '\f':
+        out->append("\\f");
+        continue;
+      default:
+        break;
     }
     if (c < 0x20 || (ensure_ascii && c > 0x7E && c != 0x7F)) {
       if (c >= 0x10000) {
@@ -187,18 +221,26 @@ class JsonWriter {
       return JinjaError(ErrorKind::kValue, "Circular reference detected");
     }
     switch (v.kind()) {
-      case ValueKind::kNone: out_->append("null"); return Status::Ok();
-      case ValueKind::kBool: out_->append(v.bool_value() ? "true" : "false");
+      case ValueKind::kNone:
+        out_->append("null");
         return Status::Ok();
-      case ValueKind::kInt: out_->append(std::to_string(v.int_value()));
+      case ValueKind::kBool:
+        out_->append(v.bool_value() ? "true" : "false");
         return Status::Ok();
-      case ValueKind::kFloat: Float(v.AsDouble()); return Status::Ok();
+      case ValueKind::kInt:
+        out_->append(std::to_string(v.int_value()));
+        return Status::Ok();
+      case ValueKind::kFloat:
+        Float(v.AsDouble());
+        return Status::Ok();
       case ValueKind::kString:
         AppendJsonString(v.str(), o_.ensure_ascii, out_);
         return Status::Ok();
       case ValueKind::kList:
-      case ValueKind::kTuple: return List(v, depth);
-      case ValueKind::kDict: return Dict(v, depth);
+      case ValueKind::kTuple:
+        return List(v, depth);
+      case ValueKind::kDict:
+        return Dict(v, depth);
       default:
         return JinjaError(ErrorKind::kType, "Object of type " + TypeName(v) +
                                                 " is not JSON serializable");
@@ -259,8 +301,9 @@ class JsonWriter {
       } else if (key.is_number()) {
         text = ToStr(key);
       } else {
-        return JinjaError(ErrorKind::kType, "keys must be str, int, float, "
-                                            "bool or None, not tuple");
+        return JinjaError(ErrorKind::kType,
+                          "keys must be str, int, float, "
+                          "bool or None, not tuple");
       }
       entries.emplace_back(std::move(text), &v.map().entries()[i].second);
     }
@@ -295,8 +338,8 @@ std::string FloatRepr(double d) {
   if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
   if (d == 0) return std::signbit(d) ? "-0.0" : "0.0";
   char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof(buf), d,
-                           std::chars_format::scientific);
+  auto res =
+      std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::scientific);
   std::string sci(buf, res.ptr);
   // sci is "[-]D[.DDD]e[+-]XX": split into sign, digits and exponent.
   std::string sign;
@@ -382,17 +425,28 @@ std::string ToStr(const Value& v) {
 
 std::string TypeName(const Value& v) {
   switch (v.kind()) {
-    case ValueKind::kUndefined: return "Undefined";
-    case ValueKind::kNone: return "NoneType";
-    case ValueKind::kBool: return "bool";
-    case ValueKind::kInt: return "int";
-    case ValueKind::kFloat: return "float";
-    case ValueKind::kString: return "str";
-    case ValueKind::kList: return "list";
-    case ValueKind::kTuple: return "tuple";
-    case ValueKind::kGenerator: return "generator";
-    case ValueKind::kDict: return "dict";
-    case ValueKind::kNamespace: return "Namespace";
+    case ValueKind::kUndefined:
+      return "Undefined";
+    case ValueKind::kNone:
+      return "NoneType";
+    case ValueKind::kBool:
+      return "bool";
+    case ValueKind::kInt:
+      return "int";
+    case ValueKind::kFloat:
+      return "float";
+    case ValueKind::kString:
+      return "str";
+    case ValueKind::kList:
+      return "list";
+    case ValueKind::kTuple:
+      return "tuple";
+    case ValueKind::kGenerator:
+      return "generator";
+    case ValueKind::kDict:
+      return "dict";
+    case ValueKind::kNamespace:
+      return "Namespace";
     case ValueKind::kFunction:
       return v.function().is_macro ? "Macro" : "builtin_function_or_method";
   }

@@ -119,8 +119,8 @@ std::vector<std::string> SplitWhitespace(std::string_view s, int64_t maxsplit,
 }  // namespace
 
 StatusOr<std::vector<std::string>> PySplit(
-    std::string_view s, const std::optional<std::string>& sep,
-    int64_t maxsplit, bool from_right) {
+    std::string_view s, const std::optional<std::string>& sep, int64_t maxsplit,
+    bool from_right) {
   if (!sep) return SplitWhitespace(s, maxsplit, from_right);
   if (sep->empty()) return JinjaError(ErrorKind::kValue, "empty separator");
   std::vector<std::string> out;
@@ -307,27 +307,37 @@ struct Spec {
 
 std::string FormatNumber(const Value& v, const Spec& spec) {
   char buf[512];
-  const int prec = spec.precision < 0 ? 6 : static_cast<int>(
-                                                std::min<int64_t>(spec.precision, 100));
+  const int prec =
+      spec.precision < 0
+          ? 6
+          : static_cast<int>(std::min<int64_t>(spec.precision, 100));
   std::string out;
   switch (spec.type) {
-    case 'f': case 'F':
+    case 'f':
+    case 'F':
       std::snprintf(buf, sizeof(buf), "%.*f", prec, v.AsDouble());
       return buf;
-    case 'e': case 'E':
-      std::snprintf(buf, sizeof(buf), spec.type == 'e' ? "%.*e" : "%.*E",
-                    prec, v.AsDouble());
+    case 'e':
+    case 'E':
+      std::snprintf(buf, sizeof(buf), spec.type == 'e' ? "%.*e" : "%.*E", prec,
+                    v.AsDouble());
       return buf;
-    case 'g': case 'G':
+    case 'g':
+    case 'G':
       std::snprintf(buf, sizeof(buf), "%.*g", prec, v.AsDouble());
       return buf;
-    case 'x': case 'X': case 'o': case 'd':
+    case 'x':
+    case 'X':
+    case 'o':
+    case 'd':
       if (v.is_float()) return FloatRepr(v.AsDouble());
-      std::snprintf(buf, sizeof(buf),
-                    spec.type == 'x' ? "%llx" : spec.type == 'X' ? "%llX"
-                    : spec.type == 'o' ? "%llo" : "%lld",
-                    static_cast<long long>(v.is_bool() ? v.bool_value()
-                                                       : v.int_value()));
+      std::snprintf(
+          buf, sizeof(buf),
+          spec.type == 'x'   ? "%llx"
+          : spec.type == 'X' ? "%llX"
+          : spec.type == 'o' ? "%llo"
+                             : "%lld",
+          static_cast<long long>(v.is_bool() ? v.bool_value() : v.int_value()));
       return buf;
     default:
       return ToStr(v);
@@ -404,12 +414,11 @@ Spec ParseBraceSpec(std::string_view text) {
 namespace {
 
 // Returns the argument a str.format field ("", "0", "name") names.
-StatusOr<const Value*> FormatField(std::string_view field,
-                                   const CallArgs& args, size_t* auto_index) {
-  const bool numeric =
-      field.size() < 10 &&
-      std::all_of(field.begin(), field.end(),
-                  [](char d) { return d >= '0' && d <= '9'; });
+StatusOr<const Value*> FormatField(std::string_view field, const CallArgs& args,
+                                   size_t* auto_index) {
+  const bool numeric = field.size() < 10 &&
+                       std::all_of(field.begin(), field.end(),
+                                   [](char d) { return d >= '0' && d <= '9'; });
   if (numeric) {
     const size_t index =
         field.empty() ? (*auto_index)++ : std::stoul(std::string(field));
@@ -423,7 +432,8 @@ StatusOr<const Value*> FormatField(std::string_view field,
   for (const auto& [k, val] : args.keyword) {
     if (k == field) return &val;
   }
-  return JinjaError(ErrorKind::kValue, "KeyError: '" + std::string(field) + "'");
+  return JinjaError(ErrorKind::kValue,
+                    "KeyError: '" + std::string(field) + "'");
 }
 
 }  // namespace
@@ -433,7 +443,7 @@ StatusOr<std::string> BraceFormat(std::string_view fmt, const CallArgs& args) {
   size_t auto_index = 0;
   for (size_t i = 0; i < fmt.size(); ++i) {
     const char c = fmt[i];
-    if (c == '}' ) {
+    if (c == '}') {
       if (i + 1 < fmt.size() && fmt[i + 1] == '}') ++i;
       out.push_back('}');
       continue;
@@ -497,8 +507,8 @@ StatusOr<PercentSpec> ParsePercentSpec(std::string_view fmt, size_t* i) {
     ++*i;
   }
   size_t j = *i;
-  while (j < fmt.size() && ((fmt[j] >= '0' && fmt[j] <= '9') ||
-                            fmt[j] == '.')) {
+  while (j < fmt.size() &&
+         ((fmt[j] >= '0' && fmt[j] <= '9') || fmt[j] == '.')) {
     ++j;
   }
   const Spec parsed = ParseBraceSpec(fmt.substr(*i, j - *i));
@@ -524,7 +534,8 @@ StatusOr<std::string> FormatPercent(const PercentSpec& p, const Value& v) {
   if (!v.is_number()) {
     return JinjaError(ErrorKind::kType, std::string("%") + p.type +
                                             " format: a real number is "
-                                            "required, not " + TypeName(v));
+                                            "required, not " +
+                                            TypeName(v));
   }
   if (p.spec.type == 'd' && v.is_float()) {
     return ApplySpec(Value::Int(static_cast<int64_t>(v.AsDouble())), p.spec);
@@ -560,7 +571,8 @@ StatusOr<std::string> PercentFormat(std::string_view fmt, const Value& args) {
         return JinjaError(ErrorKind::kType, "format requires a mapping");
       }
       v = args.map().Find(*p.key);
-      if (!v) return JinjaError(ErrorKind::kValue, "KeyError: '" + *p.key + "'");
+      if (!v)
+        return JinjaError(ErrorKind::kValue, "KeyError: '" + *p.key + "'");
     } else if (next < list.size()) {
       v = &list[next++];
     } else {

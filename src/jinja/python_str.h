@@ -21,8 +21,8 @@ std::string PyStrip(std::string_view s, const std::optional<std::string>& chars,
 // str.split (from the left) or str.rsplit; `sep` nullopt splits on runs of
 // whitespace; maxsplit < 0 is unlimited. An empty `sep` is a ValueError.
 StatusOr<std::vector<std::string>> PySplit(
-    std::string_view s, const std::optional<std::string>& sep,
-    int64_t maxsplit, bool from_right);
+    std::string_view s, const std::optional<std::string>& sep, int64_t maxsplit,
+    bool from_right);
 // str.splitlines.
 std::vector<std::string> PySplitLines(std::string_view s, bool keepends);
 // Case mapping (ASCII, Latin-1, Greek and Cyrillic letters).
@@ -40,8 +40,7 @@ int64_t PyFind(std::string_view s, std::string_view sub, bool from_right);
 // Non-overlapping occurrences of `sub`.
 int64_t PyCount(std::string_view s, std::string_view sub);
 // str.center/ljust/rjust to `width` code points with `fill`.
-std::string PyPad(std::string_view s, int64_t width, char32_t fill,
-                  char align);
+std::string PyPad(std::string_view s, int64_t width, char32_t fill, char align);
 // Character class tests: "digit", "alpha", "alnum", "space", "upper",
 // "lower", "title", "numeric", "decimal".
 bool PyIsClass(std::string_view s, std::string_view cls);

@@ -8,10 +8,9 @@ namespace {
 
 constexpr const char* kDays[] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
                                  "Thursday", "Friday", "Saturday"};
-constexpr const char* kMonths[] = {"January", "February", "March",
-                                   "April",   "May",      "June",
-                                   "July",    "August",   "September",
-                                   "October", "November", "December"};
+constexpr const char* kMonths[] = {
+    "January", "February", "March",     "April",   "May",      "June",
+    "July",    "August",   "September", "October", "November", "December"};
 
 // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
 // days_from_civil).
@@ -46,32 +45,62 @@ std::optional<std::string> Directive(char c, const Fields& f, bool pad,
                                      const std::tm& tm) {
   const int hour12 = f.hour % 12 == 0 ? 12 : f.hour % 12;
   switch (c) {
-    case 'a': return std::string(kDays[f.wday]).substr(0, 3);
-    case 'A': return std::string(kDays[f.wday]);
-    case 'b': case 'h': return std::string(kMonths[f.month]).substr(0, 3);
-    case 'B': return std::string(kMonths[f.month]);
-    case 'd': return Num(f.day, 2, pad);
-    case 'e': return Num(f.day, 2, pad, ' ');
-    case 'f': return std::string("000000");
-    case 'H': return Num(f.hour, 2, pad);
-    case 'I': return Num(hour12, 2, pad);
-    case 'j': return Num(f.yday + 1, 3, pad);
-    case 'm': return Num(f.month + 1, 2, pad);
-    case 'M': return Num(f.minute, 2, pad);
-    case 'p': return std::string(f.hour < 12 ? "AM" : "PM");
-    case 'S': return Num(f.second, 2, pad);
-    case 'u': return Num(f.wday == 0 ? 7 : f.wday, 1, pad);
-    case 'w': return Num(f.wday, 1, pad);
-    case 'y': return Num(((f.year % 100) + 100) % 100, 2, pad);
-    case 'Y': return Num(f.year, 1, false);
-    case 'z': case 'Z': return std::string();
-    case '%': return std::string("%");
-    case 'c': return Strftime("%a %b %e %H:%M:%S %Y", tm);
-    case 'x': case 'D': return Strftime("%m/%d/%y", tm);
-    case 'X': case 'T': return Strftime("%H:%M:%S", tm);
-    case 'F': return Strftime("%Y-%m-%d", tm);
-    case 'R': return Strftime("%H:%M", tm);
-    default: return std::nullopt;
+    case 'a':
+      return std::string(kDays[f.wday]).substr(0, 3);
+    case 'A':
+      return std::string(kDays[f.wday]);
+    case 'b':
+    case 'h':
+      return std::string(kMonths[f.month]).substr(0, 3);
+    case 'B':
+      return std::string(kMonths[f.month]);
+    case 'd':
+      return Num(f.day, 2, pad);
+    case 'e':
+      return Num(f.day, 2, pad, ' ');
+    case 'f':
+      return std::string("000000");
+    case 'H':
+      return Num(f.hour, 2, pad);
+    case 'I':
+      return Num(hour12, 2, pad);
+    case 'j':
+      return Num(f.yday + 1, 3, pad);
+    case 'm':
+      return Num(f.month + 1, 2, pad);
+    case 'M':
+      return Num(f.minute, 2, pad);
+    case 'p':
+      return std::string(f.hour < 12 ? "AM" : "PM");
+    case 'S':
+      return Num(f.second, 2, pad);
+    case 'u':
+      return Num(f.wday == 0 ? 7 : f.wday, 1, pad);
+    case 'w':
+      return Num(f.wday, 1, pad);
+    case 'y':
+      return Num(((f.year % 100) + 100) % 100, 2, pad);
+    case 'Y':
+      return Num(f.year, 1, false);
+    case 'z':
+    case 'Z':
+      return std::string();
+    case '%':
+      return std::string("%");
+    case 'c':
+      return Strftime("%a %b %e %H:%M:%S %Y", tm);
+    case 'x':
+    case 'D':
+      return Strftime("%m/%d/%y", tm);
+    case 'X':
+    case 'T':
+      return Strftime("%H:%M:%S", tm);
+    case 'F':
+      return Strftime("%Y-%m-%d", tm);
+    case 'R':
+      return Strftime("%H:%M", tm);
+    default:
+      return std::nullopt;
   }
 }
 

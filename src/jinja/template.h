@@ -13,10 +13,9 @@
 #define KVAULT_JINJA_TEMPLATE_H_
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "core/status_or.h"
 #include "jinja/ast.h"

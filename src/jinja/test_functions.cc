@@ -1,5 +1,6 @@
 #include "jinja/test_functions.h"
 
+#include <cmath>
 #include <string>
 
 #include "jinja/args.h"
@@ -14,10 +15,10 @@ namespace {
 
 bool IsCompareTest(std::string_view name, std::string* op) {
   static constexpr std::pair<std::string_view, std::string_view> kOps[] = {
-      {"eq", "=="}, {"equalto", "=="}, {"==", "=="}, {"ne", "!="},
+      {"eq", "=="}, {"equalto", "=="}, {"==", "=="},      {"ne", "!="},
       {"!=", "!="}, {"lt", "<"},       {"lessthan", "<"}, {"<", "<"},
-      {"le", "<="}, {"<=", "<="},      {"gt", ">"},   {"greaterthan", ">"},
-      {">", ">"},   {"ge", ">="},      {">=", ">="},  {"in", "in"}};
+      {"le", "<="}, {"<=", "<="},      {"gt", ">"},       {"greaterthan", ">"},
+      {">", ">"},   {"ge", ">="},      {">=", ">="},      {"in", "in"}};
   for (const auto& [n, o] : kOps) {
     if (n == name) {
       *op = o;
@@ -33,26 +34,39 @@ bool SameAs(const Value& a, const Value& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case ValueKind::kNone:
-    case ValueKind::kUndefined: return true;
-    case ValueKind::kBool: return a.bool_value() == b.bool_value();
-    case ValueKind::kInt: return a.int_value() == b.int_value();
-    case ValueKind::kString: return &a.str() == &b.str();
+    case ValueKind::kUndefined:
+      return true;
+    case ValueKind::kBool:
+      return a.bool_value() == b.bool_value();
+    case ValueKind::kInt:
+      return a.int_value() == b.int_value();
+    case ValueKind::kString:
+      return &a.str() == &b.str();
     case ValueKind::kList:
     case ValueKind::kTuple:
-    case ValueKind::kGenerator: return &a.items() == &b.items();
+    case ValueKind::kGenerator:
+      return &a.items() == &b.items();
     case ValueKind::kDict:
-    case ValueKind::kNamespace: return &a.map() == &b.map();
-    case ValueKind::kFunction: return &a.function() == &b.function();
-    default: return false;
+    case ValueKind::kNamespace:
+      return &a.map() == &b.map();
+    case ValueKind::kFunction:
+      return &a.function() == &b.function();
+    default:
+      return false;
   }
 }
 
 StatusOr<bool> Parity(const Value& v, int64_t divisor, int64_t remainder) {
   if (v.is_undefined()) return UndefinedFailure(v);
+  if (v.is_float() && divisor != 0) {
+    const double d = static_cast<double>(divisor);
+    double m = std::fmod(v.AsDouble(), d);
+    if (m != 0 && ((m < 0) != (d < 0))) m += d;
+    return m == static_cast<double>(remainder);
+  }
   if (!v.is_int() && !v.is_bool()) {
-    return JinjaError(ErrorKind::kType,
-                      "unsupported operand type(s) for %: '" + TypeName(v) +
-                          "' and 'int'");
+    return JinjaError(ErrorKind::kType, "unsupported operand type(s) for %: '" +
+                                            TypeName(v) + "' and 'int'");
   }
   if (divisor == 0) {
     return JinjaError(ErrorKind::kValue,
@@ -66,8 +80,8 @@ StatusOr<bool> Parity(const Value& v, int64_t divisor, int64_t remainder) {
 
 }  // namespace
 
-StatusOr<bool> ApplyTest(Interpreter& ip, std::string_view name,
-                         const Value& v, CallArgs& args) {
+StatusOr<bool> ApplyTest(Interpreter& ip, std::string_view name, const Value& v,
+                         CallArgs& args) {
   KV_RETURN_IF_ERROR(ip.Charge(1));
   const ValueKind k = v.kind();
   if (name == "defined") return k != ValueKind::kUndefined;
@@ -114,11 +128,11 @@ StatusOr<bool> ApplyTest(Interpreter& ip, std::string_view name,
   if (name == "filter") return HasFilter(ToStr(v));
   if (name == "test") {
     static constexpr std::string_view kTests[] = {
-        "defined", "undefined", "none", "boolean", "true", "false",
-        "integer", "float", "number", "string", "mapping", "iterable",
-        "sequence", "callable", "lower", "upper", "odd", "even",
-        "divisibleby", "sameas", "eq", "ne", "lt", "le", "gt", "ge", "in",
-        "escaped", "filter", "test"};
+        "defined",     "undefined", "none",   "boolean", "true",    "false",
+        "integer",     "float",     "number", "string",  "mapping", "iterable",
+        "sequence",    "callable",  "lower",  "upper",   "odd",     "even",
+        "divisibleby", "sameas",    "eq",     "ne",      "lt",      "le",
+        "gt",          "ge",        "in",     "escaped", "filter",  "test"};
     for (std::string_view t : kTests) {
       if (t == ToStr(v)) return true;
     }

@@ -55,9 +55,12 @@ void ValueMap::Set(std::string key, Value value) {
 
 std::string ValueMap::KeyOf(const Value& key) {
   switch (key.kind()) {
-    case ValueKind::kString: return key.str();
-    case ValueKind::kBool: return key.bool_value() ? "\x01i1" : "\x01i0";
-    case ValueKind::kInt: return "\x01i" + std::to_string(key.int_value());
+    case ValueKind::kString:
+      return key.str();
+    case ValueKind::kBool:
+      return key.bool_value() ? "\x01i1" : "\x01i0";
+    case ValueKind::kInt:
+      return "\x01i" + std::to_string(key.int_value());
     case ValueKind::kFloat: {
       const double d = key.AsDouble();
       if (d == std::floor(d) && std::fabs(d) < 9e18) {
@@ -67,7 +70,8 @@ std::string ValueMap::KeyOf(const Value& key) {
       std::snprintf(buf, sizeof(buf), "\x01f%.17g", d);
       return buf;
     }
-    case ValueKind::kNone: return "\x01n";
+    case ValueKind::kNone:
+      return "\x01n";
     default: {
       std::string out = "\x01t";
       for (const Value& item : key.items()) out += KeyOf(item) + "\x02";
@@ -184,8 +188,10 @@ Value Value::Func(std::string name, NativeFn fn, bool is_macro) {
 
 Value Value::FromJson(const nlohmann::ordered_json& json) {
   switch (json.type()) {
-    case nlohmann::ordered_json::value_t::null: return None();
-    case nlohmann::ordered_json::value_t::boolean: return Bool(json.get<bool>());
+    case nlohmann::ordered_json::value_t::null:
+      return None();
+    case nlohmann::ordered_json::value_t::boolean:
+      return Bool(json.get<bool>());
     case nlohmann::ordered_json::value_t::number_integer:
       return Int(json.get<int64_t>());
     case nlohmann::ordered_json::value_t::number_unsigned: {
@@ -210,16 +216,21 @@ Value Value::FromJson(const nlohmann::ordered_json& json) {
       for (const auto& [k, item] : json.items()) map.Set(k, FromJson(item));
       return Dict(std::move(map));
     }
-    default: return None();
+    default:
+      return None();
   }
 }
 
 double Value::AsDouble() const {
   switch (kind_) {
-    case ValueKind::kInt: return static_cast<double>(int_value());
-    case ValueKind::kBool: return bool_value() ? 1.0 : 0.0;
-    case ValueKind::kFloat: return std::get<double>(data_);
-    default: return 0.0;
+    case ValueKind::kInt:
+      return static_cast<double>(int_value());
+    case ValueKind::kBool:
+      return bool_value() ? 1.0 : 0.0;
+    case ValueKind::kFloat:
+      return std::get<double>(data_);
+    default:
+      return 0.0;
   }
 }
 
@@ -231,7 +242,8 @@ const std::string& Value::str() const {
 }
 
 const std::vector<Value>& Value::items() const {
-  if (auto* p = std::get_if<std::shared_ptr<const std::vector<Value>>>(&data_)) {
+  if (auto* p =
+          std::get_if<std::shared_ptr<const std::vector<Value>>>(&data_)) {
     return **p;
   }
   return EmptyItems();
@@ -260,17 +272,25 @@ ErrorKind Value::undefined_kind() const { return undefined_kind_; }
 bool Value::Truthy() const {
   switch (kind_) {
     case ValueKind::kUndefined:
-    case ValueKind::kNone: return false;
-    case ValueKind::kBool: return bool_value();
-    case ValueKind::kInt: return int_value() != 0;
-    case ValueKind::kFloat: return AsDouble() != 0.0;
-    case ValueKind::kString: return !str().empty();
+    case ValueKind::kNone:
+      return false;
+    case ValueKind::kBool:
+      return bool_value();
+    case ValueKind::kInt:
+      return int_value() != 0;
+    case ValueKind::kFloat:
+      return AsDouble() != 0.0;
+    case ValueKind::kString:
+      return !str().empty();
     case ValueKind::kList:
-    case ValueKind::kTuple: return !items().empty();
-    case ValueKind::kDict: return map().size() != 0;
+    case ValueKind::kTuple:
+      return !items().empty();
+    case ValueKind::kDict:
+      return map().size() != 0;
     case ValueKind::kGenerator:
     case ValueKind::kNamespace:
-    case ValueKind::kFunction: return true;
+    case ValueKind::kFunction:
+      return true;
   }
   return false;
 }

@@ -8,14 +8,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/status_or.h"
 #include "jinja/error.h"
@@ -109,11 +108,11 @@ class Value {
   int depth() const { return depth_; }
 
  private:
-  using Data = std::variant<std::monostate, bool, int64_t, double,
-                            std::shared_ptr<const std::string>,
-                            std::shared_ptr<const std::vector<Value>>,
-                            std::shared_ptr<ValueMap>,
-                            std::shared_ptr<const Function>>;
+  using Data =
+      std::variant<std::monostate, bool, int64_t, double,
+                   std::shared_ptr<const std::string>,
+                   std::shared_ptr<const std::vector<Value>>,
+                   std::shared_ptr<ValueMap>, std::shared_ptr<const Function>>;
   ValueKind kind_ = ValueKind::kUndefined;
   Data data_;
   // Only for Undefined: what failed, so errors name it.

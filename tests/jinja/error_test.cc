@@ -1,10 +1,11 @@
 // Errors: syntax errors carry line and column, render errors carry the
 // jinja2 exception class, and the Status code/reason tell kinds apart.
+#include "jinja/error.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "jinja/error.h"
 #include "jinja/template.h"
 #include "jinja_test_util.h"
 
@@ -25,8 +26,9 @@ Status RenderError(std::string_view source, std::string_view context = "{}") {
 }
 
 TEST(JinjaErrorTest, MismatchedEndTagNamesBothTagsAndPosition) {
-  const Status s = ParseError("line one\n{% if x %}\n  {% for y in z %}\n"
-                              "  {% endfor %}\n    {% endfor %}");
+  const Status s = ParseError(
+      "line one\n{% if x %}\n  {% for y in z %}\n"
+      "  {% endfor %}\n    {% endfor %}");
   EXPECT_EQ(ErrorKindOf(s), ErrorKind::kSyntax);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.reason(), "jinja_syntax_error");
@@ -84,8 +86,7 @@ TEST(JinjaErrorTest, UndefinedErrorsNameTheMissingThing) {
 TEST(JinjaErrorTest, TypeErrorsUsePythonMessages) {
   Status s = RenderError("{{ 'a' + m }}", R"({"m": [1]})");
   EXPECT_EQ(ErrorKindOf(s), ErrorKind::kType);
-  EXPECT_NE(s.message().find(
-                "can only concatenate str (not \"list\") to str"),
+  EXPECT_NE(s.message().find("can only concatenate str (not \"list\") to str"),
             std::string_view::npos)
       << s;
   s = RenderError("{{ x|tojson }}");

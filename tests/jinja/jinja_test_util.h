@@ -4,10 +4,9 @@
 #define KVAULT_TESTS_JINJA_JINJA_TEST_UTIL_H_
 
 #include <ctime>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "jinja/error.h"
 #include "jinja/strftime.h"
@@ -38,10 +37,9 @@ inline std::string ErrorOutcome(const Status& status) {
 
 // Returns the rendered text, or "error:<kind>" when parsing or rendering
 // failed.
-inline std::string RenderOrError(std::string_view source,
-                                 std::string_view context_json = "{}",
-                                 const RenderOptions& options =
-                                     FixedClockOptions()) {
+inline std::string RenderOrError(
+    std::string_view source, std::string_view context_json = "{}",
+    const RenderOptions& options = FixedClockOptions()) {
   StatusOr<Template> t = Template::Parse(source);
   if (!t.ok()) return ErrorOutcome(t.status());
   StatusOr<std::string> out =

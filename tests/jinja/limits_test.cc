@@ -1,7 +1,6 @@
 // Hostile templates: every one must fail with a precise error (kLimit or a
 // syntax error) quickly instead of hanging, exhausting memory or crashing.
 #include <gtest/gtest.h>
-
 #include <pthread.h>
 
 #include <chrono>
@@ -93,8 +92,7 @@ TEST(JinjaLimitsTest, DepthLimitBoundsRecursionAndNesting) {
             ErrorKind::kLimit);
   // Deeply nested source is refused by the parser, not by the stack.
   const std::string parens =
-      "{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') +
-      " }}";
+      "{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}";
   EXPECT_EQ(KindOf(parens), ErrorKind::kSyntax);
   const std::string lists =
       "{{ " + std::string(100000, '[') + std::string(100000, ']') + " }}";

@@ -72,8 +72,7 @@ TEST(PythonFormatTest, DumpJsonDefaultsMatchJsonDumps) {
             "  \"f\": 1e-05,\n  \"z\": \"é\\\"<>\\n\\u001f\x7f\"\n}");
   JsonOptions ascii;
   ascii.ensure_ascii = true;
-  EXPECT_EQ(*DumpJson(Value::String("é😀"), ascii),
-            "\"\\u00e9\\ud83d\\ude00\"");
+  EXPECT_EQ(*DumpJson(Value::String("é😀"), ascii), "\"\\u00e9\\ud83d\\ude00\"");
 }
 
 TEST(PythonFormatTest, DumpJsonRejectsWhatJsonCannotHold) {

@@ -80,8 +80,8 @@ TEST(JinjaTemplateTest, ParseOptionsControlWhitespace) {
   plain.trim_blocks = false;
   plain.lstrip_blocks = false;
   plain.keep_trailing_newline = true;
-  StatusOr<Template> t = Template::Parse("  {% if 1 %}\nx\n{% endif %}\n",
-                                         plain);
+  StatusOr<Template> t =
+      Template::Parse("  {% if 1 %}\nx\n{% endif %}\n", plain);
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(*t->Render(nlohmann::ordered_json::object()), "  \nx\n\n");
   EXPECT_EQ(RenderOrError("  {% if 1 %}\nx\n{% endif %}\n"), "x\n");

@@ -30,12 +30,9 @@ c)jinja",
      R"jinja(a
   b
 c)jinja"},
-    {R"jinja(a  {% if true %}b{% endif %}  c)jinja",
-     R"jinja({})jinja",
+    {R"jinja(a  {% if true %}b{% endif %}  c)jinja", R"jinja({})jinja",
      R"jinja(a  b  c)jinja"},
-    {R"jinja(x {{- 'y' -}} z)jinja",
-     R"jinja({})jinja",
-     R"jinja(xyz)jinja"},
+    {R"jinja(x {{- 'y' -}} z)jinja", R"jinja({})jinja", R"jinja(xyz)jinja"},
     {R"jinja(x
 
   {%- if true -%}
@@ -45,8 +42,7 @@ c)jinja"},
  {%- endif -%}
 
 z)jinja",
-     R"jinja({})jinja",
-     R"jinja(xyz)jinja"},
+     R"jinja({})jinja", R"jinja(xyz)jinja"},
     {R"jinja(  {%+ if true %}x{% endif +%}
 y)jinja",
      R"jinja({})jinja",
@@ -59,16 +55,12 @@ c)jinja",
      R"jinja({})jinja",
      R"jinja(a b
 c)jinja"},
-    {R"jinja(a {#- comment -#} b)jinja",
-     R"jinja({})jinja",
-     R"jinja(ab)jinja"},
-    {R"jinja({% raw %}{{ x }}{% endraw %})jinja",
-     R"jinja({})jinja",
+    {R"jinja(a {#- comment -#} b)jinja", R"jinja({})jinja", R"jinja(ab)jinja"},
+    {R"jinja({% raw %}{{ x }}{% endraw %})jinja", R"jinja({})jinja",
      R"jinja({{ x }})jinja"},
     {R"jinja(  {% raw -%}  {{ x }}  {%- endraw %}
 z)jinja",
-     R"jinja({})jinja",
-     R"jinja({{ x }}z)jinja"},
+     R"jinja({})jinja", R"jinja({{ x }}z)jinja"},
     {R"jinja({{ 'a' }}
 {{ 'b' }}
 )jinja",
@@ -102,10 +94,8 @@ x
 )jinja"},
     {R"jinja({% for i in [1,2] %}{{ i }} {% endfor %}
    {{ 'end' }})jinja",
-     R"jinja({})jinja",
-     R"jinja(1 2    end)jinja"},
-    {R"jinja(  {{ 'a' }}  {% if 1 %}  x{% endif %})jinja",
-     R"jinja({})jinja",
+     R"jinja({})jinja", R"jinja(1 2    end)jinja"},
+    {R"jinja(  {{ 'a' }}  {% if 1 %}  x{% endif %})jinja", R"jinja({})jinja",
      R"jinja(  a    x)jinja"},
     {R"jinja({% if true %}   
   x{% endif %})jinja",
@@ -115,13 +105,11 @@ x
     {R"jinja(a
     {%- if true %}
     b{% endif %})jinja",
-     R"jinja({})jinja",
-     R"jinja(a    b)jinja"},
+     R"jinja({})jinja", R"jinja(a    b)jinja"},
     {R"jinja({%- set x = 1 -%}
   {{ x }}
 )jinja",
-     R"jinja({})jinja",
-     R"jinja(1)jinja"},
+     R"jinja({})jinja", R"jinja(1)jinja"},
     {R"jinja({% set x = 1 %}  
 {{ x }})jinja",
      R"jinja({})jinja",
@@ -129,12 +117,10 @@ x
 1)jinja"},
     {R"jinja(abc {% if true %}
   {% endif %}def)jinja",
-     R"jinja({})jinja",
-     R"jinja(abc def)jinja"},
+     R"jinja({})jinja", R"jinja(abc def)jinja"},
     {R"jinja({{ 'x' }} {# c #}
 {{ 'y' }})jinja",
-     R"jinja({})jinja",
-     R"jinja(x y)jinja"},
+     R"jinja({})jinja", R"jinja(x y)jinja"},
     {R"jinja({% generation %}  gen {{ 1 }}
 {% endgeneration %}
 after)jinja",
