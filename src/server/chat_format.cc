@@ -4,6 +4,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "jinja/strftime.h"
 #include "server/json_fields.h"
 
 namespace kvault {
@@ -17,13 +18,7 @@ using nlohmann::ordered_json;
 std::tm ChatTemplateNow() {
   std::tm tm{};
   const char* fake = std::getenv("KVAULT_FAKE_NOW");
-  if (fake != nullptr &&
-      strptime(fake, "%Y-%m-%dT%H:%M:%S", &tm) != nullptr) {
-    tm.tm_isdst = -1;
-    std::time_t t = timegm(&tm);  // fills tm_wday and tm_yday
-    gmtime_r(&t, &tm);
-    return tm;
-  }
+  if (fake != nullptr && jinja::ParseIsoDateTime(fake, &tm)) return tm;
   const std::time_t now = std::time(nullptr);
   localtime_r(&now, &tm);
   return tm;
