@@ -281,6 +281,10 @@ StatusOr<AnthropicRequest> ParseAnthropicRequest(
     const json& body, const Tokenizer& tokenizer,
     const CompletionLimits& limits, const ChatFormat& format) {
   json fields = body;
+  // Anthropic's tools and tool_choice are this codec's own (a system turn
+  // describing them, tool_use blocks parsed back), not OpenAI's.
+  fields.erase("tools");
+  fields.erase("tool_choice");
   if (FindField(body, "n_predict") == nullptr &&
       FindField(body, "max_tokens") != nullptr) {
     int64_t max_tokens = 0;

@@ -20,6 +20,7 @@ constexpr FamilyEntry kFamilies[] = {
     {ChatTemplateFamily::kZephyr, "zephyr"},
     {ChatTemplateFamily::kPhi3, "phi3"},
     {ChatTemplateFamily::kGemma, "gemma"},
+    {ChatTemplateFamily::kCommandR, "command-r"},
 };
 
 bool Contains(std::string_view haystack, std::string_view needle) {
@@ -160,6 +161,21 @@ std::string RenderGemma(std::span<const ChatMessage> messages, bool gen) {
   return out;
 }
 
+// Command R: each turn, trimmed, between <|START_OF_TURN_TOKEN|><|ROLE|>
+// and <|END_OF_TURN_TOKEN|> (SYSTEM, USER, CHATBOT).
+std::string RenderCommandR(std::span<const ChatMessage> messages, bool gen) {
+  std::string out;
+  for (const ChatMessage& m : messages) {
+    const char* role = m.role == "system" ? "<|SYSTEM_TOKEN|>"
+                       : m.role == "user" ? "<|USER_TOKEN|>"
+                                          : "<|CHATBOT_TOKEN|>";
+    out.append("<|START_OF_TURN_TOKEN|>").append(role);
+    out.append(Trim(m.content)).append("<|END_OF_TURN_TOKEN|>");
+  }
+  if (gen) out.append("<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
+  return out;
+}
+
 // BOS[INST] TRIMMED [/INST] for user turns (no BOS at the very start),
 // " TRIMMED EOS" for assistant turns. The [/INST] opens the assistant turn.
 std::string RenderLlama2(std::span<const ChatMessage> messages,
@@ -205,6 +221,9 @@ std::optional<ChatTemplateFamily> DetectChatTemplate(std::string_view jinja) {
   if (Contains(jinja, "<|im_start|>")) return ChatTemplateFamily::kChatml;
   if (Contains(jinja, "<|start_header_id|>")) return ChatTemplateFamily::kLlama3;
   if (Contains(jinja, "<start_of_turn>")) return ChatTemplateFamily::kGemma;
+  if (Contains(jinja, "<|START_OF_TURN_TOKEN|>")) {
+    return ChatTemplateFamily::kCommandR;
+  }
   if (Contains(jinja, "<|user|>")) {
     if (Contains(jinja, "<|end|>")) return ChatTemplateFamily::kPhi3;
     // Zephyr ends every turn with EOS; other <|user|> formats (ChatGLM) don't.
@@ -253,6 +272,8 @@ StatusOr<std::string> RenderChat(ChatTemplateFamily f,
       return RenderPhi3(messages, gen);
     case ChatTemplateFamily::kGemma:
       return RenderGemma(messages, gen);
+    case ChatTemplateFamily::kCommandR:
+      return RenderCommandR(messages, gen);
   }
   return InvalidArgumentError("chat template family " +
                               std::to_string(static_cast<int>(f)) +
@@ -276,6 +297,8 @@ std::vector<std::string> ChatStopStrings(ChatTemplateFamily f) {
       return {"<|end|>"};
     case ChatTemplateFamily::kGemma:
       return {"<end_of_turn>"};
+    case ChatTemplateFamily::kCommandR:
+      return {"<|END_OF_TURN_TOKEN|>"};
   }
   return {};
 }

@@ -44,6 +44,7 @@ enum class ChatTemplateFamily {
   kZephyr,
   kPhi3,
   kGemma,
+  kCommandR,
 };
 
 // Returns the family's command-line name: "chatml", "llama2", "llama3",

@@ -604,7 +604,7 @@ constexpr ArgSpec kTable[] = {
      kServer,
      "render the model's Jinja chat template (default on); --no-jinja: the "
      "built-in families (chatml, llama2, llama3, mistral, zephyr, phi3, "
-     "gemma)"},
+     "gemma, command-r)"},
     {"reasoning-format", "--reasoning-format", "", kValue, "FORMAT",
      "LLAMA_ARG_THINK", kRefuse, kServer,
      "Jinja chat templates and reasoning parsing are not supported yet"},
@@ -626,7 +626,7 @@ constexpr ArgSpec kTable[] = {
     {"chat-template", "--chat-template", "", kValue, "JINJA_TEMPLATE",
      "LLAMA_ARG_CHAT_TEMPLATE", kServe, kServer,
      "a built-in template by name (chatml, llama2, llama3, mistral, zephyr, "
-     "phi3, gemma) or a Jinja template's source"},
+     "phi3, gemma, command-r) or a Jinja template's source"},
     {"chat-template-file", "--chat-template-file", "", kValue,
      "JINJA_TEMPLATE_FILE", "LLAMA_ARG_CHAT_TEMPLATE_FILE", kServe, kServer,
      "a Jinja chat template file, used instead of the model's"},

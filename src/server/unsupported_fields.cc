@@ -41,8 +41,8 @@ bool NotNone(const json& v) { return !(v.is_string() && v == "none"); }
 
 const Unsupported kUnsupported[] = {
     {"tools", NonEmpty,
-     "tool calling needs the model's Jinja chat template, not implemented "
-     "yet"},
+     "tool calls are not parsed back out of the model's output yet (POST "
+     "/apply-template renders tools)"},
     {"tool_choice", ChoosesATool,
      "only \"none\" or \"auto\": there are no tools to choose"},
     {"reasoning_format", NotNone,

@@ -252,5 +252,22 @@ TEST(ChatTemplateTest, RejectsUnknownNameListingValidOnes) {
   }
 }
 
+// llama.cpp's built-in "command-r" format, as llama-server renders it
+// for --chat-template command-r (its server suite's expectation).
+TEST(ChatTemplateTest, CommandRByName) {
+  auto family = ParseChatTemplateName("command-r");
+  ASSERT_TRUE(family.ok()) << family.status();
+  const std::vector<ChatMessage> messages = {{"system", "You are a test."},
+                                             {"user", " Hi there"}};
+  auto out = RenderChat(*family, messages, true, "<s>", "</s>");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out,
+            "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>You are a test."
+            "<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hi "
+            "there<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
+  EXPECT_EQ(ChatStopStrings(*family),
+            std::vector<std::string>{"<|END_OF_TURN_TOKEN|>"});
+}
+
 }  // namespace
 }  // namespace kvault
