@@ -32,6 +32,10 @@ struct CompletionLimits {
   // Tokenizes logit_bias texts and finds end-of-generation tokens for
   // ignore_eos; null: text keys are refused, ignore_eos adds no bias.
   const Tokenizer* tokenizer = nullptr;
+  // The request itself with its keys in the client's order, when the
+  // caller has it: a JSON schema's properties keep that order. Null:
+  // alphabetical.
+  const nlohmann::ordered_json* ordered_body = nullptr;
 };
 
 struct CompletionRequest {

@@ -47,7 +47,8 @@ StatusOr<CompletionRequest> ParseFor(Api api, const ServerState& state,
                                      const json& body, const Engine& engine,
                                      const nlohmann::ordered_json* ordered) {
   const Tokenizer& tokenizer = engine.model().tokenizer();
-  const CompletionLimits limits = LimitsFor(state, engine);
+  CompletionLimits limits = LimitsFor(state, engine);
+  if (ordered != nullptr && ordered->is_object()) limits.ordered_body = ordered;
   switch (api) {
     case Api::kLlama:
       return ParseCompletionRequest(body, tokenizer, limits);
@@ -223,11 +224,9 @@ void HandleCompletion(Api api, ServerState& state, const Request& req,
   Engine* engine = state.engine.load();
   StatusOr<json> parsed = ParseJsonObject(req.body);
   if (!parsed.ok()) return ReplyStatus(res, parsed.status());
-  // Chat templates see the messages with their keys in the client's order.
+  // Chat templates and JSON schemas see the keys in the client's order.
   const nlohmann::ordered_json ordered =
-      api == Api::kOaiChat ? nlohmann::ordered_json::parse(req.body, nullptr,
-                                                           false)
-                           : nlohmann::ordered_json();
+      nlohmann::ordered_json::parse(req.body, nullptr, false);
   StatusOr<std::vector<json>> bodies = SplitTasks(api, *parsed);
   if (!bodies.ok()) return ReplyStatus(res, bodies.status());
   if (bodies->size() > 1) {

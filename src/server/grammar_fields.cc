@@ -51,9 +51,26 @@ StatusOr<json> SchemaOf(const json& body, std::string* field) {
       .WithReason("invalid_field");
 }
 
+// Returns the value at `path` ("a.b.c") of `root`, or null.
+const nlohmann::ordered_json* OrderedAt(const nlohmann::ordered_json& root,
+                                        const std::string& path) {
+  const nlohmann::ordered_json* node = &root;
+  size_t i = 0;
+  while (node != nullptr && i <= path.size()) {
+    size_t j = path.find('.', i);
+    if (j == std::string::npos) j = path.size();
+    auto it = node->is_object() ? node->find(path.substr(i, j - i))
+                                : node->end();
+    node = node->is_object() && it != node->end() ? &*it : nullptr;
+    i = j + 1;
+  }
+  return node;
+}
+
 }  // namespace
 
-Status ReadGrammarFields(const json& body, SamplingParams* s) {
+Status ReadGrammarFields(const json& body, SamplingParams* s,
+                         const nlohmann::ordered_json* ordered) {
   std::string field;
   KV_ASSIGN_OR_RETURN(json schema, SchemaOf(body, &field));
   std::string gbnf;
@@ -68,7 +85,11 @@ Status ReadGrammarFields(const json& body, SamplingParams* s) {
     if (!schema.is_object() && !schema.is_boolean()) {
       return WrongType(field, "a JSON schema (an object)", schema);
     }
-    StatusOr<std::string> converted = JsonSchemaToGbnf(schema);
+    const nlohmann::ordered_json* in_order =
+        ordered != nullptr ? OrderedAt(*ordered, field) : nullptr;
+    StatusOr<std::string> converted = in_order != nullptr
+                                          ? JsonSchemaToGbnf(*in_order)
+                                          : JsonSchemaToGbnf(schema);
     if (!converted.ok()) return InvalidGrammar(field, converted.status());
     gbnf = std::move(*converted);
   } else if (!gbnf.empty()) {

@@ -16,7 +16,10 @@ namespace kvault {
 // converter's path and keyword for an unsupported or malformed schema; both
 // grammar and json_schema, or an unknown response_format type, are
 // refused by name.
-Status ReadGrammarFields(const nlohmann::json& body, SamplingParams* s);
+// `ordered` (may be null) is the same body with its keys in the client's
+// order: a schema's properties then keep theirs, as llama-server's do.
+Status ReadGrammarFields(const nlohmann::json& body, SamplingParams* s,
+                         const nlohmann::ordered_json* ordered = nullptr);
 
 }  // namespace kvault
 

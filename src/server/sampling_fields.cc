@@ -165,13 +165,14 @@ Status ReadLogitBias(const json& body, const Tokenizer* tokenizer,
 }  // namespace
 
 Status ReadSamplingFields(const json& body, const Tokenizer* tokenizer,
-                          SamplingParams* s) {
+                          SamplingParams* s,
+                          const nlohmann::ordered_json* ordered) {
   KV_RETURN_IF_ERROR(ReadFloats(body, s));
   KV_RETURN_IF_ERROR(ReadInts(body, s));
   KV_RETURN_IF_ERROR(ReadBreakers(body, s));
   KV_RETURN_IF_ERROR(ReadSamplers(body, s));
   KV_RETURN_IF_ERROR(ReadLogitBias(body, tokenizer, s));
-  KV_RETURN_IF_ERROR(ReadGrammarFields(body, s));
+  KV_RETURN_IF_ERROR(ReadGrammarFields(body, s, ordered));
   // Out-of-range values are errors naming the field (llama-server clamps
   // some of them silently; kvault says so instead).
   return s->Validate();

@@ -22,9 +22,12 @@ namespace kvault {
 // of [token id or text, bias or false] or an object of them; text is
 // tokenized and every token gets the bias). Then Validate: a value
 // outside its domain is an error, not clamped. InvalidArgument names the field.
-// `tokenizer` may be null (then logit_bias takes token ids only).
+// `tokenizer` may be null (then logit_bias takes token ids only). Also
+// grammar, json_schema and response_format (grammar_fields.h; `ordered`,
+// which may be null, keeps a schema's property order).
 Status ReadSamplingFields(const nlohmann::json& body,
-                          const Tokenizer* tokenizer, SamplingParams* s);
+                          const Tokenizer* tokenizer, SamplingParams* s,
+                          const nlohmann::ordered_json* ordered = nullptr);
 
 // Returns the sampler part of llama-server's generation_settings: every
 // field above, samplers by name, logit_bias as [{bias, token}] (bias null

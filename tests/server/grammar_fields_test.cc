@@ -70,5 +70,23 @@ TEST(GrammarFieldsTest, ErrorsSayWhereAndWhy) {
   }
 }
 
+// With the request's key order at hand, a schema's properties come in the
+// client's order (as llama-server's ordered JSON keeps them); without it,
+// nlohmann::json's sorted order.
+TEST(GrammarFieldsTest, SchemaPropertiesKeepTheClientsOrder) {
+  const std::string text =
+      R"({"json_schema": {"type": "object", "properties": {"b": {"type":
+      "integer"}, "a": {"type": "integer"}}, "required": ["b", "a"]}})";
+  const json body = json::parse(text);
+  const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(text);
+  SamplingParams in_order;
+  ASSERT_TRUE(ReadGrammarFields(body, &in_order, &ordered).ok());
+  EXPECT_TRUE(in_order.grammar->Accepts("{\"b\": 1, \"a\": 2}"));
+  EXPECT_FALSE(in_order.grammar->Accepts("{\"a\": 2, \"b\": 1}"));
+  SamplingParams sorted;
+  ASSERT_TRUE(ReadGrammarFields(body, &sorted).ok());
+  EXPECT_TRUE(sorted.grammar->Accepts("{\"a\": 2, \"b\": 1}"));
+}
+
 }  // namespace
 }  // namespace kvault
