@@ -215,6 +215,12 @@ Status ParseChatTemplateFlags(const Flags& f, ServerOptions* s) {
           "flag --chat-template-kwargs: expected a JSON object, got '" +
           kwargs + "'");
     }
+    if (!s->jinja || !s->chat_template.empty()) {
+      return InvalidArgumentError(
+          "flag --chat-template-kwargs: only Jinja chat templates take "
+          "variables; it cannot go with --no-jinja or a built-in "
+          "--chat-template name");
+    }
     s->chat_template_kwargs = std::move(parsed);
   }
   return Status::Ok();

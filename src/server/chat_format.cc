@@ -49,13 +49,7 @@ StatusOr<std::string> ChatFormat::Render(const ordered_json& messages,
                      json::parse(kwargs.dump()));
   }
   if (jinja_ == nullptr) {
-    if (kwargs.is_object() && !kwargs.empty()) {
-      return UnsupportedField(
-          "chat_template_kwargs",
-          std::string("the built-in ") + ChatTemplateFamilyName(family_) +
-              " template takes no variables (start with --jinja and a "
-              "Jinja template)");
-    }
+    KV_RETURN_IF_ERROR(CheckNoVariables(kwargs));
     return RenderChat(family_, parsed, add_generation_prompt, bos, eos);
   }
   ordered_json context = ordered_json::object();
@@ -82,6 +76,21 @@ StatusOr<std::string> ChatFormat::Render(const ordered_json& messages,
         .WithReason("template_error");
   }
   return out;
+}
+
+Status ChatFormat::CheckNoVariables(const ordered_json& kwargs) const {
+  const std::string why = std::string("the built-in ") +
+                          ChatTemplateFamilyName(family_) +
+                          " template takes no variables (start kvault with "
+                          "--jinja and a Jinja chat template)";
+  if (default_kwargs.is_object() && !default_kwargs.empty()) {
+    return InvalidArgumentError("flag --chat-template-kwargs: " + why)
+        .WithReason("unsupported_field");
+  }
+  if (!kwargs.is_object() || kwargs.empty()) return Status::Ok();
+  // /apply-template hands the request's tools over as a variable.
+  return UnsupportedField(
+      kwargs.contains("tools") ? "tools" : "chat_template_kwargs", why);
 }
 
 std::vector<std::string> ChatFormat::StopStrings() const {

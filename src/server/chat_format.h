@@ -56,6 +56,10 @@ class ChatFormat {
   std::function<std::tm()> now;
 
  private:
+  // OK unless a built-in family is asked to render variables (the
+  // server's --chat-template-kwargs or the request's), which it cannot.
+  Status CheckNoVariables(const nlohmann::ordered_json& kwargs) const;
+
   ChatTemplateFamily family_;
   std::shared_ptr<const jinja::Template> jinja_;
   std::string source_;
