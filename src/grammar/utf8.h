@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8.h"
+
 namespace kvault {
 
 inline constexpr uint32_t kMaxCodePoint = 0x10FFFF;
@@ -21,8 +23,7 @@ int Utf8SequenceLength(uint8_t lead);
 // sequence (surrogates and values above U+10FFFF included).
 bool DecodeUtf8(std::string_view text, uint32_t* cp, size_t* length);
 
-// Appends the UTF-8 encoding of `cp` (which must be <= U+10FFFF).
-void AppendUtf8(uint32_t cp, std::string* out);
+// (AppendUtf8, the encoder, is core/utf8.h's.)
 
 }  // namespace kvault
 

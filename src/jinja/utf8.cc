@@ -1,5 +1,7 @@
 #include "jinja/utf8.h"
 
+#include "core/utf8.h"
+
 namespace kvault::jinja {
 namespace {
 
@@ -53,22 +55,12 @@ std::u32string DecodeUtf8(std::string_view s) {
 }
 
 void AppendUtf8(char32_t cp, std::string* out) {
+  // A lone escaped byte (U+DC80..U+DCFF, Python's surrogateescape) is
+  // written back as that byte.
   if (cp >= 0xDC80 && cp <= 0xDCFF) {
     out->push_back(static_cast<char>(cp - 0xDC00));
-  } else if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
   } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    ::kvault::AppendUtf8(cp, out);
   }
 }
 

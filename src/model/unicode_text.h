@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/utf8.h"
+
 namespace kvault {
 
 inline constexpr char32_t kReplacementChar = 0xFFFD;
@@ -52,11 +54,7 @@ Utf8Decoded DecodeUtf8At(std::string_view text, size_t pos);
 // U+FFFD for its lead byte.
 std::vector<char32_t> DecodeUtf8Lenient(std::string_view text);
 
-// Appends the UTF-8 encoding of `cp` to `out`; values above U+10FFFF are
-// written as U+FFFD. Surrogates are encoded as three bytes so that lenient
-// decoding round-trips.
-void AppendUtf8(char32_t cp, std::string* out);
-// Returns the UTF-8 encoding of `cp` (see AppendUtf8).
+// Returns the UTF-8 encoding of `cp` (core/utf8.h's AppendUtf8).
 std::string EncodeUtf8(char32_t cp);
 
 // Returns true when `text` is entirely well-formed UTF-8.
