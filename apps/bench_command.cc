@@ -42,6 +42,10 @@ constexpr const char kBenchUsage[] =
     " [--json]\n"
     "  (kvault bench model --help for details)\n"
     "\n"
+    "usage: kvault bench grammar -m MODEL.gguf -g GRAMMAR.gbnf [-n 128]"
+    " [-t 2] [-r 5] [--json]\n"
+    "  (kvault bench grammar --help for details)\n"
+    "\n"
     "usage: kvault bench neighbour-stall [-m MODEL.gguf] [--slots S]"
     " [--restore-mb MB] [--json]\n"
     "  (kvault bench neighbour-stall --help for details)\n"
@@ -218,6 +222,7 @@ int RunBench(const std::vector<std::string>& args) {
   if (args[0] == "alloc-churn") return RunAllocChurnCommand(rest);
   if (args[0] == "state-io") return RunStateIoCommand(rest);
   if (args[0] == "model") return RunBenchModel(rest);
+  if (args[0] == "grammar") return RunBenchGrammar(rest);
   if (args[0] == "neighbour-stall") return RunBenchNeighbourStall(rest);
   if (args[0] == "defrag-cost") return RunBenchDefragCost(rest);
   if (args[0] == "restore-vs-recompute") {

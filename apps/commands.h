@@ -35,6 +35,8 @@ int RunBenchNeighbourStall(const std::vector<std::string>& args);
 int RunServe(const std::vector<std::string>& args);
 // `kvault bench model -m MODEL [-p 512] [-n 128] [-t 2] [-r 3] [--json]`.
 int RunBenchModel(const std::vector<std::string>& args);
+// `kvault bench grammar -m MODEL -g GBNF [flags]`: sampled tg +- a grammar.
+int RunBenchGrammar(const std::vector<std::string>& args);
 // `kvault bench defrag-cost [flags]`: time and bytes of a full Defrag().
 int RunBenchDefragCost(const std::vector<std::string>& args);
 // `kvault bench restore-vs-recompute [flags]`: TTFT of restore vs prefill.
