@@ -87,6 +87,9 @@ struct Stmt {
   ExprPtr filter;                    // for-loop `if`; set-block filter
   bool recursive = false;
   bool uses_loop = false;  // the for body names `loop` (else it is not built)
+  // The macro body names `varargs` / `kwargs` (else they are not bound).
+  bool uses_varargs = false;
+  bool uses_kwargs = false;
   Body body;
   Body else_body;
   std::string name;                                     // macro name

@@ -20,8 +20,7 @@ constexpr int kMaxValueDepth = 512;
 
 const Value* Scope::Find(const std::string& name) const {
   for (const Scope* s = this; s; s = s->parent_.get()) {
-    auto it = s->vars_.find(name);
-    if (it != s->vars_.end()) return &it->second;
+    if (const Value* v = s->vars_.Find(name)) return v;
   }
   return nullptr;
 }
@@ -155,6 +154,8 @@ Status Interpreter::Exec(const Stmt& s, const ScopePtr& scope, std::string* out,
 Status Interpreter::ExecOutput(const Stmt& s, const ScopePtr& scope,
                                std::string* out) {
   KV_ASSIGN_OR_RETURN(Value v, Eval(*s.expr, scope));
+  // Strings (literals, macro output) go straight in, without a copy.
+  if (v.is_string()) return Append(out, v.str());
   std::string text;
   if (!AppendStr(v, options_.max_output_bytes, &text)) {
     return CheckSize(options_.max_output_bytes + 1);
@@ -223,11 +224,23 @@ Status Interpreter::BindTargets(const std::vector<std::string>& targets,
   return Status::Ok();
 }
 
+// Returns an empty scope under `parent`: `previous` cleared when nothing
+// kept it (a macro defined in a loop body keeps its iteration's scope),
+// else a new one. Loops run one scope through their iterations this way.
+static ScopePtr FreshScope(ScopePtr previous, const ScopePtr& parent) {
+  if (previous != nullptr && previous.use_count() == 1) {
+    previous->Clear();
+    return previous;
+  }
+  return std::make_shared<Scope>(parent);
+}
+
 // Returns the `loop` variable of iteration `i` over `items`.
 static Value LoopObject(const std::vector<Value>& items, int64_t i,
                         const Value& cycle, const Value& changed) {
   const int64_t n = static_cast<int64_t>(items.size());
   ValueMap loop;
+  loop.Reserve(13);
   loop.Set("index0", Value::Int(i));
   loop.Set("index", Value::Int(i + 1));
   loop.Set("revindex0", Value::Int(n - i - 1));
@@ -247,8 +260,9 @@ static Value LoopObject(const std::vector<Value>& items, int64_t i,
 StatusOr<std::vector<Value>> Interpreter::FilterLoopItems(
     const Stmt& s, const ScopePtr& scope, const std::vector<Value>& items) {
   std::vector<Value> kept;
+  ScopePtr probe;
   for (const Value& item : items) {
-    auto probe = std::make_shared<Scope>(scope);
+    probe = FreshScope(std::move(probe), scope);
     KV_RETURN_IF_ERROR(BindTargets(s.targets, item, probe.get()));
     KV_ASSIGN_OR_RETURN(Value keep, Eval(*s.filter, probe));
     if (keep.Truthy()) kept.push_back(item);
@@ -293,8 +307,9 @@ Status Interpreter::ExecFor(const Stmt& s, const ScopePtr& scope,
         *last = args.positional;
         return Value::Bool(!same);
       });
+  ScopePtr iter_scope;
   for (int64_t i = 0; i < n; ++i) {
-    auto iter_scope = std::make_shared<Scope>(scope);
+    iter_scope = FreshScope(std::move(iter_scope), scope);
     KV_RETURN_IF_ERROR(BindTargets(s.targets, items[i], iter_scope.get()));
     if (s.uses_loop) {
       *at = i;
@@ -339,6 +354,25 @@ Value Interpreter::MakeMacro(const Stmt& def, const ScopePtr& scope,
       /*is_macro=*/true);
 }
 
+namespace {
+
+// One flag per macro parameter: inline for the usual few (no allocation on
+// every call), on the heap beyond.
+class SmallFlags {
+ public:
+  explicit SmallFlags(size_t n) {
+    if (n > kInline) heap_.resize(n, 0);
+  }
+  char& operator[](size_t i) { return heap_.empty() ? inline_[i] : heap_[i]; }
+
+ private:
+  static constexpr size_t kInline = 16;
+  char inline_[kInline] = {};
+  std::vector<char> heap_;
+};
+
+}  // namespace
+
 StatusOr<Value> Interpreter::CallMacro(const Stmt& def, Scope* closure,
                                        CallArgs& args, bool is_caller) {
   auto scope = std::make_shared<Scope>(closure->shared_from_this());
@@ -352,7 +386,7 @@ StatusOr<Value> Interpreter::CallMacro(const Stmt& def, Scope* closure,
     }
   }
   ValueMap kwargs;
-  std::vector<bool> given(params.size(), false);
+  SmallFlags given(params.size());
   for (size_t i = 0; i < params.size() && i < args.positional.size(); ++i) {
     given[i] = true;
   }
@@ -378,8 +412,9 @@ StatusOr<Value> Interpreter::CallMacro(const Stmt& def, Scope* closure,
                  Value::Undefined("'" + params[i].first + "' is undefined"));
     }
   }
-  scope->Set("varargs", Value::Tuple(std::move(varargs)));
-  scope->Set("kwargs", Value::Dict(std::move(kwargs)));
+  // Bound only where the body reads them: two allocations per call saved.
+  if (def.uses_varargs) scope->Set("varargs", Value::Tuple(std::move(varargs)));
+  if (def.uses_kwargs) scope->Set("kwargs", Value::Dict(std::move(kwargs)));
   std::string out;
   Flow flow = Flow::kNormal;
   KV_RETURN_IF_ERROR(ExecBody(def.body, scope, &out, &flow));

@@ -25,12 +25,16 @@ class Scope : public std::enable_shared_from_this<Scope> {
   const Value* Find(const std::string& name) const;
   // Binds `name` in this scope.
   void Set(const std::string& name, Value value) {
-    vars_[name] = std::move(value);
+    vars_.Set(name, std::move(value));
   }
+  // Drops every binding (a loop reuses one scope for its iterations).
+  void Clear() { vars_.Clear(); }
 
  private:
   std::shared_ptr<Scope> parent_;
-  std::unordered_map<std::string, Value> vars_;
+  // Most scopes (a loop iteration, a macro call) bind a handful of names:
+  // ValueMap searches those linearly and indexes only large ones.
+  ValueMap vars_;
 };
 using ScopePtr = std::shared_ptr<Scope>;
 

@@ -205,8 +205,15 @@ StatusOr<StmtPtr> Parser::ParseMacro(SourcePos pos) {
   KV_RETURN_IF_ERROR(ExpectBlockEnd());
   const int saved_loops = loop_depth_;
   loop_depth_ = 0;
+  const bool outer_varargs = saw_varargs_name_, outer_kwargs = saw_kwargs_name_;
+  saw_varargs_name_ = saw_kwargs_name_ = false;
   Status st = ParseBody({"endmacro"}, &s->body);
   loop_depth_ = saved_loops;
+  s->uses_varargs = saw_varargs_name_;
+  s->uses_kwargs = saw_kwargs_name_;
+  // A macro nested in a macro body may read the outer one's names.
+  saw_varargs_name_ = outer_varargs || saw_varargs_name_;
+  saw_kwargs_name_ = outer_kwargs || saw_kwargs_name_;
   KV_RETURN_IF_ERROR(st);
   KV_RETURN_IF_ERROR(ExpectEndTag("endmacro"));
   return s;
@@ -222,8 +229,14 @@ StatusOr<StmtPtr> Parser::ParseCallBlock(SourcePos pos) {
   KV_RETURN_IF_ERROR(ExpectBlockEnd());
   const int saved_loops = loop_depth_;
   loop_depth_ = 0;
+  const bool outer_varargs = saw_varargs_name_, outer_kwargs = saw_kwargs_name_;
+  saw_varargs_name_ = saw_kwargs_name_ = false;
   Status st = ParseBody({"endcall"}, &s->body);
   loop_depth_ = saved_loops;
+  s->uses_varargs = saw_varargs_name_;
+  s->uses_kwargs = saw_kwargs_name_;
+  saw_varargs_name_ = outer_varargs || saw_varargs_name_;
+  saw_kwargs_name_ = outer_kwargs || saw_kwargs_name_;
   KV_RETURN_IF_ERROR(st);
   KV_RETURN_IF_ERROR(ExpectEndTag("endcall"));
   return s;

@@ -82,6 +82,8 @@ class Parser {
   int max_depth_;
   int depth_ = 0;
   int loop_depth_ = 0;
+  bool saw_varargs_name_ = false;  // a Name `varargs` / `kwargs` was parsed
+  bool saw_kwargs_name_ = false;   // (in the current macro body)
   bool saw_loop_name_ = false;  // a Name `loop` was parsed  // for-loops around
                                 // the current statement
   std::vector<std::string_view> ends_;  // tags closing the current body

@@ -215,6 +215,8 @@ StatusOr<ExprPtr> Parser::ParsePrimary() {
       e->kind = ExprKind::kName;
       e->name = n;
       if (n == "loop") saw_loop_name_ = true;
+      if (n == "varargs") saw_varargs_name_ = true;
+      if (n == "kwargs") saw_kwargs_name_ = true;
     }
     Next();
     return e;

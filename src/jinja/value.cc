@@ -7,7 +7,7 @@
 namespace kvault::jinja {
 namespace {
 
-constexpr size_t kIndexThreshold = 12;
+constexpr size_t kIndexThreshold = 16;  // above the 13 keys of `loop`
 
 const std::string& EmptyString() {
   static const std::string* const kEmpty = new std::string();
@@ -28,7 +28,7 @@ ValueMap& EmptyMap() {
 
 const Value* ValueMap::Find(std::string_view key) const {
   if (!index_.empty()) {
-    auto it = index_.find(std::string(key));
+    auto it = index_.find(key);
     return it == index_.end() ? nullptr : &entries_[it->second].second;
   }
   for (const auto& [k, v] : entries_) {
@@ -37,11 +37,20 @@ const Value* ValueMap::Find(std::string_view key) const {
   return nullptr;
 }
 
+void ValueMap::Clear() {
+  entries_.clear();
+  index_.clear();
+  special_keys_.clear();
+  has_special_keys_ = false;
+}
+
 void ValueMap::Set(std::string key, Value value) {
   if (const Value* found = Find(key)) {
     *const_cast<Value*>(found) = std::move(value);
     return;
   }
+  // Scopes and small dicts hold a few names: grow by 4 at first.
+  if (entries_.capacity() == 0) entries_.reserve(4);
   entries_.emplace_back(std::move(key), std::move(value));
   if (has_special_keys_) special_keys_.resize(entries_.size());
   if (!index_.empty()) {

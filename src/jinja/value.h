@@ -130,6 +130,10 @@ class ValueMap {
   void Set(std::string key, Value value);
   // Returns the number of entries.
   size_t size() const { return entries_.size(); }
+  // Makes room for `n` entries (one allocation instead of several).
+  void Reserve(size_t n) { entries_.reserve(n); }
+  // Removes every entry, keeping the storage for reuse.
+  void Clear();
   // Returns the entries in insertion order; keys are KeyOf() strings.
   const std::vector<std::pair<std::string, Value>>& entries() const {
     return entries_;
@@ -149,8 +153,15 @@ class ValueMap {
 
  private:
   std::vector<std::pair<std::string, Value>> entries_;
+  // Looks keys up by string_view without building a std::string.
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view k) const {
+      return std::hash<std::string_view>()(k);
+    }
+  };
   // Built once the map is large enough that linear search would hurt.
-  std::unordered_map<std::string, size_t> index_;
+  std::unordered_map<std::string, size_t, KeyHash, std::equal_to<>> index_;
   // Empty unless a non-str key was inserted; then one per entry (Undefined
   // for str keys).
   std::vector<Value> special_keys_;

@@ -11,6 +11,17 @@ namespace kvault::jinja {
 namespace {
 
 const RenderCase kCases[] = {
+    // Each iteration starts with no names of the last one (the scope is
+    // reused, cleared); a macro defined in the body sees its iteration.
+    {R"jinja({% for x in [1,2] %}{{ y is defined }}{% set y = x %}{% endfor %})jinja",
+     R"jinja({})jinja", R"jinja(FalseFalse)jinja"},
+    {R"jinja({% for x in [1,2] %}{% macro show(p) %}{{ x }}{{ p }}{{ varargs|length }}{% endmacro %}{{ show(0, 9) }};{% endfor %})jinja",
+     R"jinja({})jinja", R"jinja(101;201;)jinja"},
+    // varargs / kwargs are bound where a body (or a nested macro) names them.
+    {R"jinja({% macro m(a) %}{{ a }}{{ kwargs }}{% endmacro %}{{ m(1, b=2) }})jinja",
+     R"jinja({})jinja", R"jinja(1{'b': 2})jinja"},
+    {R"jinja({% macro m(a) %}{% macro inner() %}{{ varargs }}{% endmacro %}{{ inner() }}{% endmacro %}{{ m(1, 2) }})jinja",
+     R"jinja({})jinja", R"jinja(())jinja"},
     {R"jinja({% for i in range(3) %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }}|{% endfor %})jinja",
      R"jinja({})jinja",
      R"jinja(1032TrueFalse3|2121FalseFalse3|3210FalseTrue3|)jinja"},
