@@ -6,8 +6,8 @@ namespace kvault::chat {
 namespace {
 
 bool IsNameChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
-         c == '-' || c == '.' || c == ':';
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
+         c == '.' || c == ':';
 }
 
 // Finds the earliest start marker at or after `pos`.

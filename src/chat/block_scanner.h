@@ -5,11 +5,10 @@
 #ifndef KVAULT_CHAT_BLOCK_SCANNER_H_
 #define KVAULT_CHAT_BLOCK_SCANNER_H_
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "chat/chat_syntax.h"
 #include "chat/scanner.h"

@@ -2,9 +2,8 @@
 #ifndef KVAULT_CHAT_CHAT_DELTAS_H_
 #define KVAULT_CHAT_CHAT_DELTAS_H_
 
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "chat/chat_syntax.h"
 

@@ -13,24 +13,42 @@ using BodyParser = void (*)(std::string_view, bool, ChatMessage*);
 
 BodyParser BodyParserFor(ToolCallFormat f) {
   switch (f) {
-    case ToolCallFormat::kContentOnly: return nullptr;
-    case ToolCallFormat::kGeneric: return ParseGenericBody;
-    case ToolCallFormat::kHermes: return ParseHermesBody;
-    case ToolCallFormat::kQwen3Coder: return ParseQwen3CoderBody;
-    case ToolCallFormat::kLlama3Json: return ParseLlama3Body;
-    case ToolCallFormat::kMistral: return ParseMistralBody;
-    case ToolCallFormat::kDeepSeekR1: return ParseDeepSeekR1Body;
-    case ToolCallFormat::kDeepSeekV31: return ParseDeepSeekV31Body;
-    case ToolCallFormat::kCommandR: return ParseCommandRBody;
-    case ToolCallFormat::kGptOss: return nullptr;  // handled whole
-    case ToolCallFormat::kGlm45: return ParseGlm45Body;
-    case ToolCallFormat::kKimiK2: return ParseKimiK2Body;
-    case ToolCallFormat::kMiniMaxM2: return ParseMiniMaxM2Body;
-    case ToolCallFormat::kGranite: return ParseGraniteBody;
-    case ToolCallFormat::kFunctionaryV32: return ParseFunctionaryV32Body;
-    case ToolCallFormat::kSeedOss: return ParseSeedOssBody;
-    case ToolCallFormat::kDeepSeekDsml: return ParseDsmlBody;
-    case ToolCallFormat::kApriel: return ParseAprielBody;
+    case ToolCallFormat::kContentOnly:
+      return nullptr;
+    case ToolCallFormat::kGeneric:
+      return ParseGenericBody;
+    case ToolCallFormat::kHermes:
+      return ParseHermesBody;
+    case ToolCallFormat::kQwen3Coder:
+      return ParseQwen3CoderBody;
+    case ToolCallFormat::kLlama3Json:
+      return ParseLlama3Body;
+    case ToolCallFormat::kMistral:
+      return ParseMistralBody;
+    case ToolCallFormat::kDeepSeekR1:
+      return ParseDeepSeekR1Body;
+    case ToolCallFormat::kDeepSeekV31:
+      return ParseDeepSeekV31Body;
+    case ToolCallFormat::kCommandR:
+      return ParseCommandRBody;
+    case ToolCallFormat::kGptOss:
+      return nullptr;  // handled whole
+    case ToolCallFormat::kGlm45:
+      return ParseGlm45Body;
+    case ToolCallFormat::kKimiK2:
+      return ParseKimiK2Body;
+    case ToolCallFormat::kMiniMaxM2:
+      return ParseMiniMaxM2Body;
+    case ToolCallFormat::kGranite:
+      return ParseGraniteBody;
+    case ToolCallFormat::kFunctionaryV32:
+      return ParseFunctionaryV32Body;
+    case ToolCallFormat::kSeedOss:
+      return ParseSeedOssBody;
+    case ToolCallFormat::kDeepSeekDsml:
+      return ParseDsmlBody;
+    case ToolCallFormat::kApriel:
+      return ParseAprielBody;
   }
   return nullptr;
 }
@@ -73,8 +91,7 @@ ChatMessage ParseChatOutput(std::string_view text, const ChatSyntax& syntax,
     if (split.hold_all) return msg;
     PlaceReasoning(text, split, tags, syntax, &msg);
     std::string_view body = text.substr(split.body_start);
-    if (split.has_block &&
-        syntax.reasoning_format != ReasoningFormat::kNone) {
+    if (split.has_block && syntax.reasoning_format != ReasoningFormat::kNone) {
       body = TrimLeadingSpace(body);
     }
     BodyParser parse = BodyParserFor(syntax.format);

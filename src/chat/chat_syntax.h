@@ -15,20 +15,20 @@ namespace kvault::chat {
 // The tool-call syntax a chat template teaches its model. Each value names
 // the family that introduced it; docs/chat_output.md shows every shape.
 enum class ToolCallFormat {
-  kContentOnly,   // no tool calls: all text is content
-  kGeneric,       // {"tool_call":..} | {"tool_calls":[..]} | {"response":..}
-  kHermes,        // <tool_call>{"name":..,"arguments":..}</tool_call>
-  kQwen3Coder,    // <tool_call><function=N><parameter=P>v</parameter>..
-  kLlama3Json,    // {"name":..,"parameters":..} and <|python_tag|>
-  kMistral,       // [TOOL_CALLS][{..}] and [TOOL_CALLS]name[ARGS]{..}
-  kDeepSeekR1,    // <｜tool▁call▁begin｜>function<｜tool▁sep｜>N ```json..
-  kDeepSeekV31,   // <｜tool▁call▁begin｜>N<｜tool▁sep｜>{..}
-  kCommandR,      // <|START_ACTION|>[..]<|END_ACTION|> and Action: ```json
-  kGptOss,        // harmony channels
-  kGlm45,         // <tool_call>N<arg_key>k</arg_key><arg_value>v</arg_value>
-  kKimiK2,        // <|tool_call_begin|>functions.N:i<|tool_call_argument_begin|>
-  kMiniMaxM2,     // <minimax:tool_call><invoke name="N"><parameter name=..>
-  kGranite,       // <|tool_call|>[{"name":..,"arguments":..}]
+  kContentOnly,  // no tool calls: all text is content
+  kGeneric,      // {"tool_call":..} | {"tool_calls":[..]} | {"response":..}
+  kHermes,       // <tool_call>{"name":..,"arguments":..}</tool_call>
+  kQwen3Coder,   // <tool_call><function=N><parameter=P>v</parameter>..
+  kLlama3Json,   // {"name":..,"parameters":..} and <|python_tag|>
+  kMistral,      // [TOOL_CALLS][{..}] and [TOOL_CALLS]name[ARGS]{..}
+  kDeepSeekR1,  // <｜tool▁call▁begin｜>function<｜tool▁sep｜>N ```json..
+  kDeepSeekV31,  // <｜tool▁call▁begin｜>N<｜tool▁sep｜>{..}
+  kCommandR,     // <|START_ACTION|>[..]<|END_ACTION|> and Action: ```json
+  kGptOss,       // harmony channels
+  kGlm45,        // <tool_call>N<arg_key>k</arg_key><arg_value>v</arg_value>
+  kKimiK2,       // <|tool_call_begin|>functions.N:i<|tool_call_argument_begin|>
+  kMiniMaxM2,    // <minimax:tool_call><invoke name="N"><parameter name=..>
+  kGranite,      // <|tool_call|>[{"name":..,"arguments":..}]
   kFunctionaryV32,  // N\n{..} then >>>N\n{..}; >>>all\n for text
   // Additions beyond the original list.
   kSeedOss,       // <seed:tool_call><function=N><parameter=P>v</parameter>..

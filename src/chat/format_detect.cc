@@ -67,8 +67,8 @@ StatusOr<ToolCallFormat> ParseToolCallFormat(std::string_view name) {
     known += known.empty() ? "" : ", ";
     known += n;
   }
-  return InvalidArgumentError("unknown tool-call format '" +
-                              std::string(name) + "' (known: " + known + ")");
+  return InvalidArgumentError("unknown tool-call format '" + std::string(name) +
+                              "' (known: " + known + ")");
 }
 
 StatusOr<ReasoningFormat> ParseReasoningFormat(std::string_view name) {

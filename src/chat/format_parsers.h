@@ -21,12 +21,10 @@ void ParseLlama3Body(std::string_view body, bool partial, ChatMessage* msg);
 void ParseGenericBody(std::string_view body, bool partial, ChatMessage* msg);
 
 // XML-argument families (xml_formats.cc).
-void ParseQwen3CoderBody(std::string_view body, bool partial,
-                         ChatMessage* msg);
+void ParseQwen3CoderBody(std::string_view body, bool partial, ChatMessage* msg);
 void ParseSeedOssBody(std::string_view body, bool partial, ChatMessage* msg);
 void ParseGlm45Body(std::string_view body, bool partial, ChatMessage* msg);
-void ParseMiniMaxM2Body(std::string_view body, bool partial,
-                        ChatMessage* msg);
+void ParseMiniMaxM2Body(std::string_view body, bool partial, ChatMessage* msg);
 void ParseDsmlBody(std::string_view body, bool partial, ChatMessage* msg);
 // Parses <function=NAME><parameter=P>v</parameter>...</function> at the
 // cursor (Qwen3-Coder's call body, also accepted inside Hermes blocks).
@@ -35,8 +33,7 @@ Step ParseFunctionTag(Cursor* cur, ToolCall* call);
 Step ParseJsonCallObject(Cursor* cur, ToolCall* call);
 
 // Special-token families (token_formats.cc).
-void ParseDeepSeekR1Body(std::string_view body, bool partial,
-                         ChatMessage* msg);
+void ParseDeepSeekR1Body(std::string_view body, bool partial, ChatMessage* msg);
 void ParseDeepSeekV31Body(std::string_view body, bool partial,
                           ChatMessage* msg);
 void ParseKimiK2Body(std::string_view body, bool partial, ChatMessage* msg);

@@ -14,8 +14,8 @@ namespace {
 bool IsRecipient(std::string_view name) {
   if (name.empty()) return false;
   for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' &&
-        c != '-' && c != '.') {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' &&
+        c != '.') {
       return false;
     }
   }
@@ -27,9 +27,9 @@ bool IsRecipient(std::string_view name) {
 size_t TextSegment(std::string_view body, size_t start, bool partial,
                    std::string_view* text) {
   size_t next = body.find(">>>", start);
-  *text = body.substr(start, next == std::string_view::npos
-                                 ? std::string_view::npos
-                                 : next - start);
+  *text =
+      body.substr(start, next == std::string_view::npos ? std::string_view::npos
+                                                        : next - start);
   if (next == std::string_view::npos && partial) {
     text->remove_suffix(PartialMarkerSuffix(*text, {">>>"}));
   }
@@ -38,8 +38,8 @@ size_t TextSegment(std::string_view body, size_t start, bool partial,
 
 // Handles a function segment; returns where the next recipient starts,
 // npos at the end, or `start` when the segment must be held (streaming).
-size_t CallSegment(std::string_view body, std::string_view name,
-                   size_t start, bool partial, ChatMessage* msg) {
+size_t CallSegment(std::string_view body, std::string_view name, size_t start,
+                   bool partial, ChatMessage* msg) {
   Cursor cur(body, start);
   std::string_view json;
   Step s = cur.JsonContainer(&json);

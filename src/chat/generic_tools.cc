@@ -39,19 +39,23 @@ StatusOr<std::string> GenericToolGrammar(const Json& tools,
     KV_ASSIGN_OR_RETURN(std::string r,
                         SchemaRules(specs[i].parameters, args, specs[i].name));
     g += r;
-    call += (i ? " | " : "") + std::string("\"{\" cws \"\\\"name\\\"\" cws \":\" cws ") +
+    call += (i ? " | " : "") +
+            std::string("\"{\" cws \"\\\"name\\\"\" cws \":\" cws ") +
             GbnfLiteral("\"" + specs[i].name + "\"") +
             " cws \",\" cws \"\\\"arguments\\\"\" cws \":\" cws " + args +
             " cws \"}\"";
   }
   g += call + "\n";
-  std::string root = "root ::= \"{\" cws (\"\\\"tool_call\\\"\" cws \":\" cws call";
+  std::string root =
+      "root ::= \"{\" cws (\"\\\"tool_call\\\"\" cws \":\" cws call";
   if (parallel) {
-    root += " | \"\\\"tool_calls\\\"\" cws \":\" cws \"[\" cws call "
-            "(cws \",\" cws call)* cws \"]\"";
+    root +=
+        " | \"\\\"tool_calls\\\"\" cws \":\" cws \"[\" cws call "
+        "(cws \",\" cws call)* cws \"]\"";
   }
   if (tool_choice.is_string() && tool_choice == "auto") {
-    root += " | \"\\\"response\\\"\" cws \":\" cws \"\\\"\" resp-char* \"\\\"\"";
+    root +=
+        " | \"\\\"response\\\"\" cws \":\" cws \"\\\"\" resp-char* \"\\\"\"";
   }
   return g + root + ") cws \"}\"\n";
 }

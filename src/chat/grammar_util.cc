@@ -11,14 +11,15 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 bool IsToolNameChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
-         c == '-' || c == '.' || c == ':';
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
+         c == '.' || c == ':';
 }
 
 // Checks one entry of `tools` and extracts its name and schema.
 StatusOr<ToolSpec> ReadTool(const Json& tool, size_t index) {
   std::string where = "tools[" + std::to_string(index) + "]";
-  if (!tool.is_object()) return InvalidArgumentError(where + " is not an object");
+  if (!tool.is_object())
+    return InvalidArgumentError(where + " is not an object");
   if (tool.contains("type") && tool["type"] != "function") {
     return InvalidArgumentError(where + ": type " + tool["type"].dump() +
                                 " is not supported (only \"function\")");
@@ -92,12 +93,23 @@ std::string GbnfLiteral(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default: out += c;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += c;
     }
   }
   return out + "\"";
@@ -116,10 +128,22 @@ std::string PrefixRules(std::string_view gbnf, std::string_view prefix) {
   };
   while (i < gbnf.size()) {
     char c = gbnf[i];
-    if (c == '"') { copy_until('"'); continue; }
-    if (c == '[') { copy_until(']'); continue; }
-    if (c == '{') { copy_until('}'); continue; }
-    if (c == '#') { copy_until('\n'); continue; }
+    if (c == '"') {
+      copy_until('"');
+      continue;
+    }
+    if (c == '[') {
+      copy_until(']');
+      continue;
+    }
+    if (c == '{') {
+      copy_until('}');
+      continue;
+    }
+    if (c == '#') {
+      copy_until('\n');
+      continue;
+    }
     if (std::isalpha(static_cast<unsigned char>(c))) {
       out += prefix;
       while (i < gbnf.size() &&
@@ -138,9 +162,9 @@ StatusOr<std::string> SchemaRules(const Json& schema, const std::string& name,
                                   std::string_view tool) {
   StatusOr<std::string> g = JsonSchemaToGbnf(schema);
   if (!g.ok()) {
-    return InvalidArgumentError("tool '" + std::string(tool) +
-                                "': parameters: " +
-                                std::string(g.status().message()));
+    return InvalidArgumentError(
+        "tool '" + std::string(tool) +
+        "': parameters: " + std::string(g.status().message()));
   }
   // The converter's start rule is "root": after prefixing it is
   // `name`-root, so alias it to `name`.
@@ -168,7 +192,9 @@ StatusOr<std::vector<ParamSpec>> ParamRules(const ToolSpec& tool,
         if (!e.is_string()) continue;
         alts += (alts.empty() ? "" : " | ") + GbnfLiteral(e.get<std::string>());
       }
-      *rules += p.rule + " ::= " + (alts.empty() ? std::string(raw_text_rule) : alts) + "\n";
+      *rules += p.rule +
+                " ::= " + (alts.empty() ? std::string(raw_text_rule) : alts) +
+                "\n";
     } else {
       KV_ASSIGN_OR_RETURN(std::string r, SchemaRules(s, p.rule, tool.name));
       *rules += r;

@@ -3,11 +3,10 @@
 #ifndef KVAULT_CHAT_GRAMMAR_UTIL_H_
 #define KVAULT_CHAT_GRAMMAR_UTIL_H_
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/status_or.h"
 

@@ -92,7 +92,8 @@ ChatMessage ParseHarmony(std::string_view text, const ChatSyntax& syntax,
     size_t at = std::min(text.find(kStart, pos), text.find(kChannel, pos));
     if (at == std::string_view::npos) {  // text outside any message
       std::string_view tail = text.substr(pos);
-      if (partial) tail.remove_suffix(PartialMarkerSuffix(tail, {kStart, kChannel}));
+      if (partial)
+        tail.remove_suffix(PartialMarkerSuffix(tail, {kStart, kChannel}));
       msg.content += tail;
       break;
     }
@@ -106,7 +107,8 @@ ChatMessage ParseHarmony(std::string_view text, const ChatSyntax& syntax,
     Body body = FindBody(text, header_end + kMessage.size(), partial);
     std::string_view raw = text.substr(at, body.next - at);
     if (!body.closed && partial) {
-      raw = text.substr(at, header_end + kMessage.size() - at + body.text.size());
+      raw =
+          text.substr(at, header_end + kMessage.size() - at + body.text.size());
     }
     if (!PlaceMessage(raw, header, body, syntax, partial, &msg)) break;
     pos = body.next;

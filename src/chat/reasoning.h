@@ -21,8 +21,8 @@ struct ReasoningSplit {
   // Streaming only: the text so far may still turn out to open a block, so
   // nothing can be reported yet.
   bool hold_all = false;
-  bool has_block = false;  // a block was opened (closed or not)
-  bool closed = false;     // ... and its close tag was seen
+  bool has_block = false;      // a block was opened (closed or not)
+  bool closed = false;         // ... and its close tag was seen
   std::string_view reasoning;  // its text, trimmed (streaming: a possible
                                // partial close tag held back)
   size_t body_start = 0;       // where the text after the block starts

@@ -6,9 +6,7 @@
 namespace kvault::chat {
 namespace {
 
-bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 // Characters that may appear outside strings in a JSON container: anything
 // else proves the text is not JSON, so the scan can fail early (and a
@@ -46,9 +44,8 @@ Step ScanContainer(std::string_view s, size_t* len) {
       closers.pop_back();
       if (closers.empty()) {
         *len = i + 1;
-        return nlohmann::ordered_json::accept(s.substr(0, i + 1))
-                   ? Step::kOk
-                   : Step::kFail;
+        return nlohmann::ordered_json::accept(s.substr(0, i + 1)) ? Step::kOk
+                                                                  : Step::kFail;
       }
     } else if (!IsJsonStructural(c)) {
       return Step::kFail;
@@ -176,7 +173,8 @@ size_t CompleteUtf8Prefix(std::string_view s) {
 }
 
 nlohmann::ordered_json ParseJsonOrDiscard(std::string_view text) {
-  return nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return nlohmann::ordered_json::parse(text, nullptr,
+                                       /*allow_exceptions=*/false);
 }
 
 std::string DumpJson(const nlohmann::ordered_json& value) {

@@ -6,11 +6,10 @@
 #define KVAULT_CHAT_SCANNER_H_
 
 #include <cstddef>
-#include <vector>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
+#include <vector>
 
 namespace kvault::chat {
 

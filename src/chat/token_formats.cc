@@ -116,18 +116,18 @@ Step KimiSection(Cursor* cur, bool partial, std::vector<ToolCall>* calls) {
 
 void ParseDeepSeekR1Body(std::string_view body, bool partial,
                          ChatMessage* msg) {
-  ScanBlocks(body,
-             {{kDsCallsBegin, DsSection<R1Call>},
-              {kDsCallBegin, LoneCall<R1Call>}},
-             partial, msg);
+  ScanBlocks(
+      body,
+      {{kDsCallsBegin, DsSection<R1Call>}, {kDsCallBegin, LoneCall<R1Call>}},
+      partial, msg);
 }
 
 void ParseDeepSeekV31Body(std::string_view body, bool partial,
                           ChatMessage* msg) {
-  ScanBlocks(body,
-             {{kDsCallsBegin, DsSection<V31Call>},
-              {kDsCallBegin, LoneCall<V31Call>}},
-             partial, msg);
+  ScanBlocks(
+      body,
+      {{kDsCallsBegin, DsSection<V31Call>}, {kDsCallBegin, LoneCall<V31Call>}},
+      partial, msg);
 }
 
 void ParseKimiK2Body(std::string_view body, bool partial, ChatMessage* msg) {

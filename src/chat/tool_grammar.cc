@@ -28,8 +28,9 @@ std::string JsonCall(const std::string& name, const std::string& args,
                      std::string_view name_key = "name",
                      std::string_view args_key = "arguments",
                      std::string_view first_field = "") {
-  return "\"{\" cws " + std::string(first_field) + Lit("\"" + std::string(name_key) + "\"") +
-         " cws \":\" cws " + Lit("\"" + name + "\"") + " cws \",\" cws " +
+  return "\"{\" cws " + std::string(first_field) +
+         Lit("\"" + std::string(name_key) + "\"") + " cws \":\" cws " +
+         Lit("\"" + name + "\"") + " cws \",\" cws " +
          Lit("\"" + std::string(args_key) + "\"") + " cws \":\" cws " + args +
          " cws \"}\"";
 }
@@ -83,7 +84,8 @@ StatusOr<std::string> CallExpr(F f, const ToolSpec& tool,
       return Lit("<seed:tool_call>\n<function=" + n + ">\n") + ps +
              Lit("</function>\n</seed:tool_call>");
     }
-    if (f == F::kGlm45) return Lit("<tool_call>" + n + "\n") + ps + Lit("</tool_call>");
+    if (f == F::kGlm45)
+      return Lit("<tool_call>" + n + "\n") + ps + Lit("</tool_call>");
     if (f == F::kMiniMaxM2) {
       return Lit("<invoke name=\"" + n + "\">\n") + ps + Lit("</invoke>\n");
     }
@@ -95,13 +97,16 @@ StatusOr<std::string> CallExpr(F f, const ToolSpec& tool,
   *rules += r;
   switch (f) {
     case F::kHermes:
-      return Lit("<tool_call>\n") + " " + JsonCall(n, args) + " " + Lit("\n</tool_call>");
+      return Lit("<tool_call>\n") + " " + JsonCall(n, args) + " " +
+             Lit("\n</tool_call>");
     case F::kLlama3Json:
       return JsonCall(n, args, "name", "parameters");
     case F::kMistral:  // the Small 3.2 form; the Nemo form is in Frame()
-      return Lit("[TOOL_CALLS]" + n) + " (\"[CALL_ID]\" call-id)? \"[ARGS]\" " + args;
+      return Lit("[TOOL_CALLS]" + n) + " (\"[CALL_ID]\" call-id)? \"[ARGS]\" " +
+             args;
     case F::kDeepSeekR1:
-      return Lit("<｜tool▁call▁begin｜>function<｜tool▁sep｜>" + n + "\n```json\n") +
+      return Lit("<｜tool▁call▁begin｜>function<｜tool▁sep｜>" + n +
+                 "\n```json\n") +
              " " + args + " " + Lit("\n```<｜tool▁call▁end｜>");
     case F::kDeepSeekV31:
       return Lit("<｜tool▁call▁begin｜>" + n + "<｜tool▁sep｜>") + " " + args +
@@ -112,9 +117,10 @@ StatusOr<std::string> CallExpr(F f, const ToolSpec& tool,
              " \"<|tool_call_end|>\"";
     case F::kCommandR:
       // Command R numbers its calls first: "tool_call_id": "0".
-      return JsonCall(n, args, "tool_name", "parameters",
-                      "\"\\\"tool_call_id\\\"\" cws \":\" cws \"\\\"\" [0-9]{1,3} "
-                      "\"\\\"\" cws \",\" cws ");
+      return JsonCall(
+          n, args, "tool_name", "parameters",
+          "\"\\\"tool_call_id\\\"\" cws \":\" cws \"\\\"\" [0-9]{1,3} "
+          "\"\\\"\" cws \",\" cws ");
     case F::kGptOss:
       return Lit("<|channel|>commentary to=functions." + n +
                  " <|constrain|>json<|message|>") +
@@ -134,8 +140,10 @@ std::string Frame(F f, bool parallel) {
   };
   std::string more = parallel ? "+" : "";
   switch (f) {
-    case F::kGranite: return list("<|tool_call|>[", "]");
-    case F::kApriel: return list("<tool_calls>[", "]</tool_calls>");
+    case F::kGranite:
+      return list("<|tool_call|>[", "]");
+    case F::kApriel:
+      return list("<tool_calls>[", "]</tool_calls>");
     case F::kMistral:
       return "(" + list("[TOOL_CALLS][", "]") + ") | call-new" + more;
     case F::kCommandR:
@@ -143,14 +151,17 @@ std::string Frame(F f, bool parallel) {
              list("Action:\n```json\n[", "]\n```") + ")";
     case F::kDeepSeekR1:
     case F::kDeepSeekV31:
-      return "\"<｜tool▁calls▁begin｜>\" call" + more + " \"<｜tool▁calls▁end｜>\"";
+      return "\"<｜tool▁calls▁begin｜>\" call" + more +
+             " \"<｜tool▁calls▁end｜>\"";
     case F::kKimiK2:
       return "\"<|tool_calls_section_begin|>\" call" + more +
              " \"<|tool_calls_section_end|>\"";
     case F::kMiniMaxM2:
-      return "\"<minimax:tool_call>\\n\" call" + more + " \"</minimax:tool_call>\"";
+      return "\"<minimax:tool_call>\\n\" call" + more +
+             " \"</minimax:tool_call>\"";
     case F::kDeepSeekDsml:
-      return "\"<｜DSML｜tool_calls>\\n\" call" + more + " \"</｜DSML｜tool_calls>\"";
+      return "\"<｜DSML｜tool_calls>\\n\" call" + more +
+             " \"</｜DSML｜tool_calls>\"";
     case F::kLlama3Json:
       return parallel ? "call (cws \";\" cws call)*" : "call";
     case F::kFunctionaryV32:

@@ -4,9 +4,8 @@
 #ifndef KVAULT_CHAT_TOOL_GRAMMAR_H_
 #define KVAULT_CHAT_TOOL_GRAMMAR_H_
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "chat/chat_syntax.h"
 #include "core/status_or.h"

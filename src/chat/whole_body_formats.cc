@@ -69,8 +69,7 @@ size_t DecodeEscape(std::string_view s, size_t i, std::string* out) {
 
 // Decodes the body of a JSON string (after its opening quote) leniently;
 // sets *closed and *used when the closing quote is reached.
-std::string DecodeStringPrefix(std::string_view s, bool* closed,
-                               size_t* used) {
+std::string DecodeStringPrefix(std::string_view s, bool* closed, size_t* used) {
   std::string out;
   *closed = false;
   size_t i = 0;
@@ -160,8 +159,8 @@ Step Llama3Calls(Cursor* cur, bool partial, std::vector<ToolCall>* calls) {
     if (cur->AtEnd() && partial) return Step::kNeedMore;  // more may follow
     Cursor next = *cur;
     std::vector<ToolCall> more;
-    Step s = cur->rest().starts_with("{") ? Llama3Call(&next, &more)
-                                          : Step::kFail;
+    Step s =
+        cur->rest().starts_with("{") ? Llama3Call(&next, &more) : Step::kFail;
     if (s == Step::kNeedMore && partial) return s;
     if (s != Step::kOk) {
       cur->set_pos(after_call);
@@ -179,7 +178,8 @@ Step BuiltinCall(Cursor* cur, ToolCall* call) {
   size_t dot = rest.find(".call(");
   if (dot == std::string_view::npos) {
     return rest.find_first_of(" \n(") == std::string_view::npos
-               ? Step::kNeedMore : Step::kFail;
+               ? Step::kNeedMore
+               : Step::kFail;
   }
   call->name = std::string(rest.substr(0, dot));
   if (call->name.empty()) return Step::kFail;
@@ -218,7 +218,8 @@ Step PythonTagBlock(Cursor* cur, bool partial, std::vector<ToolCall>* calls) {
     std::vector<ToolCall> found;
     Step s = Llama3Calls(&probe, partial, &found);
     if (s != Step::kFail) {
-      if (s == Step::kOk) *cur = probe, calls->insert(calls->end(), found.begin(), found.end());
+      if (s == Step::kOk)
+        *cur = probe, calls->insert(calls->end(), found.begin(), found.end());
       return s;
     }
   }
@@ -257,10 +258,6 @@ void ParseGenericBody(std::string_view body, bool partial, ChatMessage* msg) {
   }
   msg->content += body;  // not the generic shape: the reply is plain text
 }
-
-}  // namespace kvault::chat
-
-namespace kvault::chat {
 
 void ParseLlama3Body(std::string_view body, bool partial, ChatMessage* msg) {
   // A bare JSON call counts only at the very start of the reply: later JSON

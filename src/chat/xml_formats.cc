@@ -109,14 +109,14 @@ Step InvokeParam(Cursor* cur, const InvokeTags& t, Json* args) {
   cur->set_pos(cur->pos() + 1);
   if (Step s = cur->Until(">", &attrs); s != Step::kOk) return s;
   cur->set_pos(cur->pos() + 1);
-  if (Step s = ReadValue(cur, t.param_close, {t.param_open, t.invoke_close},
-                         &value);
+  if (Step s =
+          ReadValue(cur, t.param_close, {t.param_open, t.invoke_close}, &value);
       s != Step::kOk) {
     return s;
   }
   bool raw_string = attrs.find("string=\"true\"") != std::string_view::npos;
-  (*args)[std::string(name)] = raw_string ? Json(std::string(value))
-                                          : XmlArgValue(value);
+  (*args)[std::string(name)] =
+      raw_string ? Json(std::string(value)) : XmlArgValue(value);
   return Step::kOk;
 }
 
@@ -216,8 +216,7 @@ void ParseGlm45Body(std::string_view body, bool partial, ChatMessage* msg) {
   ScanBlocks(body, {{kToolCall, GlmBlock}}, partial, msg);
 }
 
-void ParseMiniMaxM2Body(std::string_view body, bool partial,
-                        ChatMessage* msg) {
+void ParseMiniMaxM2Body(std::string_view body, bool partial, ChatMessage* msg) {
   ScanBlocks(body, {{"<minimax:tool_call>", MiniMaxBlock}}, partial, msg);
 }
 

@@ -20,7 +20,8 @@ bool IsPrefix(const std::string& a, const std::string& b) {
 // Applies `deltas` to a client-side message, the way an OpenAI client does.
 void Apply(const std::vector<Json>& deltas, ChatMessage* client) {
   for (const Json& d : deltas) {
-    if (d.contains("content")) client->content += d["content"].get<std::string>();
+    if (d.contains("content"))
+      client->content += d["content"].get<std::string>();
     if (d.contains("reasoning_content")) {
       client->reasoning_content += d["reasoning_content"].get<std::string>();
     }
@@ -29,7 +30,8 @@ void Apply(const std::vector<Json>& deltas, ChatMessage* client) {
       size_t i = tc["index"].get<size_t>();
       if (i == client->tool_calls.size()) {
         ASSERT_EQ(tc["type"], "function");
-        client->tool_calls.push_back({tc["function"]["name"], "", tc.value("id", "")});
+        client->tool_calls.push_back(
+            {tc["function"]["name"], "", tc.value("id", "")});
       }
       ASSERT_LT(i, client->tool_calls.size()) << "index skipped";
       client->tool_calls[i].arguments +=
@@ -42,15 +44,17 @@ void Apply(const std::vector<Json>& deltas, ChatMessage* client) {
 void ExpectGrows(const ChatMessage& prev, const ChatMessage& next,
                  const std::string& where) {
   EXPECT_TRUE(IsPrefix(prev.content, next.content))
-      << where << ": content [" << prev.content << "] -> [" << next.content << "]";
+      << where << ": content [" << prev.content << "] -> [" << next.content
+      << "]";
   EXPECT_TRUE(IsPrefix(prev.reasoning_content, next.reasoning_content))
       << where << ": reasoning [" << prev.reasoning_content << "] -> ["
       << next.reasoning_content << "]";
   ASSERT_LE(prev.tool_calls.size(), next.tool_calls.size()) << where;
   for (size_t i = 0; i < prev.tool_calls.size(); ++i) {
     EXPECT_EQ(prev.tool_calls[i].name, next.tool_calls[i].name) << where;
-    EXPECT_TRUE(IsPrefix(prev.tool_calls[i].arguments,
-                         next.tool_calls[i].arguments)) << where;
+    EXPECT_TRUE(
+        IsPrefix(prev.tool_calls[i].arguments, next.tool_calls[i].arguments))
+        << where;
   }
 }
 
@@ -100,8 +104,9 @@ TEST(ChatDeltasTest, NewCallCarriesIdTypeAndName) {
   ChatMessage next{"", "", {{"f", "{\"a\":1}", "call_9"}}};
   std::vector<Json> d = ChatDeltas(prev, next);
   ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].dump(),
-            R"({"tool_calls":[{"index":0,"id":"call_9","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]})");
+  EXPECT_EQ(
+      d[0].dump(),
+      R"({"tool_calls":[{"index":0,"id":"call_9","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]})");
 }
 
 TEST(ChatDeltasTest, GrowingArgumentsSendOnlyTheNewText) {

@@ -39,18 +39,49 @@ std::vector<GrammarCase> Cases() {
   std::string jc = R"({"name": "get_weather", "arguments": )" + a + "}";
   return {
       {F::kHermes, "<tool_call>\n" + jc + "\n</tool_call>"},
-      {F::kQwen3Coder, "<tool_call>\n<function=get_weather>\n<parameter=location>\nParis\n</parameter>\n<parameter=unit>\nc\n</parameter>\n</function>\n</tool_call>"},
-      {F::kSeedOss, "<seed:tool_call>\n<function=get_weather>\n<parameter=location>Paris</parameter>\n<parameter=unit>c</parameter>\n</function>\n</seed:tool_call>"},
-      {F::kGlm45, "<tool_call>get_weather\n<arg_key>location</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>unit</arg_key>\n<arg_value>c</arg_value>\n</tool_call>"},
-      {F::kMiniMaxM2, "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"location\">Paris</parameter>\n<parameter name=\"unit\">c</parameter>\n</invoke>\n</minimax:tool_call>"},
-      {F::kDeepSeekDsml, "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"location\" string=\"true\">Paris</｜DSML｜parameter>\n<｜DSML｜parameter name=\"unit\" string=\"true\">c</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>"},
+      {F::kQwen3Coder,
+       "<tool_call>\n<function=get_weather>\n<parameter=location>\nParis\n</"
+       "parameter>\n<parameter=unit>\nc\n</parameter>\n</function>\n</"
+       "tool_call>"},
+      {F::kSeedOss,
+       "<seed:tool_call>\n<function=get_weather>\n<parameter=location>Paris</"
+       "parameter>\n<parameter=unit>c</parameter>\n</function>\n</"
+       "seed:tool_call>"},
+      {F::kGlm45,
+       "<tool_call>get_weather\n<arg_key>location</arg_key>\n<arg_value>Paris</"
+       "arg_value>\n<arg_key>unit</arg_key>\n<arg_value>c</arg_value>\n</"
+       "tool_call>"},
+      {F::kMiniMaxM2,
+       "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter "
+       "name=\"location\">Paris</parameter>\n<parameter "
+       "name=\"unit\">c</parameter>\n</invoke>\n</minimax:tool_call>"},
+      {F::kDeepSeekDsml,
+       "<｜DSML｜tool_calls>\n<｜DSML｜invoke "
+       "name=\"get_weather\">\n<｜DSML｜parameter name=\"location\" "
+       "string=\"true\">Paris</｜DSML｜parameter>\n<｜DSML｜parameter "
+       "name=\"unit\" "
+       "string=\"true\">c</｜DSML｜parameter>\n</｜DSML｜invoke>\n</"
+       "｜DSML｜tool_calls>"},
       {F::kLlama3Json, R"({"name": "get_weather", "parameters": )" + a + "}"},
       {F::kMistral, "[TOOL_CALLS]get_weather[ARGS]" + a},
-      {F::kDeepSeekR1, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n" + a + "\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
-      {F::kDeepSeekV31, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>" + a + "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
-      {F::kCommandR, R"(<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_weather", "parameters": )" + a + "}]<|END_ACTION|>"},
-      {F::kGptOss, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>" + a + "<|call|>"},
-      {F::kKimiK2, "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>" + a + "<|tool_call_end|><|tool_calls_section_end|>"},
+      {F::kDeepSeekR1,
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_"
+       "weather\n```json\n" +
+           a + "\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
+      {F::kDeepSeekV31,
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>" +
+           a + "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
+      {F::kCommandR,
+       R"(<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_weather", "parameters": )" +
+           a + "}]<|END_ACTION|>"},
+      {F::kGptOss,
+       "<|channel|>commentary to=functions.get_weather "
+       "<|constrain|>json<|message|>" +
+           a + "<|call|>"},
+      {F::kKimiK2,
+       "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<"
+       "|tool_call_argument_begin|>" +
+           a + "<|tool_call_end|><|tool_calls_section_end|>"},
       {F::kGranite, "<|tool_call|>[" + jc + "]"},
       {F::kApriel, "<tool_calls>[" + jc + "]</tool_calls>"},
       {F::kFunctionaryV32, "get_weather\n" + a},
@@ -97,8 +128,8 @@ TEST_P(ToolGrammarTest, RejectsArgumentsOutsideTheSchema) {
   ASSERT_TRUE(g.ok()) << g.status();
   // The unit is written "c" in JSON formats, >c< or >\nc\n< in XML ones.
   std::string bad_enum = GetParam().valid;
-  for (auto [from, to] : {std::pair{"\"c\"", "\"k\""}, {">c<", ">k<"},
-                          {">\nc\n<", ">\nk\n<"}}) {
+  for (auto [from, to] :
+       {std::pair{"\"c\"", "\"k\""}, {">c<", ">k<"}, {">\nc\n<", ">\nk\n<"}}) {
     if (bad_enum.find(from) != std::string::npos) {
       bad_enum = Replace(bad_enum, from, to);
       break;
@@ -111,10 +142,11 @@ TEST_P(ToolGrammarTest, RejectsArgumentsOutsideTheSchema) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFormats, ToolGrammarTest,
-                         ::testing::ValuesIn(Cases()),
-                         [](const auto& info) {
-                           std::string n = ToolCallFormatName(info.param.format);
-                           for (char& c : n) if (!isalnum(c)) c = '_';
+                         ::testing::ValuesIn(Cases()), [](const auto& info) {
+                           std::string n =
+                               ToolCallFormatName(info.param.format);
+                           for (char& c : n)
+                             if (!isalnum(c)) c = '_';
                            return n;
                          });
 
@@ -134,16 +166,21 @@ TEST(ToolGrammarTest, NamedChoiceAllowsOnlyThatTool) {
   Json choice = {{"type", "function"}, {"function", {{"name", "count"}}}};
   StatusOr<Grammar> g = Build(HermesSyntax(), choice, false);
   ASSERT_TRUE(g.ok()) << g.status();
-  EXPECT_TRUE(g->Accepts(
-      "<tool_call>\n{\"name\": \"count\", \"arguments\": {\"n\": 3}}\n</tool_call>"));
-  EXPECT_FALSE(g->Accepts("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " +
-                          std::string(kArgs) + "}\n</tool_call>"));
-  EXPECT_FALSE(g->Accepts(
-      "<tool_call>\n{\"name\": \"count\", \"arguments\": {\"n\": \"3\"}}\n</tool_call>"));
+  EXPECT_TRUE(
+      g->Accepts("<tool_call>\n{\"name\": \"count\", \"arguments\": {\"n\": "
+                 "3}}\n</tool_call>"));
+  EXPECT_FALSE(
+      g->Accepts("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " +
+                 std::string(kArgs) + "}\n</tool_call>"));
+  EXPECT_FALSE(
+      g->Accepts("<tool_call>\n{\"name\": \"count\", \"arguments\": {\"n\": "
+                 "\"3\"}}\n</tool_call>"));
 }
 
 TEST(ToolGrammarTest, ParallelAllowsSeveralCallsOnlyWhenAsked) {
-  std::string one = "<tool_call>\n{\"name\": \"count\", \"arguments\": {\"n\": 1}}\n</tool_call>";
+  std::string one =
+      "<tool_call>\n{\"name\": \"count\", \"arguments\": {\"n\": "
+      "1}}\n</tool_call>";
   StatusOr<Grammar> single = Build(HermesSyntax(), "required", false);
   StatusOr<Grammar> many = Build(HermesSyntax(), "required", true);
   ASSERT_TRUE(single.ok() && many.ok());
@@ -157,7 +194,9 @@ TEST(ToolGrammarTest, ForcedOpenThinkingMustCloseFirst) {
   s.thinking_forced_open = true;
   StatusOr<Grammar> g = Build(s, "required", false);
   ASSERT_TRUE(g.ok()) << g.status();
-  std::string call = "<tool_call>\n{\"name\": \"count\", \"arguments\": {\"n\": 1}}\n</tool_call>";
+  std::string call =
+      "<tool_call>\n{\"name\": \"count\", \"arguments\": {\"n\": "
+      "1}}\n</tool_call>";
   EXPECT_TRUE(g->Accepts("Let me count.\n</think>\n" + call));
   EXPECT_FALSE(g->Accepts(call));
   StatusOr<Grammar> optional = Build(HermesSyntax(), "required", false);
@@ -169,17 +208,23 @@ TEST(ToolGrammarTest, ForcedOpenThinkingMustCloseFirst) {
 TEST(ToolGrammarTest, BadToolsAreInvalidArgumentNamingTheTool) {
   Json bad_params = Json::parse(
       R"([{"type":"function","function":{"name":"f","parameters":{"type":"object","patternProperties":{}}}}])");
-  StatusOr<std::string> g = ToolCallGrammar(HermesSyntax(), bad_params, "required", false);
+  StatusOr<std::string> g =
+      ToolCallGrammar(HermesSyntax(), bad_params, "required", false);
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(g.status().message().find("tool 'f'"), std::string_view::npos) << g.status();
+  EXPECT_NE(g.status().message().find("tool 'f'"), std::string_view::npos)
+      << g.status();
 
   Json no_name = Json::parse(R"([{"type":"function","function":{}}])");
-  EXPECT_FALSE(ToolCallGrammar(HermesSyntax(), no_name, "required", false).ok());
-  Json bad_name = Json::parse(R"([{"type":"function","function":{"name":"a b"}}])");
-  EXPECT_FALSE(ToolCallGrammar(HermesSyntax(), bad_name, "required", false).ok());
+  EXPECT_FALSE(
+      ToolCallGrammar(HermesSyntax(), no_name, "required", false).ok());
+  Json bad_name =
+      Json::parse(R"([{"type":"function","function":{"name":"a b"}}])");
+  EXPECT_FALSE(
+      ToolCallGrammar(HermesSyntax(), bad_name, "required", false).ok());
   Json unknown = {{"type", "function"}, {"function", {{"name", "nope"}}}};
-  StatusOr<std::string> u = ToolCallGrammar(HermesSyntax(), Tools(), unknown, false);
+  StatusOr<std::string> u =
+      ToolCallGrammar(HermesSyntax(), Tools(), unknown, false);
   ASSERT_FALSE(u.ok());
   EXPECT_NE(u.status().message().find("'nope'"), std::string_view::npos);
   EXPECT_FALSE(ToolCallGrammar(HermesSyntax(), Tools(), "auto", false).ok());
@@ -195,7 +240,8 @@ TEST(GenericToolsTest, AutoAllowsResponseRequiredDoesNot) {
   StatusOr<Grammar> gr = Grammar::Parse(*r);
   ASSERT_TRUE(ga.ok() && gr.ok()) << ga.status() << gr.status();
   std::string response = R"({"response": "Hello \"there\""})";
-  std::string calls = R"({"tool_calls": [{"name": "count", "arguments": {"n": 1}}, {"name": "count", "arguments": {"n": 2}}]})";
+  std::string calls =
+      R"({"tool_calls": [{"name": "count", "arguments": {"n": 1}}, {"name": "count", "arguments": {"n": 2}}]})";
   EXPECT_TRUE(ga->Accepts(response));
   EXPECT_TRUE(ga->Accepts(calls));
   EXPECT_FALSE(gr->Accepts(response));
