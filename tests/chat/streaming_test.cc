@@ -99,6 +99,43 @@ INSTANTIATE_TEST_SUITE_P(AllFormats, StreamingTest,
                          ::testing::ValuesIn(AllCases()),
                          [](const auto& info) { return info.param.label; });
 
+// Replies stitched at random from marker fragments, JSON pieces and text:
+// whatever they parse to, streaming must never retract and must add up.
+TEST(StreamingFuzzTest, RandomRepliesKeepTheContract) {
+  const std::vector<std::string> pieces = {
+      "<tool_call>", "</tool_call>", "{\"name\": \"f\", \"arguments\": {}}",
+      "{\"name\":\"g\",\"parameters\":{\"a\":\"}\"}}", "<think>", "</think>",
+      "<function=f>", "<parameter=a>", "</parameter>", "</function>",
+      "<arg_key>", "k", "</arg_key>", "<arg_value>", "</arg_value>",
+      "[TOOL_CALLS]", "[ARGS]", "[{\"name\":\"h\",\"arguments\":{}}]",
+      "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>",
+      "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>", "function", "```json",
+      "```", "<|channel|>", "analysis", "final", "<|message|>", "<|end|>",
+      "<|start|>assistant", " to=functions.f", "<|call|>", ">>>", "all\n",
+      "f\n", "<|python_tag|>", "<minimax:tool_call>", "<invoke name=\"f\">",
+      "</invoke>", "</minimax:tool_call>", "<|tool_call|>", "<tool_calls>",
+      "</tool_calls>", "{\"response\": \"a\\u00e9", "\"}", "{\"tool_call\": ",
+      "Action:", "<|START_ACTION|>", "<|END_ACTION|>", "hello", " ", "\n",
+      "日本", "é", "{", "}", "\"", "\\", "<", "</", ">"};
+  uint32_t seed = 12345;
+  auto next = [&seed] { return seed = seed * 1103515245u + 12345u; };
+  for (int f = 0; f <= static_cast<int>(ToolCallFormat::kApriel); ++f) {
+    for (int round = 0; round < 300; ++round) {
+      std::string text;
+      size_t n = 1 + (next() >> 8) % 12;
+      for (size_t i = 0; i < n; ++i) text += pieces[(next() >> 8) % pieces.size()];
+      ChatSyntax syntax;
+      syntax.format = static_cast<ToolCallFormat>(f);
+      syntax.reasoning_format = (next() >> 8) % 2 ? ReasoningFormat::kAuto
+                                                  : ReasoningFormat::kNone;
+      syntax.thinking_forced_open = (next() >> 8) % 4 == 0;
+      SCOPED_TRACE(std::string(ToolCallFormatName(syntax.format)) + ": " + text);
+      CheckStreaming(syntax, text, 1);
+      if (HasFailure()) return;
+    }
+  }
+}
+
 TEST(ChatDeltasTest, NewCallCarriesIdTypeAndName) {
   ChatMessage prev;
   ChatMessage next{"", "", {{"f", "{\"a\":1}", "call_9"}}};
