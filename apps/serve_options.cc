@@ -1,6 +1,7 @@
 #include "apps/serve_options.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <map>
 
@@ -226,6 +227,30 @@ Status ParseChatTemplateFlags(const Flags& f, ServerOptions* s) {
   return Status::Ok();
 }
 
+// --reasoning-format, --reasoning on|off|auto, --reasoning-effort,
+// --skip-chat-parsing: how chat replies are read back (server/chat_tools.h).
+Status ParseChatOutputFlags(const Flags& f, ServerOptions* s) {
+  ChatOutputOptions& c = s->chat_output;
+  if (f.Has("reasoning-format")) {
+    StatusOr<chat::ReasoningFormat> rf =
+        chat::ParseReasoningFormat(f.GetString("reasoning-format", ""));
+    if (!rf.ok()) return rf.status().WithContext("flag --reasoning-format");
+    c.reasoning_format = *rf;
+  }
+  const std::string reasoning = f.GetString("reasoning", "auto");
+  if (reasoning == "on" || reasoning == "off") {
+    c.enable_thinking = reasoning == "on";
+  } else if (reasoning != "auto") {
+    return InvalidArgumentError("flag --reasoning: expected on, off or auto, "
+                                "got '" + reasoning + "'");
+  }
+  c.reasoning_effort = f.GetString("reasoning-effort", "");
+  KV_ASSIGN_OR_RETURN(c.skip_parsing, f.GetBool("skip-chat-parsing", false));
+  const char* hooks = std::getenv("KVAULT_TEST_HOOKS");
+  s->test_hooks = hooks != nullptr && std::string(hooks) == "1";
+  return Status::Ok();
+}
+
 // --api-key (comma-separated) and --api-key-file (one key per line).
 Status ParseApiKeys(const Flags& f, ServerOptions* s) {
   s->api_keys = SplitList(f.GetString("api-key", ""));
@@ -292,6 +317,7 @@ Status ParseServer(const Flags& f, ServeOptions* o) {
                   s.aliases.end());
   s.tags = SplitList(f.GetString("tags", ""));
   KV_RETURN_IF_ERROR(ParseChatTemplateFlags(f, &s));
+  KV_RETURN_IF_ERROR(ParseChatOutputFlags(f, &s));
   s.model_path = o->model_path.empty() ? "demo" : o->model_path;
   s.demo_model = o->model_path.empty();
   return ParseDefaults(f, &s.defaults);

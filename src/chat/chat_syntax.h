@@ -56,6 +56,10 @@ struct ChatSyntax {
   // llama-server's deepseek-legacy streaming: reasoning stays in `content`
   // wrapped in its tags. Callers set it for kDeepSeekLegacy when streaming.
   bool reasoning_in_content = false;
+  // ToolCallGrammar lets an optional reasoning block precede the call (a
+  // forced-open one is always allowed). Servers clear it for templates
+  // that do not think, so a forced call cannot wander into free text.
+  bool allow_reasoning = true;
 };
 
 struct ToolCall {

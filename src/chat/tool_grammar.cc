@@ -182,6 +182,7 @@ std::string ReasoningPrefix(const ChatSyntax& syntax) {
   ReasoningTags t = ReasoningTagsFor(syntax.format);
   std::string text = "([^<] | \"<\" [^" + std::string(1, t.close[1]) + "])*";
   if (syntax.thinking_forced_open) return text + " " + Lit(t.close) + " cws ";
+  if (!syntax.allow_reasoning) return "";
   return "(" + Lit(t.open) + " " + text + " " + Lit(t.close) + " cws)? ";
 }
 

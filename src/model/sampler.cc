@@ -130,6 +130,10 @@ Sampler::Sampler(const SamplingParams& params, const SamplerContext& context)
         params_.grammar, context.vocab, context.grammar_trie);
     end_token_ = context.vocab->EndOfTurnOrSequence();
   }
+  if (!params_.scripted_tokens.empty()) {
+    KV_CHECK(context.vocab != nullptr) << "a scripted reply needs the vocab";
+    end_token_ = context.vocab->EndOfTurnOrSequence();
+  }
 }
 
 Sampler::~Sampler() = default;
@@ -216,6 +220,11 @@ std::unique_ptr<sampling::Stage> Sampler::MakeFilter(
 TokenId Sampler::Sample(std::span<const float> logits) {
   KV_CHECK(!logits.empty());
   const TokenId id = RunChain(logits);
+  if (!params_.scripted_tokens.empty()) {
+    const std::vector<TokenId>& script = params_.scripted_tokens;
+    return scripted_at_ < script.size() ? script[scripted_at_++]
+                                        : end_token_.value_or(id);
+  }
   if (grammar_ == nullptr || grammar_->Allows(id)) return id;
   // As llama.cpp: only a rejected pick pays for the mask, and the chain
   // (its random draw included) runs again over the allowed tokens.

@@ -144,7 +144,9 @@ class Sampler {
   SamplingParams params_;
   uint32_t seed_;
   std::unique_ptr<SamplerGrammar> grammar_;  // null without a grammar
-  std::optional<TokenId> end_token_;         // when the grammar allows none
+  std::optional<TokenId> end_token_;  // when the grammar allows none; after
+                                      // a scripted reply
+  size_t scripted_at_ = 0;            // next of params_.scripted_tokens
   std::vector<float> masked_;                // grammar-masked logits, reused
   std::vector<std::unique_ptr<sampling::Stage>> stages_;
   std::vector<sampling::Candidate> candidates_;  // [n_vocab], reused

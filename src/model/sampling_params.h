@@ -116,6 +116,10 @@ struct SamplingParams {
   // its GBNF source, as generation_settings shows it.
   std::shared_ptr<const Grammar> grammar;
   std::string grammar_text;
+  // Test hook (the server's KVAULT_TEST_HOOKS): generation emits these
+  // tokens in order, then end of generation, whatever the logits say, so
+  // an end-to-end test can script a model's reply. Empty: normal sampling.
+  std::vector<TokenId> scripted_tokens;
 
   // Returns the default parameters with temperature 0.
   static SamplingParams Greedy();

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "chat/format_detect.h"
 #include "jinja/strftime.h"
 #include "server/json_fields.h"
 
@@ -35,6 +36,11 @@ StatusOr<ChatFormat> ChatFormat::FromJinja(std::string source) {
   ChatFormat format;
   format.jinja_ = std::make_shared<const jinja::Template>(std::move(*t));
   format.source_ = std::move(source);
+  format.tool_call_format_ = chat::DetectToolCallFormat(format.source_);
+  for (const char* mark : {"think>", "enable_thinking", "reasoning_content",
+                           "<|channel|>analysis"}) {
+    if (format.source_.find(mark) != std::string::npos) format.thinks_ = true;
+  }
   return format;
 }
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/chat_syntax.h"
 #include "core/status_or.h"
 #include "jinja/template.h"
 #include "server/chat_template.h"
@@ -48,6 +49,12 @@ class ChatFormat {
   std::string Describe() const;
   // Returns true for a Jinja template.
   bool is_jinja() const { return jinja_ != nullptr; }
+  // Returns the tool-call syntax the Jinja template teaches (detected from
+  // its source); kContentOnly for a built-in family.
+  chat::ToolCallFormat tool_call_format() const { return tool_call_format_; }
+  // Returns true when the Jinja template knows reasoning (it names a
+  // thinking tag, enable_thinking or reasoning_content).
+  bool thinks() const { return thinks_; }
 
   // Server-wide template variables (--chat-template-kwargs).
   nlohmann::json default_kwargs = nlohmann::json::object();
@@ -63,6 +70,8 @@ class ChatFormat {
   ChatTemplateFamily family_;
   std::shared_ptr<const jinja::Template> jinja_;
   std::string source_;
+  chat::ToolCallFormat tool_call_format_ = chat::ToolCallFormat::kContentOnly;
+  bool thinks_ = false;
 };
 
 // Returns the local time, or KVAULT_FAKE_NOW's when that is set and reads

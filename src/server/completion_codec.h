@@ -7,13 +7,16 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "chat/chat_syntax.h"
 #include "core/status_or.h"
 #include "engine/engine.h"
 #include "model/tokenizer.h"
+#include "server/chat_tools.h"
 #include "server/sse_sink.h"
 
 namespace kvault {
@@ -36,6 +39,12 @@ struct CompletionLimits {
   // caller has it: a JSON schema's properties keep that order. Null:
   // alphabetical.
   const nlohmann::ordered_json* ordered_body = nullptr;
+  // The chat route's reasoning and parsing settings (--reasoning-format,
+  // --reasoning, --reasoning-effort, --skip-chat-parsing).
+  ChatOutputOptions chat_output;
+  // KVAULT_TEST_HOOKS was set when the server started: a chat request may
+  // script the reply ("__kvault_scripted_output", see SamplingParams).
+  bool test_hooks = false;
 };
 
 struct CompletionRequest {
@@ -51,6 +60,9 @@ struct CompletionRequest {
   bool verbose = false;
   // llama-server: every streamed chunk carries the timings so far.
   bool timings_per_token = false;
+  // Chat route: how the reply is read back into content, reasoning_content
+  // and tool_calls; unset: the text is the content as generated.
+  std::optional<chat::ChatSyntax> chat_syntax;
 };
 
 // Returns the tokens of a prompt value: a string (tokenized with add_special

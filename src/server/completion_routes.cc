@@ -79,6 +79,13 @@ OaiContext MakeOaiContext(Api api, ServerState& state,
            std::to_string(state.next_response_id.fetch_add(1));
   ctx.created = static_cast<int64_t>(std::time(nullptr));
   ctx.model = state.model_id;
+  ctx.chat_syntax = request.chat_syntax;
+  // llama-server's deepseek-legacy keeps streamed reasoning inline.
+  if (ctx.chat_syntax && request.stream &&
+      ctx.chat_syntax->reasoning_format ==
+          chat::ReasoningFormat::kDeepSeekLegacy) {
+    ctx.chat_syntax->reasoning_in_content = true;
+  }
   return ctx;
 }
 

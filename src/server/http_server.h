@@ -17,6 +17,7 @@
 
 #include "core/status_or.h"
 #include "engine/engine.h"
+#include "server/chat_tools.h"
 #include "server/engine_host.h"
 #include "server/http_cors.h"
 
@@ -48,6 +49,11 @@ struct ServerOptions {
   std::string chat_template_source;
   // --chat-template-kwargs: template variables for every request.
   nlohmann::json chat_template_kwargs = nlohmann::json::object();
+  // --reasoning-format, --reasoning, --reasoning-effort, --skip-chat-parsing.
+  ChatOutputOptions chat_output;
+  // KVAULT_TEST_HOOKS=1 in the environment: chat requests may script the
+  // reply (end-to-end tests of tool-call parsing with tiny models).
+  bool test_hooks = false;
   // What a request's omitted fields default to (--temp, --seed, -n,
   // --ignore-eos, --cache-prompt, ...).
   CompletionParams defaults;

@@ -1,6 +1,10 @@
 #include "server/openai_codec.h"
 
+#include <memory>
+
 #include "core/version.h"
+#include "grammar/grammar.h"
+#include "server/chat_tools.h"
 #include "server/json_fields.h"
 
 namespace kvault {
@@ -271,24 +275,101 @@ StatusOr<CompletionRequest> BuildChatRequest(
   return request;
 }
 
+namespace {
+
+// The chat fields PlanChatTools reads (the generic check refuses them on
+// the other routes).
+constexpr const char* kChatToolFields[] = {
+    "tools", "tool_choice", "parallel_tool_calls", "parse_tool_calls",
+    "reasoning_format", "reasoning_effort"};
+
+// The template variables of a chat request: the plan's (tools, reasoning)
+// under the request's chat_template_kwargs, which win.
+StatusOr<ordered_json> ChatVars(const json& body, const ordered_json* ordered,
+                                const ChatToolPlan& plan) {
+  ordered_json vars = plan.vars;
+  if (const ordered_json* kw = OrderedField(ordered, "chat_template_kwargs")) {
+    if (!kw->is_object()) {
+      return WrongType("chat_template_kwargs", "an object",
+                       body.at("chat_template_kwargs"));
+    }
+    for (const auto& [k, v] : kw->items()) vars[k] = v;
+  }
+  return vars;
+}
+
+// Sets the grammar that forces a tool call; a request that also brings its
+// own grammar, json_schema or response_format cannot have both.
+Status ApplyToolGrammar(const ChatToolPlan& plan, CompletionRequest* request) {
+  KV_ASSIGN_OR_RETURN(std::string grammar, ToolGrammar(plan));
+  if (grammar.empty()) return Status::Ok();
+  if (request->params.sampling.grammar != nullptr) {
+    return InvalidArgumentError(
+               "tools with tool_choice \"required\", a named tool, or a "
+               "template without tool support constrain the output with a "
+               "grammar; 'grammar', 'json_schema' and 'response_format' "
+               "cannot be added to them")
+        .WithReason("invalid_tools");
+  }
+  StatusOr<Grammar> g = Grammar::Parse(grammar);
+  if (!g.ok()) return g.status().WithContext("tool-call grammar");
+  request->params.sampling.grammar =
+      std::make_shared<const Grammar>(std::move(*g));
+  request->params.sampling.grammar_text = std::move(grammar);
+  return Status::Ok();
+}
+
+// The test hook: "__kvault_scripted_output" becomes the reply's tokens.
+Status ApplyScriptedOutput(const json& body, const CompletionLimits& limits,
+                           const Tokenizer& tokenizer,
+                           CompletionRequest* request) {
+  const json* text = FindField(body, "__kvault_scripted_output");
+  if (text == nullptr || !limits.test_hooks) return Status::Ok();
+  if (!text->is_string()) {
+    return WrongType("__kvault_scripted_output", "a string", *text);
+  }
+  request->params.sampling.scripted_tokens =
+      tokenizer.Tokenize(text->get<std::string>(), false, true);
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<CompletionRequest> ParseOaiChatRequest(const json& body,
                                                 const Tokenizer& tokenizer,
                                                 const CompletionLimits& limits,
                                                 const ChatFormat& format,
                                                 const ordered_json* ordered) {
   KV_ASSIGN_OR_RETURN(json normalized, NormalizeOaiFields(body, true));
+  for (const char* key : kChatToolFields) normalized.erase(key);
   // Field errors come in the order the old parser reported them: the
   // generation fields first, then the messages.
-  CompletionRequest check;
-  KV_RETURN_IF_ERROR(ParseGenerationFields(normalized, limits, &check));
+  CompletionRequest request;
+  KV_RETURN_IF_ERROR(ParseGenerationFields(normalized, limits, &request));
   KV_ASSIGN_OR_RETURN(std::vector<ChatMessage> messages,
                       ParseChatMessages(body));
   KV_ASSIGN_OR_RETURN(bool add_generation_prompt,
                       ReadGenerationPromptFields(body));
-  KV_ASSIGN_OR_RETURN(CompletionRequest request,
-                      BuildChatRequest(normalized, messages, tokenizer, limits,
-                                       format, add_generation_prompt,
-                                       ordered));
+  KV_ASSIGN_OR_RETURN(ChatToolPlan plan, PlanChatTools(body, ordered, format,
+                                                       limits.chat_output));
+  KV_ASSIGN_OR_RETURN(ordered_json vars, ChatVars(body, ordered, plan));
+  const ordered_json* raw = OrderedField(ordered, "messages");
+  const ordered_json messages_json = MessagesForTemplate(
+      raw != nullptr ? *raw : ordered_json::parse(body.at("messages").dump()),
+      plan.system_prompt);
+  KV_ASSIGN_OR_RETURN(std::string prompt,
+                      ChatPromptText(messages, tokenizer, format,
+                                     add_generation_prompt, &messages_json,
+                                     &vars));
+  NoteForcedThinking(prompt, &plan.syntax);
+  request.params.prompt = tokenizer.Tokenize(prompt, true, true);
+  KV_RETURN_IF_ERROR(CheckPromptLength(request.params.prompt.size(), limits));
+  for (std::string& s : format.StopStrings()) {
+    request.params.stop.push_back(std::move(s));
+  }
+  KV_RETURN_IF_ERROR(ApplyToolGrammar(plan, &request));
+  KV_RETURN_IF_ERROR(ApplyScriptedOutput(body, limits, tokenizer, &request));
+  if (plan.parse) request.chat_syntax = plan.syntax;
   KV_RETURN_IF_ERROR(ReadStreamOptions(body, &request));
   return request;
 }
@@ -359,6 +440,12 @@ json OaiChatJson(const CompletionResult& result, const OaiContext& ctx,
   json choice{{"index", 0},
               {"message", {{"role", "assistant"}, {"content", result.content}}},
               {"finish_reason", FinishReason(result)}};
+  if (ctx.chat_syntax) {
+    ChatReplyReader reader(*ctx.chat_syntax);
+    choice["message"] = reader.Message(result.content);
+    choice["finish_reason"] =
+        ChatFinishReason(FinishReason(result), reader.has_tool_calls());
+  }
   if (ctx.n_probs > 0 && ctx.tokenizer != nullptr) {
     choice["logprobs"] = OaiLogprobsJson(events, *ctx.tokenizer);
   }
@@ -428,7 +515,22 @@ std::string OaiCompletionStreamFormatter::Done(const CompletionResult& result) {
 // --- /v1/chat/completions stream ----------------------------------------
 
 OaiChatStreamFormatter::OaiChatStreamFormatter(OaiContext ctx)
-    : ctx_(std::move(ctx)) {}
+    : ctx_(std::move(ctx)) {
+  if (ctx_.chat_syntax) reader_.emplace(*ctx_.chat_syntax);
+}
+
+std::string OaiChatStreamFormatter::DeltaChunks(const std::vector<json>& deltas,
+                                                const TokenEvent* event) const {
+  std::string out;
+  for (const json& delta : deltas) {
+    json chunk = Chunk(delta, nullptr);
+    if (event != nullptr && ctx_.timings_per_token) {
+      chunk["timings"] = TimingsJson(event->timings);
+    }
+    out += SseData(chunk);
+  }
+  return out;
+}
 
 json OaiChatStreamFormatter::Chunk(json delta,
                                    const json& finish_reason) const {
@@ -451,6 +553,7 @@ std::string OaiChatStreamFormatter::Token(const TokenEvent& event,
   std::string out = RoleChunkOnce();
   if (event.text.empty()) return out;
   streamed_ += event.text;
+  if (reader_) return out + DeltaChunks(reader_->Feed(event.text), &event);
   json chunk = Chunk(json{{"content", event.text}}, nullptr);
   if (ctx_.timings_per_token) chunk["timings"] = TimingsJson(event.timings);
   if (ctx_.n_probs > 0 && ctx_.tokenizer != nullptr) {
@@ -470,12 +573,20 @@ std::string OaiChatStreamFormatter::Progress(const PromptProgress& progress,
 
 std::string OaiChatStreamFormatter::Done(const CompletionResult& result) {
   std::string out = RoleChunkOnce();
+  std::string rest;
   if (result.content.size() > streamed_.size() &&
       result.content.compare(0, streamed_.size(), streamed_) == 0) {
-    out += SseData(Chunk(
-        json{{"content", result.content.substr(streamed_.size())}}, nullptr));
+    rest = result.content.substr(streamed_.size());
   }
-  json last = Chunk(json::object(), FinishReason(result));
+  std::string finish = FinishReason(result);
+  if (reader_) {
+    out += DeltaChunks(reader_->Feed(rest), nullptr);
+    out += DeltaChunks(reader_->Finish(), nullptr);
+    finish = ChatFinishReason(finish, reader_->has_tool_calls());
+  } else if (!rest.empty()) {
+    out += SseData(Chunk(json{{"content", rest}}, nullptr));
+  }
+  json last = Chunk(json::object(), finish);
   if (!ctx_.include_usage) {
     last["timings"] = TimingsJson(result.timings);
     return out + SseData(last) + std::string(kSseDone);

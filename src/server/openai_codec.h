@@ -7,12 +7,14 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/status_or.h"
 #include "model/tokenizer.h"
 #include "server/chat_format.h"
+#include "server/chat_reply.h"
 #include "server/chat_template.h"
 #include "server/completion_codec.h"
 #include "server/sse_sink.h"
@@ -32,6 +34,9 @@ struct OaiContext {
   // logprobs.content, one entry per token, spelled by `tokenizer`.
   uint32_t n_probs = 0;
   const Tokenizer* tokenizer = nullptr;
+  // Chat: the reply is read back into reasoning_content and tool_calls
+  // (CompletionRequest::chat_syntax); unset: content as generated.
+  std::optional<chat::ChatSyntax> chat_syntax;
 };
 
 // Returns {"content": [{id, token, bytes, logprob, top_logprobs}...]} for
@@ -175,9 +180,13 @@ class OaiChatStreamFormatter : public StreamFormatter {
                        const nlohmann::json& finish_reason) const;
   // Returns the role chunk the first time, "" afterwards.
   std::string RoleChunkOnce();
+  // Returns one chunk per delta object.
+  std::string DeltaChunks(const std::vector<nlohmann::json>& deltas,
+                          const TokenEvent* event) const;
   OaiContext ctx_;
   bool sent_role_ = false;
   std::string streamed_;
+  std::optional<ChatReplyReader> reader_;  // with ctx_.chat_syntax
 };
 
 }  // namespace kvault

@@ -29,6 +29,8 @@ CompletionLimits LimitsFor(const ServerState& state, const Engine& engine) {
   limits.n_slots = engine.options().n_slots;
   limits.defaults = state.options.defaults;
   limits.tokenizer = &engine.model().tokenizer();
+  limits.chat_output = state.options.chat_output;
+  limits.test_hooks = state.options.test_hooks;
   return limits;
 }
 

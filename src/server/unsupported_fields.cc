@@ -40,14 +40,13 @@ bool NotOne(const json& v) { return !v.is_number() || v.get<double>() != 1; }
 bool NotNone(const json& v) { return !(v.is_string() && v == "none"); }
 
 const Unsupported kUnsupported[] = {
-    {"tools", NonEmpty,
-     "tool calls are not parsed back out of the model's output yet (POST "
-     "/apply-template renders tools)"},
-    {"tool_choice", ChoosesATool,
-     "only \"none\" or \"auto\": there are no tools to choose"},
+    // The chat route reads these itself (server/chat_tools.h); elsewhere
+    // they would have no effect.
+    {"tools", NonEmpty, "tools are for /v1/chat/completions"},
+    {"tool_choice", ChoosesATool, "tools are for /v1/chat/completions"},
     {"reasoning_format", NotNone,
-     "reasoning is not separated from the content yet (only \"none\")"},
-    {"reasoning_effort", Any, "no reasoning controls yet"},
+     "reasoning is separated on /v1/chat/completions only"},
+    {"reasoning_effort", Any, "reasoning controls are for /v1/chat/completions"},
     {"lora", NonEmpty, "kvault loads no LoRA adapters"},
     {"n_indent", Positive, "indentation limits are not implemented"},
     {"t_max_predict_ms", Positive, "generation time limits are not "
