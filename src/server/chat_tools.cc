@@ -197,7 +197,10 @@ ordered_json MessagesForTemplate(const ordered_json& messages,
     out[0]["content"] =
         out[0]["content"].get<std::string>() + "\n\n" + system_prompt;
   } else {
-    out.insert(out.begin(), {{"role", "system"}, {"content", system_prompt}});
+    ordered_json system = ordered_json::object();
+    system["role"] = "system";
+    system["content"] = system_prompt;
+    out.insert(out.begin(), std::move(system));
   }
   return out;
 }
