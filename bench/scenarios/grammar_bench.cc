@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/env.h"
+#include "bench/scenarios/mean_std.h"
 #include "core/thread_pool.h"
 #include "grammar/grammar.h"
 #include "kv/kv_cache.h"
@@ -77,15 +78,6 @@ StatusOr<RunOutcome> RunSampled(const SampledRun& run, uint32_t num_gen,
   }
   out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return out;
-}
-
-void MeanStd(const std::vector<double>& values, double* mean, double* std) {
-  double sum = 0;
-  for (double v : values) sum += v;
-  *mean = sum / values.size();
-  double sq = 0;
-  for (double v : values) sq += (v - *mean) * (v - *mean);
-  *std = values.size() > 1 ? std::sqrt(sq / (values.size() - 1)) : 0;
 }
 
 StatusOr<std::shared_ptr<const Grammar>> LoadGrammar(const std::string& path) {

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/scenarios/mean_std.h"
 #include "core/thread_pool.h"
 #include "kv/kv_cache.h"
 #include "model/inference.h"
@@ -125,16 +126,6 @@ StatusOr<std::unique_ptr<KvCache>> MakeCache(const LlamaModel& model,
                       KvCache::Create(options));
   if (o.fragmented) KV_RETURN_IF_ERROR(FragmentPool(cache.get(), rng));
   return cache;
-}
-
-// Mean and sample standard deviation of `values`.
-void MeanStd(const std::vector<double>& values, double* mean, double* std) {
-  double sum = 0;
-  for (double v : values) sum += v;
-  *mean = sum / values.size();
-  double sq = 0;
-  for (double v : values) sq += (v - *mean) * (v - *mean);
-  *std = values.size() > 1 ? std::sqrt(sq / (values.size() - 1)) : 0;
 }
 
 // Runs `run` once untimed, then reps times; fills mean/std of tok/s.
