@@ -44,6 +44,20 @@ StatusOr<ChatFormat> ChatFormat::FromJinja(std::string source) {
   return format;
 }
 
+nlohmann::json ChatFormat::CapsJson() const {
+  auto names = [this](const char* text) {
+    return source_.find(text) != std::string::npos;
+  };
+  return nlohmann::json{
+      {"supports_tools", is_jinja() && names("tools")},
+      {"supports_tool_calls", is_jinja() && names("tool_calls")},
+      {"supports_system_role", !is_jinja() || names("system")},
+      {"supports_parallel_tool_calls",
+       is_jinja() && names("tool_calls") && names("for")},
+      {"supports_reasoning", thinks_},
+      {"tool_call_format", chat::ToolCallFormatName(tool_call_format_)}};
+}
+
 StatusOr<std::string> ChatFormat::Render(const ordered_json& messages,
                                          const std::vector<ChatMessage>& parsed,
                                          bool add_generation_prompt,

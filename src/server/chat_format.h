@@ -55,6 +55,9 @@ class ChatFormat {
   // Returns true when the Jinja template knows reasoning (it names a
   // thinking tag, enable_thinking or reasoning_content).
   bool thinks() const { return thinks_; }
+  // Returns /props' chat_template_caps: what the template's source handles
+  // (tools, tool_calls, a system role, reasoning) and the tool-call syntax.
+  nlohmann::json CapsJson() const;
 
   // Server-wide template variables (--chat-template-kwargs).
   nlohmann::json default_kwargs = nlohmann::json::object();

@@ -128,6 +128,7 @@ void HandleProps(const ServerState& state, Response& res) {
                  {"modalities",
                   {{"vision", false}, {"video", false}, {"audio", false}}},
                  {"chat_template", state.chat_format.Describe()},
+                 {"chat_template_caps", state.chat_format.CapsJson()},
                  {"build_info", kBuildInfo},
                  {"demo_model", state.options.demo_model},
                  {"is_sleeping", sleeping}});

@@ -57,3 +57,26 @@ TEST(ChatFormatTest, BuiltInFamiliesRefuseVariables) {
 
 }  // namespace
 }  // namespace kvault
+
+namespace kvault {
+namespace {
+
+TEST(ChatFormatCapsTest, CapsFollowTheTemplateSource) {
+  auto hermes = ChatFormat::FromJinja(
+      "{% for m in messages %}{{ m.role }}{% if m.tool_calls %}{% for c in "
+      "m.tool_calls %}<tool_call>{{ c | tojson }}</tool_call>{% endfor %}"
+      "{% endif %}{% endfor %}{% if tools %}{{ tools | tojson }}{% endif %}");
+  ASSERT_TRUE(hermes.ok()) << hermes.status();
+  const nlohmann::json caps = hermes->CapsJson();
+  EXPECT_EQ(caps["supports_tools"], true);
+  EXPECT_EQ(caps["supports_tool_calls"], true);
+  EXPECT_EQ(caps["supports_reasoning"], false);
+  EXPECT_EQ(caps["tool_call_format"], "hermes");
+  const nlohmann::json builtin = ChatFormat().CapsJson();
+  EXPECT_EQ(builtin["supports_tools"], false);
+  EXPECT_EQ(builtin["supports_system_role"], true);
+  EXPECT_EQ(builtin["tool_call_format"], "content-only");
+}
+
+}  // namespace
+}  // namespace kvault
