@@ -4,8 +4,11 @@
 #ifndef KVAULT_CHAT_CHAT_SYNTAX_H_
 #define KVAULT_CHAT_CHAT_SYNTAX_H_
 
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/status_or.h"
@@ -60,12 +63,21 @@ struct ChatSyntax {
   // forced-open one is always allowed). Servers clear it for templates
   // that do not think, so a forced call cannot wander into free text.
   bool allow_reasoning = true;
+  // The request's OpenAI `tools`, so an XML-style argument that the tool's
+  // schema types as a string stays the text the model wrote ("42", "{...}")
+  // instead of a guessed JSON value. Null: values are guessed.
+  std::shared_ptr<const nlohmann::ordered_json> tools;
 };
 
 struct ToolCall {
   std::string name;
   std::string arguments;  // JSON text of an object
   std::string id;         // empty unless the format carries one
+  // XML-style formats write argument values as bare text, so whether "42"
+  // is a number or a string is the tool schema's call: the raw text of each
+  // value whose type was guessed, by argument name (see ChatSyntax::tools).
+  // Used while parsing; always empty in ParseChatOutput's result.
+  std::vector<std::pair<std::string, std::string>> raw_arguments = {};
   friend bool operator==(const ToolCall&, const ToolCall&) = default;
 };
 

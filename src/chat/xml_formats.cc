@@ -78,6 +78,7 @@ Step GlmBlock(Cursor* cur, bool partial, std::vector<ToolCall>* calls) {
         return s;
       }
       args[std::string(TrimSpace(key))] = XmlArgValue(value);
+      call.raw_arguments.emplace_back(TrimSpace(key), value);
     }
     call.arguments = DumpJson(args);
   }
@@ -103,7 +104,8 @@ struct InvokeTags {
 };
 
 // <parameter name="P"[ string="true|false"]>value</parameter>
-Step InvokeParam(Cursor* cur, const InvokeTags& t, Json* args) {
+Step InvokeParam(Cursor* cur, const InvokeTags& t, Json* args,
+                 ToolCall* call) {
   std::string_view name, attrs, value;
   if (Step s = cur->Until("\"", &name); s != Step::kOk) return s;
   cur->set_pos(cur->pos() + 1);
@@ -117,6 +119,7 @@ Step InvokeParam(Cursor* cur, const InvokeTags& t, Json* args) {
   bool raw_string = attrs.find("string=\"true\"") != std::string_view::npos;
   (*args)[std::string(name)] =
       raw_string ? Json(std::string(value)) : XmlArgValue(value);
+  if (!raw_string) call->raw_arguments.emplace_back(name, value);
   return Step::kOk;
 }
 
@@ -129,7 +132,7 @@ Step InvokeCall(Cursor* cur, const InvokeTags& t, ToolCall* call) {
       break;
     }
     if (Step s = cur->SpaceThenLiteral(t.param_open); s != Step::kOk) return s;
-    if (Step s = InvokeParam(cur, t, &args); s != Step::kOk) return s;
+    if (Step s = InvokeParam(cur, t, &args, call); s != Step::kOk) return s;
   }
   call->arguments = DumpJson(args);
   return Step::kOk;
@@ -196,6 +199,7 @@ Step ParseFunctionTag(Cursor* cur, ToolCall* call) {
       return s;
     }
     args[key] = XmlArgValue(StripOneNewline(value));
+    call->raw_arguments.emplace_back(key, StripOneNewline(value));
   }
   call->arguments = DumpJson(args);
   return Step::kOk;

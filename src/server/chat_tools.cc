@@ -1,5 +1,6 @@
 #include "server/chat_tools.h"
 
+#include <memory>
 #include <string_view>
 
 #include "chat/tool_grammar.h"
@@ -160,6 +161,7 @@ StatusOr<ChatToolPlan> PlanChatTools(const json& body,
   plan.tool_choice = choice;
   plan.parallel = parallel;
   plan.syntax.format = format.tool_call_format();
+  plan.syntax.tools = std::make_shared<const ordered_json>(*tools);
   plan.syntax.allow_reasoning =
       plan.syntax.reasoning_format != chat::ReasoningFormat::kNone &&
       format.thinks();

@@ -97,3 +97,39 @@ TEST(ChatParserTest, ParseReasoningFormatMatchesLlamaServerValues) {
 
 }  // namespace
 }  // namespace kvault::chat
+
+namespace kvault::chat {
+namespace {
+
+// XML-style values are bare text: the tool's schema decides "42" (a string
+// parameter keeps the text) against 42 (an integer parameter).
+TEST(ChatParserTest, SchemaTypesXmlArguments) {
+  ChatSyntax s;
+  s.format = ToolCallFormat::kQwen3Coder;
+  const std::string text =
+      "<tool_call>\n<function=write>\n<parameter=path>\n42\n</parameter>\n"
+      "<parameter=body>\n{\"a\": 1}\n</parameter>\n<parameter=mode>\n7\n"
+      "</parameter>\n<parameter=flag>\nnull\n</parameter>\n</function>\n"
+      "</tool_call>";
+  ChatMessage guessed = ParseChatOutput(text, s, false);
+  ASSERT_EQ(guessed.tool_calls.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(guessed.tool_calls[0].arguments),
+            nlohmann::json::parse(
+                R"({"path": 42, "body": {"a": 1}, "mode": 7, "flag": null})"));
+  s.tools = std::make_shared<const nlohmann::ordered_json>(
+      nlohmann::ordered_json::parse(R"([{"type": "function", "function": {
+        "name": "write", "parameters": {"type": "object", "properties": {
+        "path": {"type": "string"}, "body": {"type": "string"},
+        "mode": {"type": "integer"}, "flag": {"type": ["string", "null"]}
+        }}}}])"));
+  ChatMessage typed = ParseChatOutput(text, s, false);
+  ASSERT_EQ(typed.tool_calls.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(typed.tool_calls[0].arguments),
+            nlohmann::json::parse(
+                R"({"path": "42", "body": "{\"a\": 1}", "mode": 7,
+                    "flag": null})"));
+  EXPECT_TRUE(typed.tool_calls[0].raw_arguments.empty());
+}
+
+}  // namespace
+}  // namespace kvault::chat

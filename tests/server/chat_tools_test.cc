@@ -31,6 +31,9 @@ TEST(ChatToolsTest, ToolsBecomeVariablesAndTheFormatIsTheTemplates) {
   EXPECT_EQ(plan->syntax.format, chat::ToolCallFormat::kHermes);
   EXPECT_EQ(plan->vars["tools"][0]["function"]["name"], "f");
   EXPECT_TRUE(plan->syntax.parse_tool_calls);
+  // The reply parser gets the tools, to type XML-style arguments.
+  ASSERT_NE(plan->syntax.tools, nullptr);
+  EXPECT_EQ((*plan->syntax.tools)[0]["function"]["name"], "f");
   // auto: sampling stays free; required: a grammar.
   EXPECT_EQ(*ToolGrammar(*plan), "");
   body["tool_choice"] = "required";
