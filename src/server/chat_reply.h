@@ -32,6 +32,10 @@ class ChatReplyReader {
   std::vector<nlohmann::json> Finish();
   // Returns true once the reply holds a tool call.
   bool has_tool_calls() const { return !sent_.tool_calls.empty(); }
+  // Returns how many bytes of reply text were fed.
+  size_t fed_bytes() const { return text_.size(); }
+  // Returns the message as last parsed (ids assigned).
+  const chat::ChatMessage& message() const { return sent_; }
 
  private:
   // Parses text_ and returns the deltas from what was sent.

@@ -4,6 +4,7 @@
 #include "server/anthropic_codec.h"
 #include "server/json_fields.h"
 #include "server/openai_codec.h"
+#include "server/responses_tools.h"
 
 namespace kvault {
 namespace {
@@ -16,8 +17,7 @@ Status RefuseUnsupportedFields(const json& body) {
       {"previous_response_id", "kvault stores no responses"},
       {"conversation", "kvault stores no conversations"},
       {"prompt", "kvault has no stored prompt templates"},
-      {"reasoning", "kvault has no reasoning models"},
-      {"tools", "kvault's Responses API has no tool calling"},
+      {"reasoning", "reasoning effort and summaries are not supported"},
   };
   for (const auto& [field, why] : kRefused) {
     const json* v = FindField(body, field);
@@ -45,7 +45,8 @@ Status CheckDefaultsOnly(const json& body) {
   if (!s.empty() && s != "disabled") {
     return UnsupportedField("truncation", "only \"disabled\" (got \"" + s + "\")");
   }
-  if (const json* c = FindField(body, "tool_choice")) {
+  if (const json* c = FindField(body, "tool_choice");
+      c != nullptr && !ResponsesUsesTools(body)) {
     if (!(c->is_string() && (*c == "none" || *c == "auto"))) {
       return UnsupportedField("tool_choice", "there are no tools to choose");
     }
@@ -115,7 +116,8 @@ StatusOr<ChatMessage> ParseItem(const json& item, const std::string& name) {
   if (type != "message") {
     return InvalidArgumentError("field '" + name + ".type': \"" + type +
                                 "\" items are not supported (supported: "
-                                "message)")
+                                "message, function_call, "
+                                "function_call_output)")
         .WithReason("unsupported_content");
   }
   ChatMessage msg;
@@ -168,7 +170,8 @@ StatusOr<std::vector<ChatMessage>> ResponsesChatMessages(const json& body) {
 
 StatusOr<ResponsesRequest> ParseResponsesRequest(
     const json& body, const Tokenizer& tokenizer,
-    const CompletionLimits& limits, const ChatFormat& format) {
+    const CompletionLimits& limits, const ChatFormat& format,
+    const nlohmann::ordered_json* ordered) {
   KV_RETURN_IF_ERROR(RefuseUnsupportedFields(body));
   KV_RETURN_IF_ERROR(CheckDefaultsOnly(body));
   json fields = body;
@@ -185,6 +188,17 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(
   if (const json* m = FindField(body, "metadata")) {
     if (!m->is_object()) return WrongType("metadata", "an object", *m);
     out.metadata = *m;
+  }
+  if (ResponsesUsesTools(body)) {
+    // Function tools take the chat route's path (template, grammar, reply
+    // parsing); the body is translated into its chat equivalent.
+    const nlohmann::ordered_json own =
+        ordered != nullptr ? *ordered : nlohmann::ordered_json::parse(body.dump());
+    KV_ASSIGN_OR_RETURN(nlohmann::ordered_json chat, ResponsesToChatBody(own));
+    KV_ASSIGN_OR_RETURN(out.completion,
+                        ParseOaiChatRequest(json::parse(chat.dump()), tokenizer,
+                                            limits, format, &chat));
+    return out;
   }
   KV_ASSIGN_OR_RETURN(std::vector<ChatMessage> messages,
                       ResponsesChatMessages(body));

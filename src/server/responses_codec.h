@@ -12,12 +12,14 @@
 #include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/status_or.h"
 #include "model/tokenizer.h"
 #include "server/chat_format.h"
+#include "server/chat_reply.h"
 #include "server/chat_template.h"
 #include "server/completion_codec.h"
 #include "server/sse_sink.h"
@@ -42,6 +44,8 @@ struct ResponsesContext {
   bool timings_per_token = false;
   bool return_progress = false;
   nlohmann::json metadata;
+  // With function tools: the reply is read back into function_call items.
+  std::optional<chat::ChatSyntax> chat_syntax;
 };
 
 // Returns the chat messages of a Responses body: `instructions` as a system
@@ -54,19 +58,26 @@ StatusOr<std::vector<ChatMessage>> ResponsesChatMessages(
 
 // Parses a /v1/responses body: input, instructions, max_output_tokens,
 // temperature, top_p, stream, metadata, llama-server's sampling fields,
-// timings_per_token, return_progress. The API's fields kvault cannot honour
-// (tools, previous_response_id, reasoning, ...) are a 400 naming the field.
+// timings_per_token, return_progress; function `tools`, `tool_choice` and
+// function_call / function_call_output items through the chat route
+// (`ordered`: the body with its keys in the client's order, for the tools'
+// schemas). The API's fields kvault cannot honour (previous_response_id,
+// reasoning, hosted tools, ...) are a 400 naming the field.
 StatusOr<ResponsesRequest> ParseResponsesRequest(
     const nlohmann::json& body, const Tokenizer& tokenizer,
-    const CompletionLimits& limits, const ChatFormat& format);
+    const CompletionLimits& limits, const ChatFormat& format,
+    const nlohmann::ordered_json* ordered = nullptr);
 
 // Returns {input_tokens, output_tokens, total_tokens,
 // input_tokens_details: {cached_tokens}}.
 nlohmann::json ResponsesUsageJson(const CompletionResult& result);
 
-// Returns the non-streamed "response" object.
+// Returns the non-streamed "response" object. With ctx.chat_syntax the
+// reply is parsed into a reasoning item, the message and function_call
+// items; `parsed` is a stream's own parse (same ids, its item order).
 nlohmann::json ResponsesJson(const CompletionResult& result,
-                             const ResponsesContext& ctx);
+                             const ResponsesContext& ctx,
+                             const chat::ChatMessage* parsed = nullptr);
 
 // Streams /v1/responses. Per-token timings (timings_per_token) are measured
 // here, from the request's submission: the engine reports its own timings
@@ -85,6 +96,8 @@ class ResponsesStreamFormatter : public StreamFormatter {
   std::string StartOnce();
   nlohmann::json LiveTimings() const;
   std::string Delta(const std::string& text);
+  // Done() with the reply parsed: the message, then function_call items.
+  std::string DoneParsed(const CompletionResult& result);
   ResponsesContext ctx_;
   Clock::time_point submitted_ = Clock::now();
   Clock::time_point first_token_;
@@ -92,6 +105,7 @@ class ResponsesStreamFormatter : public StreamFormatter {
   uint64_t tokens_ = 0;
   int sequence_ = 0;
   std::string streamed_;
+  std::optional<ChatReplyReader> reader_;  // with ctx_.chat_syntax
 };
 
 }  // namespace kvault

@@ -37,6 +37,42 @@ json ResponseShell(const ResponsesContext& ctx, const char* status) {
                                                   : ctx.metadata}};
 }
 
+json FunctionCallItem(const ResponsesContext& ctx, const chat::ToolCall& call,
+                      size_t i, bool done) {
+  return json{{"id", "fc_" + ctx.id.substr(5) + "_" + std::to_string(i)},
+              {"type", "function_call"},
+              {"status", done ? "completed" : "in_progress"},
+              {"call_id", call.id},
+              {"name", call.name},
+              {"arguments", done ? call.arguments : ""}};
+}
+
+json ReasoningItem(const ResponsesContext& ctx, const std::string& text) {
+  return json{{"id", "rs_" + ctx.id.substr(5)},
+              {"type", "reasoning"},
+              {"summary", json::array()},
+              {"content", {{{"type", "reasoning_text"}, {"text", text}}}}};
+}
+
+// The output items of a parsed reply: reasoning, the message (when it has
+// text or nothing else), then one function_call per call. A stream has
+// announced the message first (output_index 0) and the calls after it, so
+// its items keep that order, the reasoning last.
+json ParsedOutput(const ResponsesContext& ctx, const chat::ChatMessage& m,
+                  bool streamed) {
+  json out = json::array();
+  const bool reasoning = !m.reasoning_content.empty();
+  if (reasoning && !streamed) out.push_back(ReasoningItem(ctx, m.reasoning_content));
+  if (streamed || !m.content.empty() || m.tool_calls.empty()) {
+    out.push_back(MessageItem(ctx, m.content, true));
+  }
+  for (size_t i = 0; i < m.tool_calls.size(); ++i) {
+    out.push_back(FunctionCallItem(ctx, m.tool_calls[i], i, true));
+  }
+  if (reasoning && streamed) out.push_back(ReasoningItem(ctx, m.reasoning_content));
+  return out;
+}
+
 }  // namespace
 
 json ResponsesUsageJson(const CompletionResult& result) {
@@ -49,12 +85,21 @@ json ResponsesUsageJson(const CompletionResult& result) {
 }
 
 json ResponsesJson(const CompletionResult& result,
-                   const ResponsesContext& ctx) {
+                   const ResponsesContext& ctx,
+                   const chat::ChatMessage* parsed) {
   // As llama-server: "completed" even at the token limit, which
   // incomplete_details names.
   json out = ResponseShell(ctx, "completed");
   out["completed_at"] = static_cast<int64_t>(std::time(nullptr));
-  out["output"].push_back(MessageItem(ctx, result.content, true));
+  if (parsed != nullptr) {
+    out["output"] = ParsedOutput(ctx, *parsed, /*streamed=*/true);
+  } else if (ctx.chat_syntax) {
+    ChatReplyReader reader(*ctx.chat_syntax);
+    reader.Message(result.content);
+    out["output"] = ParsedOutput(ctx, reader.message(), /*streamed=*/false);
+  } else {
+    out["output"].push_back(MessageItem(ctx, result.content, true));
+  }
   out["incomplete_details"] =
       FinishReason(result) == "length"
           ? json{{"reason", "max_output_tokens"}}
@@ -66,7 +111,9 @@ json ResponsesJson(const CompletionResult& result,
 // --- stream -------------------------------------------------------------
 
 ResponsesStreamFormatter::ResponsesStreamFormatter(ResponsesContext ctx)
-    : ctx_(std::move(ctx)) {}
+    : ctx_(std::move(ctx)) {
+  if (ctx_.chat_syntax) reader_.emplace(*ctx_.chat_syntax);
+}
 
 std::string ResponsesStreamFormatter::Event(json j) {
   j["sequence_number"] = sequence_++;
@@ -128,11 +175,18 @@ std::string ResponsesStreamFormatter::Token(const TokenEvent& event,
   std::string out = StartOnce();
   ++tokens_;
   if (event.text.empty()) return out;
-  return out + Delta(event.text);
+  if (!reader_) return out + Delta(event.text);
+  // Only the message's text streams as it comes; reasoning and calls
+  // arrive as whole items at the end.
+  for (const json& d : reader_->Feed(event.text)) {
+    if (d.contains("content")) out += Delta(d["content"].get<std::string>());
+  }
+  return out;
 }
 
 std::string ResponsesStreamFormatter::Done(const CompletionResult& result) {
   std::string out = StartOnce();
+  if (reader_) return out + DoneParsed(result);
   if (result.content.size() > streamed_.size() &&
       result.content.compare(0, streamed_.size(), streamed_) == 0) {
     out += Delta(result.content.substr(streamed_.size()));
@@ -153,6 +207,56 @@ std::string ResponsesStreamFormatter::Done(const CompletionResult& result) {
                 {"item", MessageItem(ctx_, text, true)}});
   json completed{{"type", "response.completed"},
                  {"response", ResponsesJson(result, ctx_)}};
+  completed["timings"] = TimingsJson(result.timings);
+  return out + Event(std::move(completed));
+}
+
+std::string ResponsesStreamFormatter::DoneParsed(
+    const CompletionResult& result) {
+  std::string out;
+  // The text the engine had not streamed yet, then the final parse.
+  std::string rest;
+  size_t fed = reader_->fed_bytes();
+  if (result.content.size() > fed) rest = result.content.substr(fed);
+  std::vector<json> deltas = reader_->Feed(rest);
+  for (json& d : reader_->Finish()) deltas.push_back(std::move(d));
+  for (const json& d : deltas) {
+    if (d.contains("content")) out += Delta(d["content"].get<std::string>());
+  }
+  const chat::ChatMessage& m = reader_->message();
+  out += Event({{"type", "response.output_text.done"},
+                {"item_id", ctx_.message_id},
+                {"output_index", 0},
+                {"content_index", 0},
+                {"text", m.content}});
+  out += Event({{"type", "response.content_part.done"},
+                {"item_id", ctx_.message_id},
+                {"output_index", 0},
+                {"content_index", 0},
+                {"part", OutputText(m.content)}});
+  out += Event({{"type", "response.output_item.done"},
+                {"output_index", 0},
+                {"item", MessageItem(ctx_, m.content, true)}});
+  for (size_t i = 0; i < m.tool_calls.size(); ++i) {
+    const int index = static_cast<int>(i) + 1;
+    const json item = FunctionCallItem(ctx_, m.tool_calls[i], i, true);
+    out += Event({{"type", "response.output_item.added"},
+                  {"output_index", index},
+                  {"item", FunctionCallItem(ctx_, m.tool_calls[i], i, false)}});
+    out += Event({{"type", "response.function_call_arguments.delta"},
+                  {"item_id", item["id"]},
+                  {"output_index", index},
+                  {"delta", m.tool_calls[i].arguments}});
+    out += Event({{"type", "response.function_call_arguments.done"},
+                  {"item_id", item["id"]},
+                  {"output_index", index},
+                  {"arguments", m.tool_calls[i].arguments}});
+    out += Event({{"type", "response.output_item.done"},
+                  {"output_index", index},
+                  {"item", item}});
+  }
+  json completed{{"type", "response.completed"},
+                 {"response", ResponsesJson(result, ctx_, &m)}};
   completed["timings"] = TimingsJson(result.timings);
   return out + Event(std::move(completed));
 }

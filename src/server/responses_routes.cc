@@ -15,9 +15,12 @@ void HandleResponses(ServerState& state, const HttpRequest& req,
   Engine* engine = state.engine.load();
   StatusOr<json> body = ParseJsonObject(req.body);
   if (!body.ok()) return ReplyStatus(res, body.status());
-  StatusOr<ResponsesRequest> request =
-      ParseResponsesRequest(*body, engine->model().tokenizer(),
-                            LimitsFor(state, *engine), state.chat_format);
+  // The client's key order, for tool schemas.
+  const nlohmann::ordered_json ordered =
+      nlohmann::ordered_json::parse(req.body, nullptr, false);
+  StatusOr<ResponsesRequest> request = ParseResponsesRequest(
+      *body, engine->model().tokenizer(), LimitsFor(state, *engine),
+      state.chat_format, ordered.is_object() ? &ordered : nullptr);
   if (!request.ok()) return ReplyStatus(res, request.status());
   const std::string n = std::to_string(state.next_response_id.fetch_add(1));
   ResponsesContext ctx;
@@ -29,6 +32,7 @@ void HandleResponses(ServerState& state, const HttpRequest& req,
   ctx.timings_per_token = request->timings_per_token;
   ctx.return_progress = request->return_progress;
   ctx.metadata = request->metadata;
+  ctx.chat_syntax = request->completion.chat_syntax;
   RunCompletion(
       state, engine, request->completion,
       std::make_unique<ResponsesStreamFormatter>(ctx),

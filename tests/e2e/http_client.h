@@ -122,8 +122,10 @@ class HttpClient {
     while ((end = pending->find("\n\n")) != std::string::npos) {
       std::string event = pending->substr(0, end);
       pending->erase(0, end + 2);
-      if (event.rfind("data: ", 0) != 0) continue;
-      const std::string data = event.substr(6);
+      // The data line, after an optional "event: NAME" line.
+      const size_t at = event.rfind("data: ", 0) == 0 ? 0 : event.find("\ndata: ");
+      if (at == std::string::npos) continue;
+      const std::string data = event.substr(at == 0 ? 6 : at + 7);
       if (data == "[DONE]") {
         out->done_marker = true;
         continue;

@@ -167,5 +167,75 @@ TEST_F(ToolCallsE2eTest, BadToolRequestsAreRefusedByName) {
   EXPECT_NE(r.raw.find("tools"), std::string::npos) << r.raw;
 }
 
+// /v1/responses: function tools, earlier calls and their outputs as input
+// items, the reply as function_call items (whole and streamed).
+json ResponsesBody(const std::string& scripted) {
+  json body = json::parse(R"({"input": [
+      {"role": "user", "content": "Weather in Paris?"},
+      {"type": "function_call", "call_id": "call_1", "name": "get_weather",
+       "arguments": "{\"location\": \"Paris\"}"},
+      {"type": "function_call_output", "call_id": "call_1",
+       "output": "{\"temp\": 21}"}],
+    "tools": [{"type": "function", "name": "get_weather", "parameters": {
+      "type": "object", "properties": {"location": {"type": "string"}},
+      "required": ["location"]}}]})");
+  body["__kvault_scripted_output"] = scripted;
+  return body;
+}
+
+const char kRomeCall[] =
+    "<think>Rome now.</think>Sure.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+    "{\"location\": \"Rome\"}}\n</tool_call>";
+
+TEST_F(ToolCallsE2eTest, ResponsesApiReturnsFunctionCallItems) {
+  HttpClient client(server_->port());
+  Reply r = client.Post("/v1/responses", ResponsesBody(kRomeCall));
+  ASSERT_EQ(r.status, 200) << r.raw;
+  const json& output = r.body["output"];
+  ASSERT_EQ(output.size(), 3u) << output.dump();
+  EXPECT_EQ(output[0]["type"], "reasoning");
+  EXPECT_EQ(output[0]["content"][0]["text"], "Rome now.");
+  EXPECT_EQ(output[1]["type"], "message");
+  EXPECT_EQ(output[1]["content"][0]["text"], "Sure.");
+  EXPECT_EQ(output[2]["type"], "function_call");
+  EXPECT_EQ(output[2]["name"], "get_weather");
+  EXPECT_EQ(json::parse(output[2]["arguments"].get<std::string>()),
+            json::parse(R"({"location": "Rome"})"));
+  EXPECT_FALSE(output[2]["call_id"].get<std::string>().empty());
+
+  json hosted = ResponsesBody("");
+  hosted["tools"] = json::array({{{"type", "web_search"}}});
+  r = client.Post("/v1/responses", hosted);
+  EXPECT_EQ(r.status, 400) << r.raw;
+  EXPECT_NE(r.raw.find("tools[0].type"), std::string::npos) << r.raw;
+}
+
+TEST_F(ToolCallsE2eTest, ResponsesStreamAnnouncesTheCall) {
+  HttpClient client(server_->port());
+  json body = ResponsesBody(kRomeCall);
+  body["stream"] = true;
+  StreamReply s = client.Stream("/v1/responses", body);
+  ASSERT_EQ(s.status, 200) << s.raw;
+  std::string text, args, done_call_id, completed_call_id;
+  for (const json& e : s.events) {
+    const std::string type = e.value("type", "");
+    if (type == "response.output_text.delta") text += e["delta"];
+    if (type == "response.function_call_arguments.done") args = e["arguments"];
+    if (type == "response.output_item.done" &&
+        e["item"]["type"] == "function_call") {
+      done_call_id = e["item"]["call_id"];
+    }
+    if (type == "response.completed") {
+      for (const json& item : e["response"]["output"]) {
+        if (item["type"] == "function_call") completed_call_id = item["call_id"];
+      }
+    }
+  }
+  EXPECT_EQ(text, "Sure.");
+  EXPECT_EQ(json::parse(args), json::parse(R"({"location": "Rome"})"));
+  EXPECT_FALSE(done_call_id.empty());
+  EXPECT_EQ(done_call_id, completed_call_id);
+}
+
 }  // namespace
 }  // namespace kvault::e2e

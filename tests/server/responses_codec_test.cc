@@ -89,9 +89,12 @@ TEST_F(ResponsesCodecTest, ErrorsNameTheField) {
   EXPECT_EQ(Error({{"input", "x"}, {"previous_response_id", "resp_1"}}),
             "unsupported_field: field 'previous_response_id' is not "
             "supported: kvault stores no responses");
+  // Function tools go the chat route's way; a malformed one is named.
   EXPECT_EQ(Error({{"input", "x"}, {"tools", {{{"type", "function"}}}}}),
-            "unsupported_field: field 'tools' is not supported: kvault's "
-            "Responses API has no tool calling");
+            "invalid_tools: field 'tools[0].name': expected a string");
+  EXPECT_EQ(Error({{"input", "x"}, {"tools", {{{"type", "file_search"}}}}}),
+            "unsupported_field: field 'tools[0].type' is not supported: only "
+            "\"function\" tools (kvault runs no built-in or hosted tools)");
   EXPECT_EQ(Error({{"input", "x"}, {"store", true}}),
             "unsupported_field: field 'store' is not supported: kvault "
             "stores no responses");
@@ -99,10 +102,12 @@ TEST_F(ResponsesCodecTest, ErrorsNameTheField) {
                    {"text", {{"format", {{"type", "json_object"}}}}}}),
             "unsupported_field: field 'text.format.type' is not supported: "
             "only \"text\" (got \"json_object\")");
-  EXPECT_EQ(Error({{"input", {{{"type", "function_call_output"}}}}}),
+  EXPECT_EQ(Error({{"input", {{{"type", "file_search_call"}}}}}),
             "unsupported_content: field 'input[0].type': "
-            "\"function_call_output\" items are not supported (supported: "
-            "message)");
+            "\"file_search_call\" items are not supported (supported: "
+            "message, function_call, function_call_output)");
+  EXPECT_EQ(Error({{"input", {{{"type", "function_call"}, {"name", 3}}}}}),
+            "invalid_tools: field 'input[0].name': expected a string");
   EXPECT_EQ(Error({{"input", 5}}),
             "invalid_field: field 'input': expected a string or a non-empty "
             "array of items, got integer 5");
