@@ -246,6 +246,8 @@ Status ParseChatOutputFlags(const Flags& f, ServerOptions* s) {
   }
   c.reasoning_effort = f.GetString("reasoning-effort", "");
   KV_ASSIGN_OR_RETURN(c.skip_parsing, f.GetBool("skip-chat-parsing", false));
+  KV_ASSIGN_OR_RETURN(c.prefill_assistant,
+                      f.GetBool("prefill-assistant", true));
   const char* hooks = std::getenv("KVAULT_TEST_HOOKS");
   s->test_hooks = hooks != nullptr && std::string(hooks) == "1";
   return Status::Ok();

@@ -32,6 +32,9 @@ struct ChatOutputOptions {
   std::string reasoning_effort;
   // --skip-chat-parsing: the reply's text is returned as content, as is.
   bool skip_parsing = false;
+  // --prefill-assistant (default on, as llama-server): a final assistant
+  // message is the start of the reply, which continues it.
+  bool prefill_assistant = true;
 };
 
 // What one chat request needs, from its body.

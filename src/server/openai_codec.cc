@@ -120,24 +120,68 @@ Status ReadStreamOptions(const json& body, CompletionRequest* request) {
 // Reads add_generation_prompt (default true) and continue_final_message
 // (llama-server's chat fields); returns whether to add the generation
 // prompt.
-StatusOr<bool> ReadGenerationPromptFields(const json& body) {
-  bool add = true;
+// How the prompt ends: the assistant turn opened (add_generation_prompt),
+// or the final assistant message continued (continue_final_message).
+struct PromptEnding {
+  bool add_generation_prompt = true;
   bool continue_final = false;
-  KV_RETURN_IF_ERROR(ReadBool(body, "add_generation_prompt", &add));
+};
+
+StatusOr<PromptEnding> ReadPromptEnding(const json& body) {
+  PromptEnding e;
   KV_RETURN_IF_ERROR(
-      ReadBool(body, "continue_final_message", &continue_final));
-  if (add && continue_final && FindField(body, "add_generation_prompt")) {
+      ReadBool(body, "add_generation_prompt", &e.add_generation_prompt));
+  KV_RETURN_IF_ERROR(
+      ReadBool(body, "continue_final_message", &e.continue_final));
+  if (e.add_generation_prompt && e.continue_final &&
+      FindField(body, "add_generation_prompt")) {
     return InvalidArgumentError(
                "fields 'add_generation_prompt' and 'continue_final_message' "
                "cannot both be true")
         .WithReason("invalid_field");
   }
-  if (continue_final) {
+  if (e.continue_final) e.add_generation_prompt = false;
+  return e;
+}
+
+StatusOr<bool> ReadGenerationPromptFields(const json& body) {
+  KV_ASSIGN_OR_RETURN(PromptEnding e, ReadPromptEnding(body));
+  if (e.continue_final) {
     return InvalidArgumentError(
-               "field 'continue_final_message': true is not supported yet")
+               "field 'continue_final_message': true is for "
+               "/v1/chat/completions")
         .WithReason("unsupported_field");
   }
-  return add;
+  return e.add_generation_prompt;
+}
+
+// A final assistant message the reply continues (llama-server's
+// --prefill-assistant, on by default, or continue_final_message): it is
+// taken off the rendered messages and its text appended to the prompt.
+// Returns that text, or nullopt when the messages end otherwise.
+StatusOr<std::optional<std::string>> TakePrefill(
+    const PromptEnding& ending, bool prefill_assistant,
+    std::vector<ChatMessage>* messages, ordered_json* messages_json) {
+  const bool last_is_assistant =
+      !messages->empty() && messages->back().role == "assistant" &&
+      messages_json->is_array() && !messages_json->empty() &&
+      !(messages_json->back().is_object() &&
+        messages_json->back().contains("tool_calls"));
+  if (ending.continue_final && !last_is_assistant) {
+    return InvalidArgumentError(
+               "field 'continue_final_message': the messages must end with "
+               "an assistant message (without tool calls) to continue")
+        .WithReason("invalid_messages");
+  }
+  if (!last_is_assistant ||
+      !(ending.continue_final ||
+        (ending.add_generation_prompt && prefill_assistant))) {
+    return std::optional<std::string>();
+  }
+  std::string text = messages->back().content;
+  messages->pop_back();
+  messages_json->erase(messages_json->size() - 1);
+  return std::optional<std::string>(std::move(text));
 }
 
 }  // namespace
@@ -348,19 +392,23 @@ StatusOr<CompletionRequest> ParseOaiChatRequest(const json& body,
   KV_RETURN_IF_ERROR(ParseGenerationFields(normalized, limits, &request));
   KV_ASSIGN_OR_RETURN(std::vector<ChatMessage> messages,
                       ParseChatMessages(body));
-  KV_ASSIGN_OR_RETURN(bool add_generation_prompt,
-                      ReadGenerationPromptFields(body));
+  KV_ASSIGN_OR_RETURN(PromptEnding ending, ReadPromptEnding(body));
   KV_ASSIGN_OR_RETURN(ChatToolPlan plan, PlanChatTools(body, ordered, format,
                                                        limits.chat_output));
   KV_ASSIGN_OR_RETURN(ordered_json vars, ChatVars(body, ordered, plan));
   const ordered_json* raw = OrderedField(ordered, "messages");
-  const ordered_json messages_json = MessagesForTemplate(
+  ordered_json messages_json = MessagesForTemplate(
       raw != nullptr ? *raw : ordered_json::parse(body.at("messages").dump()),
       plan.system_prompt);
-  KV_ASSIGN_OR_RETURN(std::string prompt,
-                      ChatPromptText(messages, tokenizer, format,
-                                     add_generation_prompt, &messages_json,
-                                     &vars));
+  KV_ASSIGN_OR_RETURN(std::optional<std::string> prefill,
+                      TakePrefill(ending, limits.chat_output.prefill_assistant,
+                                  &messages, &messages_json));
+  KV_ASSIGN_OR_RETURN(
+      std::string prompt,
+      ChatPromptText(messages, tokenizer, format,
+                     ending.add_generation_prompt || prefill.has_value(),
+                     &messages_json, &vars));
+  if (prefill) prompt += *prefill;
   NoteForcedThinking(prompt, &plan.syntax);
   request.params.prompt = tokenizer.Tokenize(prompt, true, true);
   KV_RETURN_IF_ERROR(CheckPromptLength(request.params.prompt.size(), limits));

@@ -638,8 +638,9 @@ constexpr ArgSpec kTable[] = {
      kSwitch, "", "LLAMA_ARG_SKIP_CHAT_PARSING", kServe, kServer,
      "return chat replies as generated: no reasoning_content or tool_calls"},
     {"prefill-assistant", "--prefill-assistant", "--no-prefill-assistant",
-     kSwitch, "", "LLAMA_ARG_PREFILL_ASSISTANT", kRefuse, kServer,
-     "continuing a trailing assistant message is not implemented"},
+     kSwitch, "", "LLAMA_ARG_PREFILL_ASSISTANT", kServe, kServer,
+     "a final assistant message is the start of the reply, which continues "
+     "it (default on); --no-prefill-assistant renders it as a closed turn"},
     {"slot-prompt-similarity", "-sps --slot-prompt-similarity", "", kValue,
      "SIMILARITY", "", kWarn, kServer,
      "kvault picks the idle slot with the longest common prefix"},

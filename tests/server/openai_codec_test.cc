@@ -182,11 +182,37 @@ TEST_F(OpenAiCodecTest, ChatGenerationPromptFields) {
                 .status()
                 .reason(),
             "invalid_field");
-  EXPECT_EQ(parse({{"add_generation_prompt", false},
-                   {"continue_final_message", true}})
+  // Continuing the final assistant message: the prompt is the turns before
+  // it with the assistant turn opened, then its text.
+  std::vector<ChatMessage> before = {{"user", "hello"}};
+  auto opened =
+      RenderChat(ChatTemplateFamily::kChatml, before, true, "<s>", "</s>");
+  ASSERT_TRUE(opened.ok());
+  const std::vector<TokenId> continued = tok().Tokenize(*opened + "Hi", true, true);
+  auto cont = parse({{"add_generation_prompt", false},
+                     {"continue_final_message", true}});
+  ASSERT_TRUE(cont.ok()) << cont.status();
+  EXPECT_EQ(cont->params.prompt, continued);
+  // llama-server's --prefill-assistant (default on) does the same for a
+  // final assistant message under add_generation_prompt.
+  auto prefill = parse(json::object());
+  ASSERT_TRUE(prefill.ok()) << prefill.status();
+  EXPECT_EQ(prefill->params.prompt, continued);
+  limits_.chat_output.prefill_assistant = false;  // --no-prefill-assistant
+  auto closed = parse(json::object());
+  ASSERT_TRUE(closed.ok()) << closed.status();
+  auto closed_text =
+      RenderChat(ChatTemplateFamily::kChatml, msgs, true, "<s>", "</s>");
+  ASSERT_TRUE(closed_text.ok());
+  EXPECT_EQ(closed->params.prompt, tok().Tokenize(*closed_text, true, true));
+  // Nothing to continue: named.
+  json user_only{{"messages", {{{"role", "user"}, {"content", "hello"}}}},
+                 {"continue_final_message", true}};
+  EXPECT_EQ(ParseOaiChatRequest(user_only, tok(), limits_,
+                                ChatTemplateFamily::kChatml)
                 .status()
                 .reason(),
-            "unsupported_field");
+            "invalid_messages");
 }
 
 TEST_F(OpenAiCodecTest, TwoAssistantMessagesAtTheEndAreRefused) {
