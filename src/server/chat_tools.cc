@@ -168,8 +168,6 @@ StatusOr<ChatToolPlan> PlanChatTools(const json& body,
   if (plan.syntax.format == chat::ToolCallFormat::kGeneric) {
     plan.system_prompt = chat::GenericToolSystemPrompt(*tools, parallel);
   }
-  // A bad tool or tool_choice fails here, before the prompt is rendered.
-  KV_RETURN_IF_ERROR(ToolGrammar(plan).status());
   return plan;
 }
 

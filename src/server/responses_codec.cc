@@ -92,8 +92,10 @@ StatusOr<std::string> PartText(const json& part, const std::string& name) {
   return t->get<std::string>();
 }
 
-StatusOr<std::string> ItemContent(const json& content,
-                                  const std::string& name) {
+}  // namespace
+
+StatusOr<std::string> ResponsesItemText(const json& content,
+                                        const std::string& name) {
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) {
     return WrongType(name, "a string or an array of content parts", content);
@@ -108,6 +110,8 @@ StatusOr<std::string> ItemContent(const json& content,
   }
   return out;
 }
+
+namespace {
 
 StatusOr<ChatMessage> ParseItem(const json& item, const std::string& name) {
   if (!item.is_object()) return WrongType(name, "an input item object", item);
@@ -135,7 +139,8 @@ StatusOr<ChatMessage> ParseItem(const json& item, const std::string& name) {
     return InvalidArgumentError("field '" + name + ".content' is required")
         .WithReason("missing_field");
   }
-  KV_ASSIGN_OR_RETURN(msg.content, ItemContent(*content, name + ".content"));
+  KV_ASSIGN_OR_RETURN(msg.content,
+                      ResponsesItemText(*content, name + ".content"));
   return msg;
 }
 

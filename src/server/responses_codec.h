@@ -53,6 +53,11 @@ struct ResponsesContext {
 // items, role user/assistant/system/developer, content a string or
 // input_text/output_text parts). InvalidArgument naming the field for
 // another item or part type; ImageNotSupportedError for input_image.
+// Returns the text of an item's content: a string, or input_text /
+// output_text / refusal parts joined with newlines; errors name `field`.
+StatusOr<std::string> ResponsesItemText(const nlohmann::json& content,
+                                        const std::string& field);
+
 StatusOr<std::vector<ChatMessage>> ResponsesChatMessages(
     const nlohmann::json& body);
 
@@ -96,6 +101,8 @@ class ResponsesStreamFormatter : public StreamFormatter {
   std::string StartOnce();
   nlohmann::json LiveTimings() const;
   std::string Delta(const std::string& text);
+  // The events that close the message item (output_index 0) with `text`.
+  std::string MessageDone(const std::string& text);
   // Done() with the reply parsed: the message, then function_call items.
   std::string DoneParsed(const CompletionResult& result);
   ResponsesContext ctx_;

@@ -191,24 +191,27 @@ std::string ResponsesStreamFormatter::Done(const CompletionResult& result) {
       result.content.compare(0, streamed_.size(), streamed_) == 0) {
     out += Delta(result.content.substr(streamed_.size()));
   }
-  const std::string& text = result.content;
-  out += Event({{"type", "response.output_text.done"},
-                {"item_id", ctx_.message_id},
-                {"output_index", 0},
-                {"content_index", 0},
-                {"text", text}});
+  out += MessageDone(result.content);
+  json completed{{"type", "response.completed"},
+                 {"response", ResponsesJson(result, ctx_)}};
+  completed["timings"] = TimingsJson(result.timings);
+  return out + Event(std::move(completed));
+}
+
+std::string ResponsesStreamFormatter::MessageDone(const std::string& text) {
+  std::string out = Event({{"type", "response.output_text.done"},
+                           {"item_id", ctx_.message_id},
+                           {"output_index", 0},
+                           {"content_index", 0},
+                           {"text", text}});
   out += Event({{"type", "response.content_part.done"},
                 {"item_id", ctx_.message_id},
                 {"output_index", 0},
                 {"content_index", 0},
                 {"part", OutputText(text)}});
-  out += Event({{"type", "response.output_item.done"},
-                {"output_index", 0},
-                {"item", MessageItem(ctx_, text, true)}});
-  json completed{{"type", "response.completed"},
-                 {"response", ResponsesJson(result, ctx_)}};
-  completed["timings"] = TimingsJson(result.timings);
-  return out + Event(std::move(completed));
+  return out + Event({{"type", "response.output_item.done"},
+                      {"output_index", 0},
+                      {"item", MessageItem(ctx_, text, true)}});
 }
 
 std::string ResponsesStreamFormatter::DoneParsed(
@@ -224,19 +227,7 @@ std::string ResponsesStreamFormatter::DoneParsed(
     if (d.contains("content")) out += Delta(d["content"].get<std::string>());
   }
   const chat::ChatMessage& m = reader_->message();
-  out += Event({{"type", "response.output_text.done"},
-                {"item_id", ctx_.message_id},
-                {"output_index", 0},
-                {"content_index", 0},
-                {"text", m.content}});
-  out += Event({{"type", "response.content_part.done"},
-                {"item_id", ctx_.message_id},
-                {"output_index", 0},
-                {"content_index", 0},
-                {"part", OutputText(m.content)}});
-  out += Event({{"type", "response.output_item.done"},
-                {"output_index", 0},
-                {"item", MessageItem(ctx_, m.content, true)}});
+  out += MessageDone(m.content);
   for (size_t i = 0; i < m.tool_calls.size(); ++i) {
     const int index = static_cast<int>(i) + 1;
     const json item = FunctionCallItem(ctx_, m.tool_calls[i], i, true);

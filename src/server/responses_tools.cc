@@ -3,6 +3,7 @@
 #include <string>
 
 #include "server/json_fields.h"
+#include "server/responses_codec.h"
 
 namespace kvault {
 namespace {
@@ -65,25 +66,10 @@ StatusOr<ordered_json> ChatToolChoice(const ordered_json& choice) {
                  "{\"type\": \"function\", \"name\": ...}");
 }
 
-// The text of a message item's content (a string or text parts).
-StatusOr<std::string> PartsText(const ordered_json& content,
-                                const std::string& where) {
-  if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) return Invalid(where, "expected text or parts");
-  std::string out;
-  for (const ordered_json& p : content) {
-    const std::string type =
-        p.is_object() && p.contains("type") && p["type"].is_string()
-            ? p["type"].get<std::string>()
-            : "";
-    const char* key = type == "refusal" ? "refusal" : "text";
-    if (!p.is_object() || !p.contains(key) || !p[key].is_string()) {
-      return Invalid(where, "expected text parts");
-    }
-    if (!out.empty()) out += "\n";
-    out += p[key].get<std::string>();
-  }
-  return out;
+// The text of an item's content or output, as a message item's is read.
+StatusOr<std::string> ItemText(const ordered_json& content,
+                               const std::string& where) {
+  return ResponsesItemText(json::parse(content.dump()), where);
 }
 
 // Appends one input item to the chat messages.
@@ -110,7 +96,7 @@ Status AddItem(const ordered_json& item, const std::string& where,
   if (type == "function_call_output") {
     auto out = item.find("output");
     KV_ASSIGN_OR_RETURN(std::string output,
-                        PartsText(out == item.end() ? ordered_json("") : *out,
+                        ItemText(out == item.end() ? ordered_json("") : *out,
                                   where + ".output"));
     messages->push_back({{"role", "tool"},
                          {"tool_call_id", call_id},
@@ -129,7 +115,7 @@ Status AddItem(const ordered_json& item, const std::string& where,
   auto content = item.find("content");
   KV_ASSIGN_OR_RETURN(
       std::string text,
-      PartsText(content == item.end() ? ordered_json("") : *content,
+      ItemText(content == item.end() ? ordered_json("") : *content,
                 where + ".content"));
   messages->push_back({{"role", role}, {"content", text}});
   return Status::Ok();
