@@ -108,6 +108,28 @@ Status AddReasoningVars(const json& body, const ChatOutputOptions& options,
   return Status::Ok();
 }
 
+// `strict: true` asks that a call's arguments match the schema exactly.
+// A grammar enforces that when tool_choice forces a call, and always in
+// the generic format; under "auto" the model may call freely, unchecked.
+Status CheckStrict(const ordered_json& tools, const ordered_json& choice,
+                   chat::ToolCallFormat format) {
+  if (!(choice.is_string() && choice == "auto") ||
+      format == chat::ToolCallFormat::kGeneric) {
+    return Status::Ok();
+  }
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const ordered_json& fn = tools[i]["function"];
+    auto strict = fn.find("strict");
+    if (strict != fn.end() && strict->is_boolean() && strict->get<bool>()) {
+      return UnsupportedField(
+          "tools[" + std::to_string(i) + "].function.strict",
+          "arguments are held to the schema only when tool_choice forces a "
+          "call (\"required\" or a named tool)");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<std::string> ToolGrammar(const ChatToolPlan& plan) {
@@ -155,6 +177,7 @@ StatusOr<ChatToolPlan> PlanChatTools(const json& body,
         "tools", "tool calls need a Jinja chat template (drop --no-jinja, or "
                  "give --chat-template a template, not a built-in name)");
   }
+  KV_RETURN_IF_ERROR(CheckStrict(*tools, choice, format.tool_call_format()));
   plan.has_tools = true;
   plan.vars["tools"] = *tools;
   plan.tools = *tools;

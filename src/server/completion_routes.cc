@@ -281,18 +281,16 @@ void HandleCompletion(Api api, ServerState& state, const Request& req,
 }
 
 // {"input_tokens": N}: the tokens a chat request's prompt would take.
+// The same prompt the chat route would run (tools and prefill included).
 StatusOr<json> ChatInputTokens(const json& body,
                                const nlohmann::ordered_json* ordered,
                                const Tokenizer& tokenizer,
-                               const ChatFormat& format) {
-  KV_ASSIGN_OR_RETURN(std::vector<ChatMessage> messages,
-                      ParseChatMessages(body));
-  KV_ASSIGN_OR_RETURN(
-      std::vector<TokenId> tokens,
-      TokenizeChat(messages, tokenizer, format, true,
-                   OrderedField(ordered, "messages"),
-                   OrderedField(ordered, "chat_template_kwargs")));
-  return json{{"input_tokens", tokens.size()}};
+                               const ServerState& state) {
+  KV_ASSIGN_OR_RETURN(ChatPrompt prompt,
+                      BuildChatPrompt(body, ordered, tokenizer,
+                                      state.chat_format,
+                                      state.options.chat_output));
+  return json{{"input_tokens", prompt.tokens.size()}};
 }
 
 // Runs a JSON-in, JSON-out handler over the model's tokenizer; `fn` gets
@@ -347,7 +345,7 @@ void RegisterCompletionRoutes(HttpRouter& server, ServerState& state) {
                                 const nlohmann::ordered_json* ordered,
                                 const Tokenizer& tokenizer) {
                          return ChatInputTokens(body, ordered, tokenizer,
-                                                state.chat_format);
+                                                state);
                        });
                  });
   }

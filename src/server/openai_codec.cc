@@ -379,6 +379,35 @@ Status ApplyScriptedOutput(const json& body, const CompletionLimits& limits,
 
 }  // namespace
 
+StatusOr<ChatPrompt> BuildChatPrompt(const json& body,
+                                     const ordered_json* ordered,
+                                     const Tokenizer& tokenizer,
+                                     const ChatFormat& format,
+                                     const ChatOutputOptions& options) {
+  KV_ASSIGN_OR_RETURN(std::vector<ChatMessage> messages,
+                      ParseChatMessages(body));
+  KV_ASSIGN_OR_RETURN(PromptEnding ending, ReadPromptEnding(body));
+  ChatPrompt out;
+  KV_ASSIGN_OR_RETURN(out.plan, PlanChatTools(body, ordered, format, options));
+  KV_ASSIGN_OR_RETURN(ordered_json vars, ChatVars(body, ordered, out.plan));
+  const ordered_json* raw = OrderedField(ordered, "messages");
+  ordered_json messages_json = MessagesForTemplate(
+      raw != nullptr ? *raw : ordered_json::parse(body.at("messages").dump()),
+      out.plan.system_prompt);
+  KV_ASSIGN_OR_RETURN(std::optional<std::string> prefill,
+                      TakePrefill(ending, options.prefill_assistant, &messages,
+                                  &messages_json));
+  KV_ASSIGN_OR_RETURN(
+      std::string prompt,
+      ChatPromptText(messages, tokenizer, format,
+                     ending.add_generation_prompt || prefill.has_value(),
+                     &messages_json, &vars));
+  if (prefill) prompt += *prefill;
+  NoteForcedThinking(prompt, &out.plan.syntax);
+  out.tokens = tokenizer.Tokenize(prompt, true, true);
+  return out;
+}
+
 StatusOr<CompletionRequest> ParseOaiChatRequest(const json& body,
                                                 const Tokenizer& tokenizer,
                                                 const CompletionLimits& limits,
@@ -390,27 +419,11 @@ StatusOr<CompletionRequest> ParseOaiChatRequest(const json& body,
   // generation fields first, then the messages.
   CompletionRequest request;
   KV_RETURN_IF_ERROR(ParseGenerationFields(normalized, limits, &request));
-  KV_ASSIGN_OR_RETURN(std::vector<ChatMessage> messages,
-                      ParseChatMessages(body));
-  KV_ASSIGN_OR_RETURN(PromptEnding ending, ReadPromptEnding(body));
-  KV_ASSIGN_OR_RETURN(ChatToolPlan plan, PlanChatTools(body, ordered, format,
-                                                       limits.chat_output));
-  KV_ASSIGN_OR_RETURN(ordered_json vars, ChatVars(body, ordered, plan));
-  const ordered_json* raw = OrderedField(ordered, "messages");
-  ordered_json messages_json = MessagesForTemplate(
-      raw != nullptr ? *raw : ordered_json::parse(body.at("messages").dump()),
-      plan.system_prompt);
-  KV_ASSIGN_OR_RETURN(std::optional<std::string> prefill,
-                      TakePrefill(ending, limits.chat_output.prefill_assistant,
-                                  &messages, &messages_json));
-  KV_ASSIGN_OR_RETURN(
-      std::string prompt,
-      ChatPromptText(messages, tokenizer, format,
-                     ending.add_generation_prompt || prefill.has_value(),
-                     &messages_json, &vars));
-  if (prefill) prompt += *prefill;
-  NoteForcedThinking(prompt, &plan.syntax);
-  request.params.prompt = tokenizer.Tokenize(prompt, true, true);
+  KV_ASSIGN_OR_RETURN(ChatPrompt chat,
+                      BuildChatPrompt(body, ordered, tokenizer, format,
+                                      limits.chat_output));
+  ChatToolPlan& plan = chat.plan;
+  request.params.prompt = std::move(chat.tokens);
   KV_RETURN_IF_ERROR(CheckPromptLength(request.params.prompt.size(), limits));
   for (std::string& s : format.StopStrings()) {
     request.params.stop.push_back(std::move(s));

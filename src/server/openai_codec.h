@@ -101,6 +101,19 @@ StatusOr<nlohmann::json> ApplyTemplate(const nlohmann::json& body,
 const nlohmann::ordered_json* OrderedField(const nlohmann::ordered_json* body,
                                            const char* key);
 
+// A chat request's prompt as the chat route runs it: messages through the
+// template with tools, reasoning variables, the generic tool prompt and a
+// continued final assistant message; `plan` says how to read the reply.
+struct ChatPrompt {
+  std::vector<TokenId> tokens;
+  ChatToolPlan plan;
+};
+StatusOr<ChatPrompt> BuildChatPrompt(const nlohmann::json& body,
+                                     const nlohmann::ordered_json* ordered,
+                                     const Tokenizer& tokenizer,
+                                     const ChatFormat& format,
+                                     const ChatOutputOptions& options);
+
 // Parses a /v1/chat/completions body: the messages rendered with `family`
 // (generation prompt added) and tokenized (BOS per the vocabulary, special
 // tokens parsed), max_tokens / max_completion_tokens, the family's stop

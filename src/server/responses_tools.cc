@@ -48,6 +48,7 @@ StatusOr<ordered_json> ChatTools(const ordered_json& tools) {
     fn["name"] = t["name"];
     if (t.contains("description")) fn["description"] = t["description"];
     if (t.contains("parameters")) fn["parameters"] = t["parameters"];
+    if (t.contains("strict")) fn["strict"] = t["strict"];
     out.push_back({{"type", "function"}, {"function", std::move(fn)}});
   }
   return out;

@@ -141,6 +141,20 @@ TEST_F(ToolCallsE2eTest, RequiredToolChoiceForcesAValidCall) {
   }
 }
 
+// The token count endpoint counts the prompt the chat route runs: with
+// tools rendered by the template.
+TEST_F(ToolCallsE2eTest, InputTokensCountTheTools) {
+  HttpClient client(server_->port());
+  json plain = Body("");
+  plain.erase("tools");
+  Reply without = client.Post("/v1/chat/completions/input_tokens", plain);
+  Reply with = client.Post("/v1/chat/completions/input_tokens", Body(""));
+  ASSERT_EQ(without.status, 200) << without.raw;
+  ASSERT_EQ(with.status, 200) << with.raw;
+  EXPECT_GT(with.body["input_tokens"].get<int>(),
+            without.body["input_tokens"].get<int>() + 20);
+}
+
 TEST_F(ToolCallsE2eTest, BadToolRequestsAreRefusedByName) {
   HttpClient client(server_->port());
   json named = Body("");

@@ -74,6 +74,21 @@ TEST(ChatToolsTest, MalformedFieldsAreNamed) {
   EXPECT_EQ(r.status().reason(), "unsupported_field");
 }
 
+// strict: true is enforced by the forcing grammar; under "auto" nothing
+// would enforce it, so it is refused by name there.
+TEST(ChatToolsTest, StrictNeedsAForcedCall) {
+  json tools = Tools();
+  tools[0]["function"]["strict"] = true;
+  auto r = PlanChatTools({{"tools", tools}}, nullptr, Hermes(),
+                         ChatOutputOptions());
+  EXPECT_EQ(r.status().reason(), "unsupported_field");
+  EXPECT_NE(r.status().message().find("tools[0].function.strict"),
+            std::string::npos);
+  r = PlanChatTools({{"tools", tools}, {"tool_choice", "required"}}, nullptr,
+                    Hermes(), ChatOutputOptions());
+  EXPECT_TRUE(r.ok()) << r.status();
+}
+
 TEST(ChatToolsTest, ReasoningOptionsBecomeTemplateVariables) {
   ChatOutputOptions o;
   o.enable_thinking = false;
