@@ -11,10 +11,6 @@
 
 namespace kvault {
 
-Status CancelledStatus(const std::string& what) {
-  return CancelledError(what + " cancelled").WithReason(kReasonCancelled);
-}
-
 StatusOr<OnKvFull> ParseOnKvFull(std::string_view text) {
   if (text == "refuse") return OnKvFull::kRefuse;
   if (text == "drop-lru") return OnKvFull::kDropLru;
@@ -117,15 +113,6 @@ Status Engine::Impl::Init() {
     const uint32_t train = model_->hparams().n_ctx_train;
     if (train > 0) o.ctx_per_slot = std::min(o.ctx_per_slot, train);
   }
-  const LlamaHparams& h = model_->hparams();
-  const uint64_t q_width = uint64_t{h.n_head} * h.n_embd_head_k;
-  const uint64_t weights_per_layer =
-      uint64_t{h.n_embd} * (q_width + 2 * uint64_t{h.n_embd_k_gqa()}) +
-      uint64_t{h.n_head} * h.n_embd_head_v * h.n_embd +
-      3 * uint64_t{h.n_embd} * h.n_ff;
-  pacer_ = PrefillPacer(o.prefill_step_share,
-                        TokenCellsForShape(weights_per_layer, h.n_head,
-                                           h.n_embd_head_k, h.n_embd_head_v));
   const KvLayout layout = model_->KvLayoutFor(o.cache_type);
   KV_RETURN_IF_ERROR(layout.Validate().WithContext("engine: KV cache type"));
   KvCacheOptions cache_options;
@@ -149,12 +136,41 @@ Status Engine::Impl::Init() {
   if (threads > 1) compute_pool_ = std::make_unique<ThreadPool>(threads - 1);
   context_ = std::make_unique<InferenceContext>(model_.get(), cache_.get(),
                                                 compute_pool_.get());
-  for (uint32_t i = 0; i < o.n_slots; ++i) slots_.emplace_back(i);
+  slot_kv_ = std::make_unique<VaultSlotKv>(vault_.get(), cache_.get());
+  forward_ = std::make_unique<ModelForwardPass>(context_.get(),
+                                                model_->n_vocab());
+  scheduler_ = std::make_unique<Scheduler>(
+      MakeSchedulerOptions(), slot_kv_.get(), forward_.get(),
+      &model_->tokenizer(), sampler_vocab_.get());
   RecoverSpilledSlots();
   published_ = BuildSnapshot();
   io_threads_.emplace_back([this] { IoLoop(); });
-  scheduler_ = std::thread([this] { SchedulerLoop(); });
+  scheduler_thread_ = std::thread([this] { SchedulerLoop(); });
   return Status::Ok();
+}
+
+SchedulerOptions Engine::Impl::MakeSchedulerOptions() const {
+  const EngineOptions& o = options_;
+  const LlamaHparams& h = model_->hparams();
+  SchedulerOptions s;
+  s.n_slots = o.n_slots;
+  s.max_batch_tokens = o.max_batch_tokens;
+  s.prefill_chunk = o.prefill_chunk;
+  s.on_kv_full = o.on_kv_full;
+  s.generation.ctx_per_slot = o.ctx_per_slot;
+  s.generation.context_shift = o.context_shift;
+  s.generation.n_ctx_train = h.n_ctx_train;
+  s.jobs.io_timeout_ms = o.slot_io_timeout_ms;
+  s.jobs.max_stuck = o.n_slots;
+  const uint64_t q_width = uint64_t{h.n_head} * h.n_embd_head_k;
+  const uint64_t weights_per_layer =
+      uint64_t{h.n_embd} * (q_width + 2 * uint64_t{h.n_embd_k_gqa()}) +
+      uint64_t{h.n_head} * h.n_embd_head_v * h.n_embd +
+      3 * uint64_t{h.n_embd} * h.n_ff;
+  s.pacer = PrefillPacer(o.prefill_step_share,
+                         TokenCellsForShape(weights_per_layer, h.n_head,
+                                            h.n_embd_head_k, h.n_embd_head_v));
+  return s;
 }
 
 Engine::Impl::~Impl() { Shutdown(); }
@@ -167,7 +183,7 @@ void Engine::Impl::Shutdown() {
     stopping_ = true;
   }
   cv_.notify_all();
-  if (scheduler_.joinable()) scheduler_.join();
+  if (scheduler_thread_.joinable()) scheduler_thread_.join();
 }
 
 // --- Impl: the public API ----------------------------------------------------
@@ -205,98 +221,81 @@ Status Engine::Impl::ValidateParams(const CompletionParams& params) const {
   return params.sampling.Validate();
 }
 
-StatusOr<uint64_t> Engine::Impl::Submit(CompletionParams params,
-                                        std::shared_ptr<CompletionSink> sink) {
-  if (sink == nullptr) return InvalidArgumentError("Submit: null sink");
-  KV_RETURN_IF_ERROR(ValidateParams(params));
+StatusOr<uint64_t> Engine::Impl::Post(
+    std::function<Work(uint64_t task_id)> make) {
   uint64_t id = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return UnavailableError("engine is shut down");
     id = next_task_id_++;
-    WorkItem item;
-    item.task_id = id;
-    item.slot = params.slot;
-    item.params = std::move(params);
-    item.sink = std::move(sink);
-    queue_.push_back(std::move(item));
+    inbox_.work.push_back(make(id));
     wake_ = true;
   }
   cv_.notify_all();
   return id;
 }
 
+StatusOr<uint64_t> Engine::Impl::Submit(CompletionParams params,
+                                        std::shared_ptr<CompletionSink> sink) {
+  if (sink == nullptr) return InvalidArgumentError("Submit: null sink");
+  KV_RETURN_IF_ERROR(ValidateParams(params));
+  return Post([&](uint64_t id) -> Work {
+    return CompletionWork{id, std::move(params), std::move(sink)};
+  });
+}
+
 void Engine::Impl::Cancel(uint64_t task_id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    cancels_.insert(task_id);
+    inbox_.cancels.insert(task_id);
     wake_ = true;
   }
   cv_.notify_all();
 }
 
 template <typename T>
-StatusOr<T> Engine::Impl::RunAction(std::optional<uint32_t> slot,
-                                    std::function<void(Slot*, Reply<T>)> fn) {
+StatusOr<T> Engine::Impl::RunAction(
+    std::optional<uint32_t> slot,
+    std::function<std::unique_ptr<SlotJob>(Reply<T>)> make) {
   auto promise = std::make_shared<std::promise<StatusOr<T>>>();
   std::future<StatusOr<T>> future = promise->get_future();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return UnavailableError("engine is shut down");
-    WorkItem item;
-    item.task_id = next_task_id_++;
-    item.slot = slot;
-    item.is_action = true;
-    item.run = [this, promise, fn](Slot* s) {
-      fn(s, [this, promise](StatusOr<T> result) {
-        auto shared = std::make_shared<StatusOr<T>>(std::move(result));
-        deferred_.push_back(
-            [promise, shared] { promise->set_value(std::move(*shared)); });
-      });
-    };
-    item.fail = [promise](const Status& status) {
-      promise->set_value(status);
-    };
-    queue_.push_back(std::move(item));
-    wake_ = true;
-  }
-  cv_.notify_all();
+  Reply<T> reply = [promise](StatusOr<T> result) {
+    promise->set_value(std::move(result));
+  };
+  KV_RETURN_IF_ERROR(Post([&](uint64_t id) -> Work {
+                       return SlotActionWork{id, slot, make(std::move(reply))};
+                     }).status());
   return future.get();
-}
-
-template <typename T>
-StatusOr<T> Engine::Impl::RunSyncAction(
-    std::optional<uint32_t> slot, std::function<StatusOr<T>(Slot*)> fn) {
-  return RunAction<T>(slot, [fn](Slot* s, Reply<T> reply) { reply(fn(s)); });
 }
 
 StatusOr<SlotSaveResult> Engine::Impl::SaveSlot(uint32_t slot,
                                                 const std::string& path) {
   KV_RETURN_IF_ERROR(CheckSlot(slot));
-  return RunAction<SlotSaveResult>(
-      slot, [this, path](Slot* s, Reply<SlotSaveResult> reply) {
-        StartSave(*s, path, std::move(reply));
-      });
+  return RunAction<SlotSaveResult>(slot, [&](Reply<SlotSaveResult> reply) {
+    return NewSaveJob(target(), slot, path, std::move(reply));
+  });
 }
 
 StatusOr<SlotRestoreResult> Engine::Impl::RestoreSlot(
     uint32_t slot, const std::string& path) {
   KV_RETURN_IF_ERROR(CheckSlot(slot));
   return RunAction<SlotRestoreResult>(
-      slot, [this, path](Slot* s, Reply<SlotRestoreResult> reply) {
-        StartRestore(*s, path, std::move(reply));
+      slot, [&](Reply<SlotRestoreResult> reply) {
+        return NewRestoreJob(target(), slot, path, std::move(reply));
       });
 }
 
 StatusOr<uint64_t> Engine::Impl::EraseSlot(uint32_t slot) {
   KV_RETURN_IF_ERROR(CheckSlot(slot));
-  return RunSyncAction<uint64_t>(slot,
-                                 [this](Slot* s) { return DoErase(*s); });
+  return RunAction<uint64_t>(slot, [&](Reply<uint64_t> reply) {
+    return NewEraseJob(target(), slot, std::move(reply));
+  });
 }
 
 StatusOr<DefragReport> Engine::Impl::Defrag() {
-  return RunSyncAction<DefragReport>(std::nullopt,
-                                     [this](Slot*) { return DoDefrag(); });
+  return RunAction<DefragReport>(std::nullopt, [&](Reply<DefragReport> reply) {
+    return NewDefragJob(target(), std::move(reply));
+  });
 }
 
 std::vector<SlotInfo> Engine::Impl::Slots() const {
@@ -307,9 +306,10 @@ std::vector<SlotInfo> Engine::Impl::Slots() const {
 EngineMetrics Engine::Impl::Metrics() const {
   std::lock_guard<std::mutex> lock(mu_);
   EngineMetrics metrics = published_.metrics;
-  metrics.requests_deferred = 0;
-  for (const WorkItem& item : queue_) {
-    if (!item.is_action) ++metrics.requests_deferred;
+  for (const Work& work : inbox_.work) {
+    if (std::holds_alternative<CompletionWork>(work)) {
+      ++metrics.requests_deferred;
+    }
   }
   return metrics;
 }

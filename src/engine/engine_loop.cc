@@ -1,5 +1,6 @@
-// The scheduler thread's loop, the I/O thread, shutdown, and the snapshots
-// readers see (rebuilt after every step, before results are delivered).
+// The scheduler thread's loop, the I/O threads, shutdown, and the
+// snapshots readers see (rebuilt after every step, before results are
+// delivered).
 #include <algorithm>
 #include <utility>
 
@@ -8,159 +9,109 @@
 
 namespace kvault {
 
-// --- Impl: the scheduler thread ---------------------------------------------
+// --- The scheduler thread ---------------------------------------------------
 
 void Engine::Impl::SchedulerLoop() {
-  while (true) {
-    std::set<uint64_t> cancels;
-    std::vector<std::pair<IoOp, Status>> io_done;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      auto ready = [this] {
-        return stopping_ || wake_ || HasRunnableWork() ||
-               (queue_may_progress_ && !queue_.empty());
-      };
-      // Slot I/O in flight: wake at its deadline even if nothing else
-      // happens, so a stuck file never holds its caller forever.
-      if (const auto deadline = NextIoDeadline()) {
-        cv_.wait_until(lock, *deadline, ready);
-      } else {
-        cv_.wait(lock, ready);
-      }
-      if (stopping_) break;
-      wake_ = false;
-      queue_may_progress_ = false;
-      cancels.swap(cancels_);
-      io_done.swap(io_done_);
-    }
-    FinishCompletedIo(std::move(io_done));
-    ExpireIo();
-    ProcessCancels(cancels);
-    bool ran_action = false;
-    std::vector<WorkItem> waiting;  // back to the queue's front, in order
-    for (WorkItem& item : TakeRunnable()) {
-      if (item.is_action) {
-        item.run(item.slot ? &slots_[*item.slot] : nullptr);
-        ran_action = true;
-      } else if (MustWaitForRoom(slots_[*item.slot], item.params)) {
-        waiting.push_back(std::move(item));
-      } else {
-        StartRequest(slots_[*item.slot], std::move(item));
-      }
-    }
-    if (!waiting.empty()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (auto it = waiting.rbegin(); it != waiting.rend(); ++it) {
-        queue_.push_front(std::move(*it));
-      }
-    }
-    // The action's caller may read statistics as soon as it returns.
-    if (ran_action) PublishAndDeliver();
-    ResumePreempted();
-    Step();
+  Inbox inbox;
+  while (WaitForInput(&inbox)) {
+    Feed(std::move(inbox));
+    inbox = Inbox{};
+    // An action's caller may read statistics as soon as it returns.
+    if (scheduler_->Admit()) PublishAndDeliver();
+    scheduler_->Step();
     PublishAndDeliver();
   }
   CancelEverything();
 }
 
-void Engine::Impl::FinishCompletedIo(
-    std::vector<std::pair<IoOp, Status>> done) {
-  for (auto& [op, status] : done) {
-    auto it = io_deadlines_.find(op.id);
-    const bool timed_out = it != io_deadlines_.end() && it->second.timed_out;
-    if (it != io_deadlines_.end()) io_deadlines_.erase(it);
-    if (timed_out) {
-      --counters_.io_stuck;
-      op.late(status);
-    } else {
-      op.finish(status);
+bool Engine::Impl::WaitForInput(Inbox* inbox) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto ready = [this] {
+    return stopping_ || wake_ || scheduler_->HasWork();
+  };
+  // Slot I/O in flight: wake at its deadline even if nothing else
+  // happens, so a stuck file never holds its caller forever.
+  if (const auto deadline = scheduler_->jobs().NextDeadline()) {
+    cv_.wait_until(lock, *deadline, ready);
+  } else {
+    cv_.wait(lock, ready);
+  }
+  if (stopping_) return false;
+  wake_ = false;
+  std::swap(*inbox, inbox_);
+  // Until the next publish, Metrics counts these as deferred.
+  for (const Work& work : inbox->work) {
+    if (std::holds_alternative<CompletionWork>(work)) {
+      ++published_.metrics.requests_deferred;
     }
-    --io_in_flight_;
-    queue_may_progress_ = true;
   }
+  return true;
 }
 
-std::optional<std::chrono::steady_clock::time_point>
-Engine::Impl::NextIoDeadline() const {
-  std::optional<std::chrono::steady_clock::time_point> next;
-  for (const auto& [id, d] : io_deadlines_) {
-    if (!d.timed_out && (!next || d.at < *next)) next = d.at;
+void Engine::Impl::Feed(Inbox inbox) {
+  for (auto& [id, status] : inbox.io_done) {
+    scheduler_->jobs().OnIoDone(id, status);
   }
-  return next;
-}
-
-void Engine::Impl::ExpireIo() {
-  const auto now = std::chrono::steady_clock::now();
-  for (auto& [id, d] : io_deadlines_) {
-    if (d.timed_out || now < d.at) continue;
-    d.timed_out = true;
-    ++counters_.io_timeouts;
-    ++counters_.io_stuck;
-    d.on_timeout();
-    // The stuck thread may never return; the queue needs another.
+  const size_t stuck = scheduler_->jobs().Expire(EngineClock::now());
+  // Each stuck I/O may never return; the queue needs another thread.
+  for (size_t i = 0; i < stuck; ++i) {
     io_threads_.emplace_back([this] { IoLoop(); });
-    queue_may_progress_ = true;
   }
+  for (Work& work : inbox.work) scheduler_->Enqueue(std::move(work));
+  if (!inbox.cancels.empty()) scheduler_->Cancel(inbox.cancels);
 }
 
-Status Engine::Impl::CheckIoCapacity(const std::string& where) {
-  // Each stuck operation pins a thread (and a restore's reserved cells);
-  // past one per slot the filesystem is clearly not coming back soon.
-  if (counters_.io_stuck < options_.n_slots) return Status::Ok();
-  return UnavailableError(where + ": " + std::to_string(counters_.io_stuck) +
-                          " slot file operations are stuck in the "
-                          "filesystem past their deadline")
-      .WithReason(kReasonIoTimeout);
-}
+// --- I/O threads ------------------------------------------------------------
 
-void Engine::Impl::StartIo(IoOp op) {
-  ++io_in_flight_;
-  op.id = next_io_id_++;
-  io_deadlines_[op.id] = IoDeadline{
-      std::chrono::steady_clock::now() +
-          std::chrono::milliseconds(options_.slot_io_timeout_ms),
-      std::move(op.on_timeout), false};
+void Engine::Impl::DispatchIo() {
+  std::vector<IoTicket> tickets = scheduler_->jobs().TakeIo();
+  if (tickets.empty()) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    io_queue_.push_back(std::move(op));
+    io_queue_.insert(io_queue_.end(), tickets.begin(), tickets.end());
   }
   io_cv_.notify_all();
 }
 
 void Engine::Impl::IoLoop() {
   while (true) {
-    IoOp op;
+    IoTicket ticket;
     {
       std::unique_lock<std::mutex> lock(mu_);
       io_cv_.wait(lock, [this] { return io_stopping_ || !io_queue_.empty(); });
       if (io_queue_.empty()) return;
-      op = std::move(io_queue_.front());
+      ticket = io_queue_.front();
       io_queue_.pop_front();
     }
-    Status status = op.io();
+    Status status = ticket.job->Io();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      io_done_.emplace_back(std::move(op), std::move(status));
+      inbox_.io_done.emplace_back(ticket.id, std::move(status));
       wake_ = true;
     }
     cv_.notify_all();
   }
 }
 
+// --- Shutdown ---------------------------------------------------------------
+
 void Engine::Impl::CancelEverything() {
   // Slot I/O in flight finishes (a restore job must commit or abort).
-  while (io_in_flight_ > 0) {
-    std::vector<std::pair<IoOp, Status>> done;
+  while (scheduler_->jobs().num_io_in_flight() > 0) {
+    std::vector<std::pair<uint64_t, Status>> done;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return !io_done_.empty(); });
-      done.swap(io_done_);
+      cv_.wait(lock, [this] { return !inbox_.io_done.empty(); });
+      done.swap(inbox_.io_done);
     }
-    FinishCompletedIo(std::move(done));
+    for (auto& [id, status] : done) scheduler_->jobs().OnIoDone(id, status);
+    DispatchIo();
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     io_stopping_ = true;
+    for (Work& work : inbox_.work) scheduler_->Enqueue(std::move(work));
+    inbox_.work.clear();
   }
   io_cv_.notify_all();
   // A thread stuck in the filesystem was waited for above: shutting down
@@ -168,58 +119,46 @@ void Engine::Impl::CancelEverything() {
   for (std::thread& thread : io_threads_) {
     if (thread.joinable()) thread.join();
   }
-  std::deque<WorkItem> queued;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    queued.swap(queue_);
-  }
-  for (WorkItem& item : queued) {
-    const Status cancelled =
-        CancelledStatus("task " + std::to_string(item.task_id));
-    if (item.is_action) {
-      item.fail(cancelled);
-    } else {
-      item.sink->OnDone(cancelled);
-    }
-  }
-  for (Slot& slot : slots_) {
-    if (slot.request != nullptr) {
-      Fail(slot, CancelledStatus("task " +
-                                std::to_string(slot.request->task_id)));
-    }
-  }
+  scheduler_->CancelAll();
   PublishAndDeliver();
 }
 
+// --- Snapshots --------------------------------------------------------------
+
 void Engine::Impl::PublishAndDeliver() {
+  DispatchIo();
   Snapshot snapshot = BuildSnapshot();
   {
     std::lock_guard<std::mutex> lock(mu_);
     published_ = std::move(snapshot);
   }
-  std::vector<std::function<void()>> calls;
-  calls.swap(deferred_);
+  Deliveries calls;
+  calls.swap(scheduler_->state().deliveries);
   for (auto& call : calls) call();
 }
 
+namespace {
+
+// The state /slots shows (the names llama-server users already read).
+const char* DisplayState(const Slot& slot, bool spilled) {
+  if (slot.state == SlotState::kIo) return "io";
+  if (spilled) return "spilled";
+  if (slot.request == nullptr) return "idle";
+  return slot.request->prompt_done ? "generating" : "prefill";
+}
+
+}  // namespace
+
 Engine::Impl::Snapshot Engine::Impl::BuildSnapshot() const {
   Snapshot s;
-  for (const Slot& slot : slots_) {
+  const SchedulerState& state = scheduler_->state();
+  for (const Slot& slot : state.slots) {
     SlotInfo info;
     info.id = slot.id;
     info.n_ctx = options_.ctx_per_slot;
     info.is_processing = slot.busy();
     info.spilled = vault_->IsSpilled(slot.seq);
-    SlotState state = SlotState::kIdle;
-    if (slot.io) {
-      state = SlotState::kIo;
-    } else if (info.spilled) {
-      state = SlotState::kSpilled;
-    } else if (slot.request != nullptr) {
-      state = slot.request->prompt_done ? SlotState::kGenerating
-                                        : SlotState::kPrefill;
-    }
-    info.state = SlotStateName(state);
+    info.state = DisplayState(slot, info.spilled);
     info.n_cached = slot.cached.size();
     info.n_kv_dropped = slot.cached.empty() ? slot.kv_dropped : 0;
     if (slot.request != nullptr) info.id_task = slot.request->task_id;
@@ -228,13 +167,13 @@ Engine::Impl::Snapshot Engine::Impl::BuildSnapshot() const {
     info.n_decoded = slot.request != nullptr
                          ? slot.request->result.tokens.size()
                          : slot.last_n_decoded;
+    if (slot.request != nullptr) ++s.metrics.requests_processing;
     s.slots.push_back(std::move(info));
   }
-  s.metrics = counters_;
-  s.metrics.requests_processing = 0;
-  for (const Slot& slot : slots_) {
-    if (slot.request != nullptr) ++s.metrics.requests_processing;
-  }
+  const uint64_t processing = s.metrics.requests_processing;
+  s.metrics = state.counters;
+  s.metrics.requests_processing = processing;
+  s.metrics.requests_deferred = scheduler_->NumQueuedCompletions();
   s.map = BuildKvMap();
   s.metrics.pool = s.map.stats;
   s.metrics.vault = vault_->Stats();
@@ -242,6 +181,9 @@ Engine::Impl::Snapshot Engine::Impl::BuildSnapshot() const {
 }
 
 KvMap Engine::Impl::BuildKvMap() const {
+  const std::map<SeqId, uint32_t> scratch_slot =
+      scheduler_->jobs().ScratchOwners();
+  const size_t num_slots = scheduler_->state().slots.size();
   KvMap map;
   map.stats = cache_->Stats();
   map.stats.sequences.clear();
@@ -249,10 +191,10 @@ KvMap Engine::Impl::BuildKvMap() const {
   map.page_slot.assign(cache_->pool().num_pages(), std::nullopt);
   for (SeqId seq : cache_->table().SequenceIds()) {
     uint32_t slot = seq.value();
-    if (slot >= slots_.size()) {
+    if (slot >= num_slots) {
       // A restore in flight shows as its target slot's.
-      auto it = scratch_slot_.find(seq);
-      if (it == scratch_slot_.end()) continue;
+      auto it = scratch_slot.find(seq);
+      if (it == scratch_slot.end()) continue;
       slot = it->second;
     }
     for (PageId page : cache_->table().Pages(seq)) {
@@ -261,6 +203,31 @@ KvMap Engine::Impl::BuildKvMap() const {
     }
   }
   return map;
+}
+
+// --- Start-up ---------------------------------------------------------------
+
+void Engine::Impl::RecoverSpilledSlots() {
+  const size_t num_slots = scheduler_->state().slots.size();
+  for (SeqId seq : vault_->SpilledSequences()) {
+    if (seq.value() < num_slots) {
+      StatusOr<std::optional<VaultRestoreResult>> back =
+          vault_->EnsureResident(seq);
+      if (back.ok()) {
+        Slot probe(seq.value());
+        RefreshCached(*cache_, probe);
+        KV_LOG(INFO) << "slot " << seq.value() << ": recovered "
+                     << probe.cached.size() << " tokens from the disk tier";
+        scheduler_->AdoptRecovered(seq.value(), std::move(probe.cached));
+        continue;
+      }
+      KV_LOG(WARNING) << "slot " << seq.value()
+                      << ": dropping the KV an earlier run spilled: "
+                      << back.status();
+    }
+    Status erased = vault_->Erase(seq);
+    if (!erased.ok()) KV_LOG(WARNING) << erased;
+  }
 }
 
 }  // namespace kvault

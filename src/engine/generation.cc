@@ -1,21 +1,42 @@
-// A request's output: sampling the next token from its logits, stop
-// conditions (end of generation, n_predict, stop strings, the slot's
-// context), streaming to the sink and the final result.
+#include "engine/generation.h"
+
 #include <algorithm>
 #include <utility>
 
 #include "core/log.h"
-#include "engine/engine_impl.h"
 
 namespace kvault {
 
-std::string Engine::Impl::FlushText(Request& request) {
+Generation::Generation(const GenerationOptions& options, SchedulerState* state,
+                       SlotKv* kv, ForwardPass* forward,
+                       const Tokenizer* tokenizer, const SamplerVocab* vocab)
+    : options_(options),
+      state_(state),
+      kv_(kv),
+      forward_(forward),
+      tokenizer_(tokenizer),
+      vocab_(vocab) {}
+
+std::unique_ptr<Request> Generation::NewRequest(CompletionWork work) {
+  SamplerContext sampling;
+  sampling.vocab = vocab_;
+  if (work.params.sampling.grammar != nullptr) {
+    if (grammar_trie_ == nullptr) grammar_trie_ = BuildGrammarTrie(*vocab_);
+    sampling.grammar_trie = grammar_trie_.get();
+  }
+  sampling.n_ctx_train = static_cast<int32_t>(options_.n_ctx_train);
+  sampling.n_ctx_slot = static_cast<int32_t>(options_.ctx_per_slot);
+  return std::make_unique<Request>(work.task_id, std::move(work.params),
+                                   std::move(work.sink), tokenizer_, sampling);
+}
+
+std::string Generation::FlushText(Request& request) {
   std::string text = request.stop.Flush();
   text += request.detok.Flush();
   return text;
 }
 
-CompletionTimings Engine::Impl::LiveTimings(const Request& req) {
+CompletionTimings Generation::LiveTimings(const Request& req) {
   const EngineClock::time_point now = EngineClock::now();
   const EngineClock::time_point prompt_end =
       req.prompt_done ? req.prompt_end : now;
@@ -26,7 +47,7 @@ CompletionTimings Engine::Impl::LiveTimings(const Request& req) {
   return t;
 }
 
-void Engine::Impl::ReportPromptProgress(const Slot& slot) const {
+void Generation::ReportPromptProgress(const Slot& slot) const {
   const Request& req = *slot.request;
   if (!req.params.return_progress) return;
   PromptProgress p;
@@ -43,17 +64,18 @@ void Engine::Impl::ReportPromptProgress(const Slot& slot) const {
   req.sink->OnPromptProgress(p);
 }
 
-void Engine::Impl::HandleLogits(Slot& slot, std::span<const float> row) {
+void Generation::HandleLogits(Slot& slot, std::span<const float> row) {
   Request& req = *slot.request;
   if (!req.prompt_done) {
     req.prompt_done = true;
     req.prompt_end = EngineClock::now();
+    state_->SetState(slot, SlotState::kGenerating);
   }
   TokenEvent event;
   event.slot = slot.id;
   event.token = req.sampler.Sample(row);
   if (!req.params.ignore_eos &&
-      model_->tokenizer().vocab().IsEndOfGeneration(event.token)) {
+      tokenizer_->vocab().IsEndOfGeneration(event.token)) {
     req.result.final_text = FlushText(req);
     req.result.content += req.result.final_text;
     Finish(slot, "eos", false);
@@ -100,24 +122,23 @@ void Engine::Impl::HandleLogits(Slot& slot, std::span<const float> row) {
   }
 }
 
-bool Engine::Impl::ShiftContext(Slot& slot) {
+bool Generation::ShiftContext(Slot& slot) {
   if (!options_.context_shift) return false;
   const CompletionParams& params = slot.request->params;
   const int64_t n_cached = static_cast<int64_t>(slot.cached.size());
   const int64_t n_ctx = options_.ctx_per_slot;
   // As llama-server: n_keep counts from after BOS; < 0 keeps the prompt.
-  const bool bos = model_->tokenizer().vocab().add_bos;
   int64_t n_keep = params.n_keep < 0
                        ? static_cast<int64_t>(params.prompt.size())
                        : int64_t{params.n_keep};
-  if (bos) ++n_keep;
+  if (tokenizer_->vocab().add_bos) ++n_keep;
   n_keep = std::min(n_keep, n_ctx - 4);
   const int64_t n_left = n_cached - n_keep;
   const int64_t n_discard =
       params.n_discard > 0 ? std::min<int64_t>(params.n_discard, n_left)
                            : n_left / 2;
   if (n_keep < 0 || n_discard <= 0) return false;
-  Status shifted = context_->DiscardRange(
+  Status shifted = forward_->DiscardRange(
       slot.seq, static_cast<Pos>(n_keep), static_cast<Pos>(n_keep + n_discard));
   if (!shifted.ok()) {
     KV_LOG(WARNING) << "slot " << slot.id << ": context shift failed ("
@@ -131,8 +152,8 @@ bool Engine::Impl::ShiftContext(Slot& slot) {
   return true;
 }
 
-void Engine::Impl::Finish(Slot& slot, const std::string& stop_type,
-                          bool truncated) {
+void Generation::Finish(Slot& slot, const std::string& stop_type,
+                        bool truncated) {
   Request& req = *slot.request;
   const EngineClock::time_point now = EngineClock::now();
   CompletionResult& r = req.result;
@@ -145,35 +166,35 @@ void Engine::Impl::Finish(Slot& slot, const std::string& stop_type,
   r.timings.prompt_ms = MsBetween(req.start, prompt_end);
   r.timings.predicted_n = r.tokens.size();
   r.timings.predicted_ms = MsBetween(prompt_end, now);
-  counters_.prompt_tokens_total += r.timings.prompt_n;
-  counters_.prompt_tokens_cached_total += r.timings.cache_n;
-  counters_.n_tokens_max = std::max<uint64_t>(
-      counters_.n_tokens_max, r.timings.prompt_n + r.timings.cache_n +
-                                  r.timings.predicted_n);
-  counters_.prompt_seconds_total += r.timings.prompt_ms / 1e3;
-  counters_.tokens_predicted_total += r.timings.predicted_n;
-  counters_.predicted_seconds_total += r.timings.predicted_ms / 1e3;
-  deferred_.push_back([sink = req.sink, result = std::move(r)] {
-    sink->OnDone(result);
-  });
-  ReleaseSlot(slot);
+  EngineMetrics& c = state_->counters;
+  c.prompt_tokens_total += r.timings.prompt_n;
+  c.prompt_tokens_cached_total += r.timings.cache_n;
+  c.n_tokens_max = std::max<uint64_t>(
+      c.n_tokens_max,
+      r.timings.prompt_n + r.timings.cache_n + r.timings.predicted_n);
+  c.prompt_seconds_total += r.timings.prompt_ms / 1e3;
+  c.tokens_predicted_total += r.timings.predicted_n;
+  c.predicted_seconds_total += r.timings.predicted_ms / 1e3;
+  state_->deliveries.push_back(
+      [sink = req.sink, result = std::move(r)] { sink->OnDone(result); });
+  Release(slot);
 }
 
-void Engine::Impl::Fail(Slot& slot, const Status& status) {
+void Generation::Fail(Slot& slot, const Status& status) {
   Request& req = *slot.request;
-  if (status.reason() != kReasonCancelled) ++counters_.requests_failed;
-  deferred_.push_back(
+  if (status.reason() != kReasonCancelled) ++state_->counters.requests_failed;
+  state_->deliveries.push_back(
       [sink = req.sink, status] { sink->OnDone(status); });
-  ReleaseSlot(slot);
+  Release(slot);
 }
 
-void Engine::Impl::ReleaseSlot(Slot& slot) {
+void Generation::Release(Slot& slot) {
   slot.last_n_decoded = slot.request->result.tokens.size();
   slot.request.reset();
-  queue_may_progress_ = true;
-  vault_->SetActive(slot.seq, false);
-  vault_->Touch(slot.seq);
-  slot.last_use = ++clock_;
+  kv_->SetActive(slot.seq, false);
+  kv_->Touch(slot.seq);
+  slot.last_use = state_->Tick();
+  state_->SetAtRest(slot, *kv_);
 }
 
 }  // namespace kvault

@@ -1,107 +1,23 @@
-// Pool pressure: making room for a step's batch (spill idle slots, drop
-// the KV of idle slots no tier can take, then preempt the youngest
-// request) and resuming preempted requests when room returns.
+#include "engine/pool_pressure.h"
+
 #include <algorithm>
-#include <utility>
+#include <vector>
 
 #include "core/log.h"
-#include "engine/engine_impl.h"
 
 namespace kvault {
 
-// --- Preempted requests ------------------------------------------------------
+PoolPressure::PoolPressure(OnKvFull on_kv_full, SchedulerState* state,
+                           SlotKv* kv, Generation* generation)
+    : on_kv_full_(on_kv_full),
+      state_(state),
+      kv_(kv),
+      generation_(generation) {}
 
-void Engine::Impl::ResumePreempted() {
-  std::vector<Slot*> waiting;
-  for (Slot& slot : slots_) {
-    if (slot.request != nullptr && slot.request->preempted) {
-      waiting.push_back(&slot);
-    }
-  }
-  std::sort(waiting.begin(), waiting.end(), [](Slot* a, Slot* b) {
-    return a->request->admit_order < b->request->admit_order;
-  });
-  const uint64_t page_size = cache_->pool().page_size();
-  for (Slot* slot : waiting) {
-    const bool others = std::any_of(slots_.begin(), slots_.end(),
-                                    [](const Slot& s) { return s.in_batch(); });
-    if (others) {
-      // Resume only when this step fits with it: no ping-pong.
-      const uint64_t own =
-          slot->cached.size() +
-          std::min<uint64_t>(slot->request->to_feed.size(),
-                             options_.prefill_chunk);
-      const uint64_t need =
-          PagesNeeded(PlanBatch()) + (own + page_size - 1) / page_size + 1;
-      uint64_t available = cache_->pool().num_free_pages();
-      for (const Slot& s : slots_) {
-        if (!s.busy()) available += cache_->table().Pages(s.seq).size();
-      }
-      if (available < need) break;  // oldest first: no overtaking
-    }
-    if (!Resume(*slot)) {
-      if (!others) {
-        const uint64_t own =
-            slot->cached.size() + slot->request->to_feed.size();
-        Fail(*slot, PoolFullError(*slot, (own + page_size - 1) / page_size));
-      }
-      break;
-    }
-  }
-}
-
-bool Engine::Impl::Resume(Slot& slot) {
-  while (vault_->IsSpilled(slot.seq)) {
-    StatusOr<std::optional<VaultRestoreResult>> back =
-        vault_->EnsureResident(slot.seq);
-    if (back.ok()) break;
-    if (back.status().IsResourceExhausted()) {
-      if (FreeOneIdleSlot()) continue;
-      return false;
-    }
-    KV_LOG(WARNING) << "slot " << slot.id << ": bringing back its KV failed, "
-                    << "recomputing " << slot.cached.size()
-                    << " tokens: " << back.status();
-    DropKv(slot, "bring-back failed");
-  }
-  if (!slot.cached.empty() && !cache_->table().Contains(slot.seq)) {
-    // A full last tier dropped the spilled copy (logged by the vault).
-    DropKv(slot, "spilled copy dropped");
-  }
-  slot.request->preempted = false;
-  queue_may_progress_ = true;  // admission waits while requests are preempted
-  vault_->SetActive(slot.seq, true);
-  vault_->Touch(slot.seq);
-  return true;
-}
-
-// --- Room in the pool ------------------------------------------------------
-
-uint64_t Engine::Impl::PagesToGrow(SeqId seq, uint64_t num_cells) const {
-  if (num_cells == 0) return 0;
-  const SequenceTable& table = cache_->table();
-  const PagePool& pool = cache_->pool();
-  const uint64_t page_size = pool.page_size();
-  const uint64_t len = table.Length(seq);
-  const std::span<const PageId> pages = table.Pages(seq);
-  // A shared, partly filled tail page is copied before it is written.
-  const bool cow = len % page_size != 0 && pool.RefCount(pages.back()) > 1;
-  return (len + num_cells + page_size - 1) / page_size - pages.size() +
-         (cow ? 1 : 0);
-}
-
-uint64_t Engine::Impl::PagesNeeded(const std::vector<Part>& plan) const {
-  uint64_t pages = 0;
-  for (const Part& part : plan) {
-    pages += PagesToGrow(part.slot->seq, part.num_tokens);
-  }
-  return pages;
-}
-
-bool Engine::Impl::FreeOneIdleSlot() {
+bool PoolPressure::FreeOneIdleSlot() {
   std::vector<Slot*> idle;  // resident, not busy; least recently used first
-  for (Slot& slot : slots_) {
-    if (!slot.busy() && cache_->table().Length(slot.seq) > 0) {
+  for (Slot& slot : state_->slots) {
+    if (!slot.busy() && kv_->ResidentLength(slot.seq) > 0) {
       idle.push_back(&slot);
     }
   }
@@ -109,38 +25,47 @@ bool Engine::Impl::FreeOneIdleSlot() {
             [](Slot* a, Slot* b) { return a->last_use < b->last_use; });
   Status first_error;
   for (Slot* slot : idle) {
-    StatusOr<Eviction> evicted = vault_->Evict(slot->seq);
-    if (evicted.ok()) return true;
+    StatusOr<Eviction> evicted = kv_->Evict(slot->seq);
+    if (evicted.ok()) {
+      state_->SetState(*slot, SlotState::kSpilled);
+      return true;
+    }
     if (first_error.ok()) first_error = evicted.status();
   }
-  if (idle.empty() || options_.on_kv_full == OnKvFull::kRefuse) return false;
+  if (idle.empty() || on_kv_full_ == OnKvFull::kRefuse) return false;
   DropIdleKv(*idle.front(), first_error);
   return true;
 }
 
-void Engine::Impl::DropIdleKv(Slot& victim, const Status& why) {
+void PoolPressure::DropIdleKv(Slot& victim, const Status& why) {
   const uint64_t num_tokens = victim.cached.size();
   KV_LOG(WARNING) << "slot " << victim.id << ": dropped the idle KV of "
                   << num_tokens << " tokens for room (--on-kv-full drop-lru); "
                   << "no spill tier can take it: " << why;
-  ++counters_.idle_kv_discards;
-  counters_.idle_kv_discarded_tokens += num_tokens;
-  Status erased = vault_->Erase(victim.seq);
+  ++state_->counters.idle_kv_discards;
+  state_->counters.idle_kv_discarded_tokens += num_tokens;
+  Status erased = kv_->Erase(victim.seq);
   if (!erased.ok()) KV_LOG(WARNING) << erased;
   victim.cached.clear();
   victim.kv_dropped = num_tokens;
+  state_->SetAtRest(victim, *kv_);
 }
 
-Status Engine::Impl::PoolFullError(const Slot& slot, uint64_t need_pages) {
-  uint64_t idle_pages = 0;
-  for (const Slot& s : slots_) {
-    if (!s.busy()) idle_pages += cache_->table().Pages(s.seq).size();
+uint64_t PoolPressure::IdlePages() const {
+  uint64_t pages = 0;
+  for (const Slot& s : state_->slots) {
+    if (!s.busy()) pages += kv_->PagesHeld(s.seq);
   }
+  return pages;
+}
+
+Status PoolPressure::PoolFullError(const Slot& slot, uint64_t need_pages) {
+  const uint64_t idle_pages = IdlePages();
   std::string msg = "slot " + std::to_string(slot.id) + " needs " +
                     std::to_string(need_pages) + " more pages; the pool has " +
-                    std::to_string(cache_->pool().num_free_pages()) + " free";
+                    std::to_string(kv_->num_free_pages()) + " free";
   if (idle_pages == 0) return ResourceExhaustedError(msg).WithReason("no_room");
-  ++counters_.kv_full_refusals;
+  ++state_->counters.kv_full_refusals;
   return ResourceExhaustedError(
              msg + " and idle slots hold " + std::to_string(idle_pages) +
              " pages that no spill tier can take; --on-kv-full refuse keeps "
@@ -148,10 +73,10 @@ Status Engine::Impl::PoolFullError(const Slot& slot, uint64_t need_pages) {
       .WithReason(kReasonKvFull);
 }
 
-bool Engine::Impl::PreemptYoungest() {
+bool PoolPressure::PreemptYoungest() {
   Slot* youngest = nullptr;
   int num_in_batch = 0;
-  for (Slot& slot : slots_) {
+  for (Slot& slot : state_->slots) {
     if (!slot.in_batch()) continue;
     ++num_in_batch;
     if (youngest == nullptr ||
@@ -164,12 +89,12 @@ bool Engine::Impl::PreemptYoungest() {
   return true;
 }
 
-void Engine::Impl::Preempt(Slot& slot) {
-  slot.request->preempted = true;
-  vault_->SetActive(slot.seq, false);
-  ++counters_.preemptions;
-  if (cache_->table().Length(slot.seq) == 0) return;
-  StatusOr<Eviction> evicted = vault_->Evict(slot.seq);
+void PoolPressure::Preempt(Slot& slot) {
+  state_->SetState(slot, SlotState::kPreempted);
+  kv_->SetActive(slot.seq, false);
+  ++state_->counters.preemptions;
+  if (kv_->ResidentLength(slot.seq) == 0) return;
+  StatusOr<Eviction> evicted = kv_->Evict(slot.seq);
   if (evicted.ok()) {
     KV_LOG(INFO) << "slot " << slot.id << ": preempted task "
                  << slot.request->task_id << ", " << evicted->num_tokens
@@ -180,38 +105,44 @@ void Engine::Impl::Preempt(Slot& slot) {
                   << slot.request->task_id << " cannot be spilled ("
                   << evicted.status() << "); its " << slot.cached.size()
                   << " tokens will be recomputed";
-  ++counters_.preemptions_recomputed;
+  ++state_->counters.preemptions_recomputed;
   DropKv(slot, "preempted");
 }
 
-void Engine::Impl::DropKv(Slot& slot, const char* why) {
+void PoolPressure::DropKv(Slot& slot, const char* why) {
   if (slot.request != nullptr) {
     std::vector<TokenId>& feed = slot.request->to_feed;
     feed.insert(feed.begin(), slot.cached.begin(), slot.cached.end());
   }
-  Status erased = vault_->Erase(slot.seq);
+  Status erased = kv_->Erase(slot.seq);
   if (!erased.ok()) {
     KV_LOG(WARNING) << "slot " << slot.id << " (" << why << "): " << erased;
   }
   slot.cached.clear();
 }
 
-bool Engine::Impl::MakeRoomForPlan(std::vector<Part>* plan) {
-  const uint64_t page_size = cache_->pool().page_size();
-  while (!plan->empty()) {
-    const uint64_t need = PagesNeeded(*plan);
-    if (need <= cache_->pool().num_free_pages()) return true;
-    if (vault_->MakeRoom(need * page_size, kRoomProbeSeq).ok()) return true;
-    if (FreeOneIdleSlot()) continue;
-    if (PreemptYoungest()) {
-      *plan = PlanBatch();
-      continue;
+bool PoolPressure::Resume(Slot& slot) {
+  while (kv_->IsSpilled(slot.seq)) {
+    Status back = kv_->BringBack(slot.seq);
+    if (back.ok()) break;
+    if (back.IsResourceExhausted()) {
+      if (FreeOneIdleSlot()) continue;
+      return false;
     }
-    Slot& slot = *plan->front().slot;
-    Fail(slot, PoolFullError(slot, need));
-    plan->clear();
+    KV_LOG(WARNING) << "slot " << slot.id << ": bringing back its KV failed, "
+                    << "recomputing " << slot.cached.size()
+                    << " tokens: " << back;
+    DropKv(slot, "bring-back failed");
   }
-  return false;
+  if (!slot.cached.empty() && kv_->ResidentLength(slot.seq) == 0) {
+    // A full last tier dropped the spilled copy (logged by the vault).
+    DropKv(slot, "spilled copy dropped");
+  }
+  state_->SetState(slot, slot.request->prompt_done ? SlotState::kGenerating
+                                                   : SlotState::kPrefilling);
+  kv_->SetActive(slot.seq, true);
+  kv_->Touch(slot.seq);
+  return true;
 }
 
 }  // namespace kvault

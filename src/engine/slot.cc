@@ -24,16 +24,38 @@ const char* SlotStateName(SlotState state) {
   switch (state) {
     case SlotState::kIdle:
       return "idle";
-    case SlotState::kPrefill:
-      return "prefill";
-    case SlotState::kGenerating:
-      return "generating";
-    case SlotState::kIo:
-      return "io";
     case SlotState::kSpilled:
       return "spilled";
+    case SlotState::kPrefilling:
+      return "prefilling";
+    case SlotState::kGenerating:
+      return "generating";
+    case SlotState::kPreempted:
+      return "preempted";
+    case SlotState::kIo:
+      return "io";
   }
   return "?";
+}
+
+bool IsValidTransition(SlotState from, SlotState to) {
+  using S = SlotState;
+  const bool at_rest = from == S::kIdle || from == S::kSpilled;
+  const bool running = from == S::kPrefilling || from == S::kGenerating;
+  switch (to) {
+    case S::kIdle:
+    case S::kSpilled:
+      return at_rest || running || from == S::kPreempted || from == S::kIo;
+    case S::kPrefilling:
+      return at_rest || from == S::kPreempted;
+    case S::kGenerating:
+      return from == S::kPrefilling || from == S::kPreempted;
+    case S::kPreempted:
+      return running;
+    case S::kIo:
+      return at_rest;
+  }
+  return false;
 }
 
 size_t CommonPrefix(const std::vector<TokenId>& a,

@@ -3,6 +3,16 @@
 // to a tier) and, while a request runs, the request's sampler, streaming
 // detokenizer, stop matcher and partial result. Owned and touched only by
 // the scheduler thread.
+//
+// A slot's state is stored, never derived: every change goes through
+// SchedulerState::SetState, which checks it against the transitions below.
+//
+//   idle <-> spilled                (the vault evicts / brings back its KV)
+//   idle | spilled -> prefilling    (a request is admitted)
+//   prefilling -> generating        (the prompt's last logits were used)
+//   prefilling | generating -> preempted -> prefilling | generating
+//   prefilling | generating | preempted -> idle | spilled (request ends)
+//   idle | spilled -> io -> idle | spilled  (a save, restore or erase)
 #ifndef KVAULT_ENGINE_SLOT_H_
 #define KVAULT_ENGINE_SLOT_H_
 
@@ -43,33 +53,45 @@ struct Request {
   // request ends), or everything again after a preemption dropped the KV.
   std::vector<TokenId> to_feed;
   bool prompt_done = false;  // the prompt's last logits were used
-  bool preempted = false;    // waiting for room; not in batches
   CompletionResult result;   // filled as tokens come
   EngineClock::time_point start;
   EngineClock::time_point prompt_end;
 };
 
-enum class SlotState { kIdle, kPrefill, kGenerating, kIo, kSpilled };
+enum class SlotState {
+  kIdle,        // no request; its KV (if any) is resident
+  kSpilled,     // no request; its KV is in a spill tier
+  kPrefilling,  // a request evaluates its prompt
+  kGenerating,  // a request samples tokens
+  kPreempted,   // a request waits for room, out of batches
+  kIo,          // a slot action (save, restore, erase) holds it
+};
 
-// Returns "idle", "prefill", "generating", "io" or "spilled".
+// Returns "idle", "spilled", "prefilling", "generating", "preempted", "io".
 const char* SlotStateName(SlotState state);
+// Returns whether a slot may go from `from` to `to` (the diagram above).
+bool IsValidTransition(SlotState from, SlotState to);
 
 struct Slot {
   explicit Slot(uint32_t index) : id(index), seq(index) {}
 
-  // Returns true when a request or an I/O action holds the slot.
-  bool busy() const { return request != nullptr || io; }
+  // Returns true when a request or a slot action holds the slot.
+  bool busy() const {
+    return state != SlotState::kIdle && state != SlotState::kSpilled;
+  }
   // Returns true when a request runs and takes part in batches.
-  bool in_batch() const { return request != nullptr && !request->preempted; }
+  bool in_batch() const {
+    return state == SlotState::kPrefilling || state == SlotState::kGenerating;
+  }
 
   uint32_t id;
   SeqId seq;
+  SlotState state = SlotState::kIdle;  // changed by SchedulerState::SetState
   // Tokens whose KV the slot holds (resident or spilled), position i at
   // index i: exactly the sequence's cells.
   std::vector<TokenId> cached;
-  std::unique_ptr<Request> request;
-  bool io = false;        // a save/restore runs on the I/O thread
-  uint64_t last_use = 0;  // engine clock, for choosing an idle slot
+  std::unique_ptr<Request> request;  // set exactly while a request runs
+  uint64_t last_use = 0;  // scheduler clock, for choosing an idle slot
   // Tokens of KV the on-kv-full drop-lru policy last dropped from this
   // slot; shown in /slots while the slot holds no KV.
   uint64_t kv_dropped = 0;

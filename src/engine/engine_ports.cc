@@ -1,0 +1,69 @@
+#include "engine/engine_ports.h"
+
+#include <limits>
+
+namespace kvault {
+
+uint64_t VaultSlotKv::page_size() const { return cache_->pool().page_size(); }
+
+uint64_t VaultSlotKv::num_free_pages() const {
+  return cache_->pool().num_free_pages();
+}
+
+uint64_t VaultSlotKv::PagesHeld(SeqId seq) const {
+  return cache_->table().Pages(seq).size();
+}
+
+uint64_t VaultSlotKv::PagesToGrow(SeqId seq, uint64_t num_cells) const {
+  if (num_cells == 0) return 0;
+  const SequenceTable& table = cache_->table();
+  const PagePool& pool = cache_->pool();
+  const uint64_t page_size = pool.page_size();
+  const uint64_t len = table.Length(seq);
+  const std::span<const PageId> pages = table.Pages(seq);
+  // A shared, partly filled tail page is copied before it is written.
+  const bool cow = len % page_size != 0 && pool.RefCount(pages.back()) > 1;
+  return (len + num_cells + page_size - 1) / page_size - pages.size() +
+         (cow ? 1 : 0);
+}
+
+Status VaultSlotKv::MakeRoom(uint64_t num_pages) {
+  return vault_->MakeRoom(num_pages * page_size(), kRoomProbeSeq);
+}
+
+uint64_t VaultSlotKv::ResidentLength(SeqId seq) const {
+  return cache_->table().Length(seq);
+}
+
+bool VaultSlotKv::IsSpilled(SeqId seq) const { return vault_->IsSpilled(seq); }
+
+StatusOr<Eviction> VaultSlotKv::Evict(SeqId seq) { return vault_->Evict(seq); }
+
+Status VaultSlotKv::BringBack(SeqId seq) {
+  return vault_->EnsureResident(seq).status();
+}
+
+Status VaultSlotKv::Truncate(SeqId seq, Pos keep) {
+  return cache_->RemoveRange(seq, keep, std::numeric_limits<Pos>::max());
+}
+
+Status VaultSlotKv::Erase(SeqId seq) { return vault_->Erase(seq); }
+
+void VaultSlotKv::SetActive(SeqId seq, bool active) {
+  vault_->SetActive(seq, active);
+}
+
+void VaultSlotKv::Touch(SeqId seq) { vault_->Touch(seq); }
+
+StatusOr<std::vector<float>> ModelForwardPass::Decode(
+    std::span<const BatchToken> batch) {
+  return context_->Decode(batch);
+}
+
+Status ModelForwardPass::DiscardRange(SeqId seq, Pos p0, Pos p1) {
+  return context_->DiscardRange(seq, p0, p1);
+}
+
+size_t ModelForwardPass::n_vocab() const { return n_vocab_; }
+
+}  // namespace kvault

@@ -1,0 +1,331 @@
+#include "engine/slot_jobs.h"
+
+#include <optional>
+#include <utility>
+
+#include "core/log.h"
+#include "kv/prefetched_file.h"
+#include "kv/state_format.h"
+
+namespace kvault {
+namespace {
+
+// Ends a job with `outcome`, answering its caller.
+template <typename T>
+JobStep Done(JobContext& ctx, const Reply<T>& reply, StatusOr<T> result) {
+  const Status outcome = result.status();
+  Deliver(ctx, reply, std::move(result));
+  return JobStep{false, outcome};
+}
+
+// True when the cache's Append may move any cell: no I/O may read or write
+// cells off the scheduler thread then.
+bool MayMoveCells(const KvCache& cache) {
+  return cache.policy_name() == "contiguous+defrag";
+}
+
+// Gives a failed restore the API's reasons.
+Status RestoreError(const Status& status) {
+  if (status.IsNotFound() && status.reason().empty()) {
+    return status.WithReason("file_not_found");
+  }
+  if (status.IsResourceExhausted()) return status.WithReason("no_room");
+  return status;
+}
+
+class SaveJob final : public SlotJob {
+ public:
+  SaveJob(JobTarget t, uint32_t slot, std::string path, bool sync,
+          Reply<SlotSaveResult> reply)
+      : t_(t), slot_(slot), seq_(slot), path_(std::move(path)), sync_(sync),
+        reply_(std::move(reply)) {}
+
+  JobKind kind() const override { return JobKind::kSave; }
+  std::string where() const override {
+    return "save slot " + std::to_string(slot_) + " to " + path_;
+  }
+  bool IoInline() const override { return !snapshot_; }
+  bool PinsSlotWhileIo() const override { return true; }
+
+  JobStep Start(JobContext& ctx) override {
+    Slot& slot = *ctx.slot;
+    const bool resident = t_.cache->table().Contains(seq_);
+    if (!slot.cached.empty() && !resident && !t_.vault->IsSpilled(seq_)) {
+      slot.cached.clear();  // a full last tier dropped its spilled copy
+    }
+    if (slot.cached.empty()) {
+      return Done<SlotSaveResult>(
+          ctx, reply_,
+          FailedPreconditionError(where() + ": the slot holds no tokens")
+              .WithReason("slot_empty"));
+    }
+    // A spilled slot's save copies its tier entry: vault work, inline.
+    if (sync_ || !resident) return JobStep{true, {}};
+    StatusOr<SaveSnapshot> snapshot = t_.vault->SnapshotForSave(seq_);
+    if (!snapshot.ok()) {
+      return Done<SlotSaveResult>(ctx, reply_,
+                                  snapshot.status().WithContext(where()));
+    }
+    snapshot_ = std::make_unique<SaveSnapshot>(std::move(snapshot).value());
+    t_.vault->SetActive(seq_, true);  // the writer reads its pages
+    return JobStep{true, {}};
+  }
+
+  Status Io() override {
+    written_ = snapshot_ ? WriteSnapshotToFile(t_.vault->env(),
+                                               *t_.cache->storage(),
+                                               *snapshot_, path_,
+                                               t_.vault->save_options())
+                         : t_.vault->Save(seq_, path_);
+    return written_.status();
+  }
+
+  JobStep Resume(JobContext& ctx, const Status&) override {
+    Release();
+    if (!written_.ok()) {
+      return Done<SlotSaveResult>(ctx, reply_,
+                                  written_.status().WithContext(where()));
+    }
+    return Done<SlotSaveResult>(
+        ctx, reply_,
+        SlotSaveResult{slot_, written_->num_tokens, written_->bytes_written,
+                       written_->elapsed_ms});
+  }
+
+  void Fail(JobContext& ctx, const Status& error) override {
+    Release();
+    Deliver(ctx, reply_, StatusOr<SlotSaveResult>(error));
+  }
+  void TimedOut(JobContext& ctx, const Status& error) override {
+    Deliver(ctx, reply_, StatusOr<SlotSaveResult>(error));
+  }
+  void Late(const Status& io) override {
+    Release();
+    KV_LOG(WARNING) << where() << " returned after its deadline: " << io;
+  }
+
+ private:
+  void Release() {
+    if (snapshot_) t_.vault->SetActive(seq_, false);
+    snapshot_.reset();
+  }
+
+  JobTarget t_;
+  uint32_t slot_;
+  SeqId seq_;
+  std::string path_;
+  bool sync_;
+  Reply<SlotSaveResult> reply_;
+  std::unique_ptr<SaveSnapshot> snapshot_;  // set while the writer may run
+  StatusOr<SaveResult> written_ = SaveResult{};
+};
+
+class RestoreSlotJob final : public SlotJob {
+ public:
+  RestoreSlotJob(JobTarget t, uint32_t slot, std::string path, bool sync,
+                 Reply<SlotRestoreResult> reply)
+      : t_(t), slot_(slot), seq_(slot), path_(std::move(path)),
+        phase_(sync ? kWhole : kOpen), reply_(std::move(reply)) {}
+
+  JobKind kind() const override { return JobKind::kRestore; }
+  std::string where() const override {
+    return "restore " + path_ + " into slot " + std::to_string(slot_);
+  }
+  bool IoInline() const override { return phase_ == kWhole; }
+  std::optional<SeqId> scratch() const override { return scratch_; }
+
+  JobStep Start(JobContext&) override {
+    if (phase_ != kWhole) {
+      t_.vault->SetActive(seq_, true);  // its old KV stays until the commit
+      active_ = true;
+    }
+    return JobStep{true, {}};
+  }
+
+  Status Io() override {
+    switch (phase_) {
+      case kWhole:
+        whole_ = t_.vault->Restore(seq_, path_);
+        return whole_.status();
+      case kOpen: {
+        StatusOr<std::unique_ptr<RandomAccessFile>> opened =
+            PrefetchedFile::Open(t_.vault->env(), path_);
+        if (opened.ok()) file_ = std::move(opened).value();
+        return opened.status();
+      }
+      case kLoad:
+        return job_->Load();
+    }
+    return Status::Ok();
+  }
+
+  JobStep Resume(JobContext& ctx, const Status& io) override {
+    if (phase_ == kWhole) return Finish(ctx, std::move(whole_));
+    if (phase_ == kLoad) {
+      StatusOr<VaultRestoreResult> restored =
+          t_.vault->EndRestore(std::move(job_), io);
+      scratch_.reset();
+      return Finish(ctx, std::move(restored));
+    }
+    if (!io.ok()) return Finish(ctx, io);
+    // Prepare reads only the prefetched header, token table and trailer.
+    StatusOr<std::unique_ptr<RestoreJob>> job =
+        t_.vault->BeginRestore(seq_, std::move(file_), path_, ctx.scratch);
+    if (!job.ok()) return Finish(ctx, job.status());
+    job_ = std::move(job).value();
+    scratch_ = ctx.scratch;
+    phase_ = kLoad;
+    return JobStep{true, {}};
+  }
+
+  void Fail(JobContext& ctx, const Status& error) override {
+    Abort(error);
+    Release();
+    Deliver(ctx, reply_, StatusOr<SlotRestoreResult>(error));
+  }
+  // The target's old KV was never touched: the slot is free at once. The
+  // scratch cells stay reserved until Load returns (it writes into them).
+  void TimedOut(JobContext& ctx, const Status& error) override {
+    Release();
+    Deliver(ctx, reply_, StatusOr<SlotRestoreResult>(error));
+  }
+  void Late(const Status&) override {
+    Abort(CancelledError("restore timed out"));
+  }
+
+ private:
+  enum Phase { kWhole, kOpen, kLoad };
+
+  // Books the restore's end into the slot and answers.
+  JobStep Finish(JobContext& ctx, StatusOr<VaultRestoreResult> restored) {
+    Release();
+    if (!restored.ok()) {
+      return Done<SlotRestoreResult>(
+          ctx, reply_, RestoreError(restored.status().WithContext(where())));
+    }
+    // Slots evicted for room keep their token lists: they are spilled now.
+    RefreshCached(*t_.cache, *ctx.slot);
+    ctx.slot->last_use = ++*ctx.clock;
+    SlotRestoreResult result;
+    result.slot = slot_;
+    result.n_restored = restored->num_tokens;
+    result.n_read = restored->bytes_read;
+    result.restore_ms = restored->elapsed_ms;
+    result.evicted = std::move(restored->evicted);
+    return Done<SlotRestoreResult>(ctx, reply_, std::move(result));
+  }
+  void Abort(const Status& why) {
+    if (job_ != nullptr) (void)t_.vault->EndRestore(std::move(job_), why);
+    scratch_.reset();
+  }
+  void Release() {
+    if (active_) t_.vault->SetActive(seq_, false);
+    active_ = false;
+  }
+
+  JobTarget t_;
+  uint32_t slot_;
+  SeqId seq_;
+  std::string path_;
+  Phase phase_;
+  Reply<SlotRestoreResult> reply_;
+  bool active_ = false;
+  StatusOr<VaultRestoreResult> whole_ = VaultRestoreResult{};
+  std::unique_ptr<RandomAccessFile> file_;
+  std::unique_ptr<RestoreJob> job_;
+  std::optional<SeqId> scratch_;
+};
+
+// Erase and defrag: done on the scheduler thread at once.
+template <typename T>
+class InstantJob final : public SlotJob {
+ public:
+  using Work = std::function<StatusOr<T>(Slot*)>;
+  InstantJob(JobKind kind, std::string where, Work work, Reply<T> reply)
+      : kind_(kind), where_(std::move(where)), work_(std::move(work)),
+        reply_(std::move(reply)) {}
+
+  JobKind kind() const override { return kind_; }
+  std::string where() const override { return where_; }
+  JobStep Start(JobContext& ctx) override {
+    return Done<T>(ctx, reply_, work_(ctx.slot));
+  }
+  Status Io() override { return Status::Ok(); }
+  JobStep Resume(JobContext&, const Status& io) override {
+    return JobStep{false, io};
+  }
+  void Fail(JobContext& ctx, const Status& error) override {
+    Deliver(ctx, reply_, StatusOr<T>(error));
+  }
+  void TimedOut(JobContext& ctx, const Status& error) override {
+    Fail(ctx, error);
+  }
+
+ private:
+  JobKind kind_;
+  std::string where_;
+  Work work_;
+  Reply<T> reply_;
+};
+
+}  // namespace
+
+void RefreshCached(const KvCache& cache, Slot& slot) {
+  slot.cached.clear();
+  bool canonical = true;
+  for (const TokenPos& cell : cache.table().Cells(slot.seq)) {
+    canonical = canonical && cell.pos == static_cast<Pos>(slot.cached.size());
+    slot.cached.push_back(cell.token);
+  }
+  if (!canonical) {
+    // Cells are always at positions 0..n-1 in this engine (the next token
+    // goes at n); a file with gaps would break that.
+    KV_LOG(WARNING) << "slot " << slot.id
+                    << ": restored positions are not 0..n-1";
+  }
+}
+
+std::unique_ptr<SlotJob> NewSaveJob(JobTarget target, uint32_t slot,
+                                    std::string path,
+                                    Reply<SlotSaveResult> reply) {
+  const bool sync = MayMoveCells(*target.cache);
+  return std::make_unique<SaveJob>(target, slot, std::move(path), sync,
+                                   std::move(reply));
+}
+
+
+std::unique_ptr<SlotJob> NewRestoreJob(JobTarget target, uint32_t slot,
+                                       std::string path,
+                                       Reply<SlotRestoreResult> reply) {
+  const bool sync = MayMoveCells(*target.cache);
+  return std::make_unique<RestoreSlotJob>(target, slot, std::move(path), sync,
+                                          std::move(reply));
+}
+
+std::unique_ptr<SlotJob> NewEraseJob(JobTarget target, uint32_t slot,
+                                     Reply<uint64_t> reply) {
+  const std::string where = "erase slot " + std::to_string(slot);
+  auto erase = [target, where](Slot* s) -> StatusOr<uint64_t> {
+    const uint64_t num_tokens = s->cached.size();
+    s->cached.clear();
+    KV_RETURN_IF_ERROR(target.vault->Erase(s->seq).WithContext(where));
+    return num_tokens;
+  };
+  return std::make_unique<InstantJob<uint64_t>>(JobKind::kErase, where, erase,
+                                                std::move(reply));
+}
+
+std::unique_ptr<SlotJob> NewDefragJob(JobTarget target,
+                                      Reply<DefragReport> reply) {
+  auto defrag = [target](Slot*) -> StatusOr<DefragReport> {
+    DefragReport report = target.cache->Defrag();
+    KV_LOG(INFO) << "defrag: " << report.num_moves << " moves, "
+                 << report.cells_moved << " cells moved in "
+                 << report.elapsed_ms << " ms";
+    return report;
+  };
+  return std::make_unique<InstantJob<DefragReport>>(
+      JobKind::kDefrag, "defrag", defrag, std::move(reply));
+}
+
+}  // namespace kvault
