@@ -1,19 +1,13 @@
+// The scheduler's policy: admission, the batch plan, the room ladder and
+// resuming preempted requests (see scheduler.h).
 #include "engine/scheduler.h"
 
 #include <algorithm>
-#include <chrono>
-#include <limits>
 #include <utility>
 
 #include "core/log.h"
 
 namespace kvault {
-namespace {
-
-constexpr Pos kEndPos = std::numeric_limits<Pos>::max();
-
-}  // namespace
-
 Scheduler::Scheduler(const SchedulerOptions& options, SlotKv* kv,
                      ForwardPass* forward, const Tokenizer* tokenizer,
                      const SamplerVocab* vocab)
@@ -130,30 +124,6 @@ std::optional<uint32_t> Scheduler::ChooseSlot(
   return best->id;
 }
 
-void Scheduler::StartRequest(Slot& slot, CompletionWork work) {
-  std::unique_ptr<Request> request = generation_.NewRequest(std::move(work));
-  Request& req = *request;
-  req.admit_order = ++admit_counter_;
-  const std::vector<TokenId>& prompt = req.params.prompt;
-  const size_t keep = ReusePrefix(slot, req.params);
-  req.to_feed.assign(prompt.begin() + keep, prompt.end());
-  for (TokenId token : prompt) req.sampler.Accept(token);
-  req.result.slot = slot.id;
-  req.result.tokens_evaluated = prompt.size();
-  req.result.timings.cache_n = keep;
-  req.result.timings.prompt_n = prompt.size() - keep;
-  slot.last_params = req.params.sampling;
-  slot.last_n_predict = req.params.n_predict;
-  slot.last_task = req.task_id;
-  slot.last_use = state_.Tick();
-  slot.request = std::move(request);
-  state_.SetState(slot, SlotState::kPrefilling);
-  kv_->SetActive(slot.seq, true);
-  kv_->Touch(slot.seq);
-  ++state_.counters.requests_total;
-  generation_.ReportPromptProgress(slot);
-}
-
 bool Scheduler::MustWaitForRoom(const Slot& slot,
                                 const CompletionParams& params) {
   if (!params.cache_prompt || !kv_->IsSpilled(slot.seq) ||
@@ -166,37 +136,6 @@ bool Scheduler::MustWaitForRoom(const Slot& slot,
       });
   if (!others_running) return false;  // nothing will free room: recompute
   return kv_->BringBack(slot.seq).IsResourceExhausted();
-}
-
-size_t Scheduler::ReusePrefix(Slot& slot, const CompletionParams& params) {
-  size_t keep =
-      params.cache_prompt ? CommonPrefix(slot.cached, params.prompt) : 0;
-  // The last prompt token is always evaluated: its logits start generation.
-  if (keep == params.prompt.size()) --keep;
-  if (keep > 0 && kv_->IsSpilled(slot.seq)) {
-    if (Status back = kv_->BringBack(slot.seq); !back.ok()) {
-      KV_LOG(WARNING) << "slot " << slot.id
-                      << ": cannot bring back its spilled KV, recomputing "
-                      << keep << " prompt tokens: " << back;
-      keep = 0;
-    }
-  }
-  if (keep > 0 && keep < slot.cached.size()) {
-    Status trimmed = kv_->Truncate(slot.seq, static_cast<Pos>(keep));
-    if (!trimmed.ok()) {
-      KV_LOG(WARNING) << "slot " << slot.id << ": trimming to " << keep
-                      << " tokens failed, recomputing: " << trimmed;
-      keep = 0;
-    } else {
-      slot.cached.resize(keep);
-    }
-  }
-  if (keep == 0) {
-    Status erased = kv_->Erase(slot.seq);
-    if (!erased.ok()) KV_LOG(WARNING) << "slot " << slot.id << ": " << erased;
-    slot.cached.clear();
-  }
-  return keep;
 }
 
 // --- The step ------------------------------------------------------------
@@ -308,71 +247,6 @@ bool Scheduler::MakeRoomForPlan(std::vector<Part>* plan) {
     plan->clear();
   }
   return false;
-}
-
-bool Scheduler::Decode(const std::vector<Part>& plan) {
-  std::vector<BatchToken> batch;  // [num tokens of the plan]
-  bool had_decode = false;
-  double units = 0;  // the plan's prefill work, in pacer units
-  for (const Part& part : plan) {
-    const Slot& slot = *part.slot;
-    for (size_t i = 0; i < part.num_tokens; ++i) {
-      batch.push_back({slot.seq, slot.request->to_feed[i],
-                       static_cast<Pos>(slot.cached.size() + i),
-                       part.want_logits && i + 1 == part.num_tokens});
-    }
-    if (slot.request->to_feed.size() > 1) {
-      units += pacer_.Units(part.num_tokens, slot.cached.size());
-    } else {
-      had_decode = true;
-    }
-  }
-  const EngineClock::time_point start = EngineClock::now();
-  StatusOr<std::vector<float>> logits = forward_->Decode(batch);
-  if (logits.ok()) {
-    pacer_.Observe(std::chrono::duration<double, std::nano>(
-                               EngineClock::now() - start).count(),
-                           had_decode, units);
-    ++state_.counters.forward_calls;
-    state_.counters.busy_slot_steps += plan.size();  // one part per slot
-    ApplyDecoded(plan, *logits);
-    return true;
-  }
-  // A placement can fail with enough free pages (contiguous policies).
-  if (logits.status().IsResourceExhausted() &&
-      (pressure_.FreeOneIdleSlot() || pressure_.PreemptYoungest())) {
-    return false;
-  }
-  KV_LOG(ERROR) << "forward pass failed: " << logits.status();
-  for (const Part& part : plan) generation_.Fail(*part.slot, logits.status());
-  return true;
-}
-
-void Scheduler::ApplyDecoded(const std::vector<Part>& plan,
-                             const std::vector<float>& logits) {
-  for (const Part& part : plan) {
-    Slot& slot = *part.slot;
-    std::vector<TokenId>& feed = slot.request->to_feed;
-    slot.cached.insert(slot.cached.end(), feed.begin(),
-                       feed.begin() + part.num_tokens);
-    feed.erase(feed.begin(), feed.begin() + part.num_tokens);
-    if (!slot.request->prompt_done) generation_.ReportPromptProgress(slot);
-  }
-  const size_t n_vocab = forward_->n_vocab();
-  size_t row = 0;
-  for (const Part& part : plan) {
-    Slot& slot = *part.slot;
-    if (part.want_logits) {
-      generation_.HandleLogits(
-          slot, std::span(logits.data() + row * n_vocab, n_vocab));
-      ++row;
-    } else if (slot.request->to_feed.empty()) {
-      // n_predict == 0: the prompt is evaluated, nothing is generated.
-      slot.request->prompt_done = true;
-      slot.request->prompt_end = EngineClock::now();
-      generation_.Finish(slot, "limit", false);
-    }
-  }
 }
 
 }  // namespace kvault
