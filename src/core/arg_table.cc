@@ -44,7 +44,7 @@ std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
 Status Refusal(const ArgSpec& spec, const std::string& how) {
   return InvalidArgumentError(
              how + " is not supported by kvault: " + std::string(spec.help))
-      .WithReason("unsupported_flag");
+      .WithReason(kReasonUnsupportedFlag);
 }
 
 // Parses an environment switch value as llama.cpp accepts them.
@@ -88,7 +88,7 @@ class ArgParser {
                                     " (every argument is a flag)");
       }
       return InvalidArgumentError("unknown flag " + Quote(name))
-          .WithReason("unknown_flag");
+          .WithReason(kReasonUnknownFlag);
     }
     const ArgSpec& spec = *it->second.spec;
     if (spec.use == ArgUse::kRefuse) return Refusal(spec, "flag " + name);

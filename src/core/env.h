@@ -112,14 +112,10 @@ class Env {
   static Env* Default();
 };
 
-// The reason tag of a full disk or exceeded quota (ENOSPC, EDQUOT).
-inline constexpr char kReasonDiskFull[] = "disk_full";
 // Returns the Status for a failed syscall: "<op> <path>: <strerror(err)>";
 // NotFound for ENOENT, ResourceExhausted (reason "disk_full") for
 // ENOSPC/EDQUOT, else IOError.
 Status ErrnoError(std::string_view op, std::string_view path, int err);
-// The reason tag of NotRegularFileError.
-inline constexpr char kReasonNotRegularFile[] = "not_regular_file";
 // Returns FailedPrecondition "open for reading <path>: <what> (FIFO, device,
 // symbolic link...), not a regular file" with reason "not_regular_file".
 Status NotRegularFileError(std::string_view path, std::string_view what);

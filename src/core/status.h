@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/reasons.h"  // the reasons WithReason takes
+
 namespace kvault {
 
 enum class StatusCode : int {

@@ -193,20 +193,20 @@ Status Engine::Impl::CheckSlot(uint32_t slot) const {
   return InvalidArgumentError("slot " + std::to_string(slot) +
                               " out of range [0, " +
                               std::to_string(options_.n_slots) + ")")
-      .WithReason("slot_out_of_range");
+      .WithReason(kReasonSlotOutOfRange);
 }
 
 Status Engine::Impl::ValidateParams(const CompletionParams& params) const {
   if (params.slot) KV_RETURN_IF_ERROR(CheckSlot(*params.slot));
   if (params.prompt.empty()) {
-    return InvalidArgumentError("empty prompt").WithReason("empty_prompt");
+    return InvalidArgumentError("empty prompt").WithReason(kReasonEmptyPrompt);
   }
   if (params.prompt.size() > options_.ctx_per_slot) {
     return InvalidArgumentError(
                "prompt of " + std::to_string(params.prompt.size()) +
                " tokens exceeds the slot context of " +
                std::to_string(options_.ctx_per_slot))
-        .WithReason("prompt_too_long");
+        .WithReason(kReasonPromptTooLong);
   }
   const TokenId n_vocab = static_cast<TokenId>(model_->n_vocab());
   for (size_t i = 0; i < params.prompt.size(); ++i) {
@@ -215,7 +215,7 @@ Status Engine::Impl::ValidateParams(const CompletionParams& params) const {
       return InvalidArgumentError("prompt token " + std::to_string(i) + " = " +
                                   std::to_string(t) + " out of range [0, " +
                                   std::to_string(n_vocab) + ")")
-          .WithReason("invalid_token");
+          .WithReason(kReasonInvalidToken);
     }
   }
   return params.sampling.Validate();

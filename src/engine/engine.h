@@ -41,10 +41,6 @@
 
 namespace kvault {
 
-// The reason tag of the Cancelled status a cancelled request or action
-// ends with (Cancel, a sink returning false, Shutdown).
-inline constexpr char kReasonCancelled[] = "cancelled";
-
 // What the engine does when a step or a restore needs pages, the pool is
 // full and no spill tier can take an idle slot's KV.
 enum class OnKvFull {
@@ -60,13 +56,6 @@ enum class OnKvFull {
 StatusOr<OnKvFull> ParseOnKvFull(std::string_view text);
 // Returns "refuse" / "drop-lru".
 const char* OnKvFullName(OnKvFull policy);
-
-// The reason tag of the error a request gets when the pool is full and the
-// on-kv-full policy refuses to drop anyone's KV.
-inline constexpr char kReasonKvFull[] = "kv_full";
-// The reason tag of a slot save/restore whose file I/O outran
-// EngineOptions::slot_io_timeout_ms.
-inline constexpr char kReasonIoTimeout[] = "io_timeout";
 
 struct EngineOptions {
   uint32_t n_ctx_total = 4096;  // cells in the shared pool (-c)
@@ -138,6 +127,7 @@ struct CompletionTimings {
 
 // How far a request's prompt evaluation has come.
 struct PromptProgress {
+  uint32_t slot = 0;       // the slot evaluating it
   uint64_t total = 0;      // prompt tokens
   uint64_t cache = 0;      // of them reused from the slot's cache
   uint64_t processed = 0;  // cache included: total once evaluated
@@ -161,7 +151,6 @@ struct TokenEvent {
   float chosen_prob = 0;
   CompletionTimings timings;  // the request's so far, this token included
 };
-
 
 struct CompletionResult {
   uint32_t slot = 0;
@@ -187,6 +176,8 @@ struct CompletionResult {
 class CompletionSink {
  public:
   virtual ~CompletionSink() = default;
+  // Called once, first: the request was admitted into `slot`.
+  virtual void OnStart(uint32_t slot) {}
   // Called for each generated token; returning false cancels the request
   // (e.g. the client went away) and frees its slot.
   virtual bool OnToken(const TokenEvent& event) = 0;

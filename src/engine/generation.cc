@@ -51,6 +51,7 @@ void Generation::ReportPromptProgress(const Slot& slot) const {
   const Request& req = *slot.request;
   if (!req.params.return_progress) return;
   PromptProgress p;
+  p.slot = slot.id;
   p.total = req.params.prompt.size();
   p.cache = req.result.timings.cache_n;
   // Before the first batch nothing is evaluated: timings stay zero.

@@ -64,7 +64,7 @@ Status PoolPressure::PoolFullError(const Slot& slot, uint64_t need_pages) {
   std::string msg = "slot " + std::to_string(slot.id) + " needs " +
                     std::to_string(need_pages) + " more pages; the pool has " +
                     std::to_string(kv_->num_free_pages()) + " free";
-  if (idle_pages == 0) return ResourceExhaustedError(msg).WithReason("no_room");
+  if (idle_pages == 0) return ResourceExhaustedError(msg).WithReason(kReasonNoRoom);
   ++state_->counters.kv_full_refusals;
   return ResourceExhaustedError(
              msg + " and idle slots hold " + std::to_string(idle_pages) +

@@ -31,6 +31,7 @@ void Scheduler::StartRequest(Slot& slot, CompletionWork work) {
   kv_->SetActive(slot.seq, true);
   kv_->Touch(slot.seq);
   ++state_.counters.requests_total;
+  slot.request->sink->OnStart(slot.id);
   generation_.ReportPromptProgress(slot);
 }
 

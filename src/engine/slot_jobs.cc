@@ -27,9 +27,9 @@ bool MayMoveCells(const KvCache& cache) {
 // Gives a failed restore the API's reasons.
 Status RestoreError(const Status& status) {
   if (status.IsNotFound() && status.reason().empty()) {
-    return status.WithReason("file_not_found");
+    return status.WithReason(kReasonFileNotFound);
   }
-  if (status.IsResourceExhausted()) return status.WithReason("no_room");
+  if (status.IsResourceExhausted()) return status.WithReason(kReasonNoRoom);
   return status;
 }
 
@@ -57,7 +57,7 @@ class SaveJob final : public SlotJob {
       return Done<SlotSaveResult>(
           ctx, reply_,
           FailedPreconditionError(where() + ": the slot holds no tokens")
-              .WithReason("slot_empty"));
+              .WithReason(kReasonSlotEmpty));
     }
     // A spilled slot's save copies its tier entry: vault work, inline.
     if (sync_ || !resident) return JobStep{true, {}};

@@ -9,9 +9,9 @@ namespace kvault {
 StatusOr<Grammar> Grammar::Parse(std::string_view gbnf, std::string_view root) {
   GrammarBuilder builder;
   Status parsed = GbnfParser::Parse(gbnf, &builder);
-  if (!parsed.ok()) return parsed.WithReason("invalid_grammar");
+  if (!parsed.ok()) return parsed.WithReason(kReasonInvalidGrammar);
   StatusOr<Grammar> g = std::move(builder).Finish(root);
-  if (!g.ok()) return g.status().WithReason("invalid_grammar");
+  if (!g.ok()) return g.status().WithReason(kReasonInvalidGrammar);
   return g;
 }
 

@@ -111,7 +111,7 @@ Status UnsupportedKeyword(std::string_view keyword, const std::string& path,
   std::string msg = "keyword '" + std::string(keyword) + "' at " +
                     ShowPath(path) + " is not supported";
   if (!why.empty()) msg += ": " + std::string(why);
-  return InvalidArgumentError(std::move(msg)).WithReason("unsupported_schema");
+  return InvalidArgumentError(std::move(msg)).WithReason(kReasonUnsupportedSchema);
 }
 
 StatusOr<std::string> SchemaConverter::Convert() {
@@ -382,7 +382,7 @@ std::string SchemaConverter::Fixed(std::string_view name) {
 StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema) {
   StatusOr<std::string> gbnf = SchemaConverter(schema).Convert();
   if (!gbnf.ok() && gbnf.status().reason().empty()) {
-    return gbnf.status().WithReason("invalid_json_schema");
+    return gbnf.status().WithReason(kReasonInvalidJsonSchema);
   }
   return gbnf;
 }

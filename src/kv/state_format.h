@@ -30,19 +30,6 @@ inline constexpr uint64_t kStateMaxTokens = (uint64_t{1} << 31) - 1;
 inline constexpr uint64_t kStateMaxFileBytes = uint64_t{1} << 62;
 inline constexpr size_t kStateProducerBytes = 32;
 
-// Stable reason tags (Status::reason()) of state-file errors; the table in
-// docs/state_file_format.md says which check yields which.
-inline constexpr char kReasonTruncated[] = "truncated";
-inline constexpr char kReasonBadMagic[] = "bad_magic";
-inline constexpr char kReasonChecksumMismatch[] = "checksum_mismatch";
-inline constexpr char kReasonVersionUnsupported[] = "version_unsupported";
-inline constexpr char kReasonBadHeader[] = "bad_header";
-inline constexpr char kReasonTrailingBytes[] = "trailing_bytes";
-inline constexpr char kReasonBadTrailer[] = "bad_trailer";
-inline constexpr char kReasonModelMismatch[] = "model_mismatch";
-inline constexpr char kReasonLayoutMismatch[] = "layout_mismatch";
-inline constexpr char kReasonDtypeMismatch[] = "dtype_mismatch";
-
 // The decoded header of a state file.
 struct StateHeader {
   uint32_t format_version = kStateFormatVersion;

@@ -66,7 +66,7 @@ Status OutOfRange(std::string_view field, double value,
   return InvalidArgumentError("field '" + std::string(field) +
                               "': " + Number(value) + " is outside " +
                               std::string(domain))
-      .WithReason("out_of_range");
+      .WithReason(kReasonOutOfRange);
 }
 
 // Each check is written to accept, so NaN (which fails every comparison)
@@ -95,7 +95,7 @@ Status CheckLogitBias(const std::vector<LogitBias>& biases) {
     if (std::isnan(b.bias)) {
       return InvalidArgumentError("field 'logit_bias': the bias of token " +
                                   std::to_string(b.token) + " is NaN")
-          .WithReason("out_of_range");
+          .WithReason(kReasonOutOfRange);
     }
   }
   return Status::Ok();

@@ -40,7 +40,7 @@ StatusOr<std::string> BlockType(const json& b, const std::string& name) {
   KV_RETURN_IF_ERROR(ReadString(b, "type", &type));
   if (type.empty()) {
     return InvalidArgumentError("field '" + name + ".type' is required")
-        .WithReason("missing_field");
+        .WithReason(kReasonMissingField);
   }
   return type;
 }
@@ -50,7 +50,7 @@ Status UnsupportedBlock(const std::string& name, const std::string& type,
   return InvalidArgumentError("field '" + name + ".type': \"" + type +
                               "\" blocks are not supported here (supported: " +
                               supported + ")")
-      .WithReason("unsupported_content");
+      .WithReason(kReasonUnsupportedContent);
 }
 
 // Returns a string or an array of text blocks joined with "\n" (system
@@ -129,12 +129,12 @@ StatusOr<ChatMessage> ParseMessage(const json& m, const std::string& name) {
                                 ".role': expected \"user\" or \"assistant\", "
                                 "got \"" +
                                 msg.role + "\"")
-        .WithReason("unknown_role");
+        .WithReason(kReasonUnknownRole);
   }
   const json* content = FindField(m, "content");
   if (content == nullptr) {
     return InvalidArgumentError("field '" + name + ".content' is required")
-        .WithReason("missing_field");
+        .WithReason(kReasonMissingField);
   }
   if (content->is_string()) {
     msg.content = content->get<std::string>();
@@ -173,7 +173,7 @@ StatusOr<bool> ToolsEnabled(const json& body) {
              "field 'tool_choice.type': \"" + type +
              "\" is not supported (kvault cannot force a tool call); "
              "supported: auto, none")
-      .WithReason("unsupported_field");
+      .WithReason(kReasonUnsupportedField);
 }
 
 // Returns the system-turn text describing `tools`; fills `names`.
@@ -240,7 +240,7 @@ Status CheckThinking(const json& body) {
                "field 'thinking.type': expected \"enabled\", \"disabled\" or "
                "\"adaptive\", got \"" +
                type + "\"")
-        .WithReason("invalid_field");
+        .WithReason(kReasonInvalidField);
   }
   return Status::Ok();
 }
@@ -248,7 +248,7 @@ Status CheckThinking(const json& body) {
 }  // namespace
 
 Status ImageNotSupportedError() {
-  return InternalError(kImageNotSupported).WithReason("image_not_supported");
+  return InternalError(kImageNotSupported).WithReason(kReasonImageNotSupported);
 }
 
 StatusOr<std::vector<ChatMessage>> AnthropicChatMessages(
@@ -257,7 +257,7 @@ StatusOr<std::vector<ChatMessage>> AnthropicChatMessages(
   const json* messages = FindField(body, "messages");
   if (messages == nullptr) {
     return InvalidArgumentError("field 'messages' is required")
-        .WithReason("missing_field");
+        .WithReason(kReasonMissingField);
   }
   if (!messages->is_array()) {
     return WrongType("messages", "an array of messages", *messages);

@@ -93,7 +93,7 @@ StatusOr<std::string> ChatFormat::Render(const ordered_json& messages,
   if (!out.ok()) {
     return InvalidArgumentError("chat template: " +
                                 std::string(out.status().message()))
-        .WithReason("template_error");
+        .WithReason(kReasonTemplateError);
   }
   return out;
 }
@@ -105,7 +105,7 @@ Status ChatFormat::CheckNoVariables(const ordered_json& kwargs) const {
                           "--jinja and a Jinja chat template)";
   if (default_kwargs.is_object() && !default_kwargs.empty()) {
     return InvalidArgumentError("flag --chat-template-kwargs: " + why)
-        .WithReason("unsupported_field");
+        .WithReason(kReasonUnsupportedField);
   }
   if (!kwargs.is_object() || kwargs.empty()) return Status::Ok();
   // /apply-template hands the request's tools over as a variable.

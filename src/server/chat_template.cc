@@ -40,7 +40,7 @@ std::string_view Trim(std::string_view s) {
 Status ValidateMessages(std::span<const ChatMessage> messages) {
   if (messages.empty()) {
     return InvalidArgumentError("chat messages: expected at least one, got 0")
-        .WithReason("empty_messages");
+        .WithReason(kReasonEmptyMessages);
   }
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& role = messages[i].role;
@@ -48,7 +48,7 @@ Status ValidateMessages(std::span<const ChatMessage> messages) {
       return InvalidArgumentError("messages[" + std::to_string(i) +
                                   "].role is \"" + role +
                                   "\"; expected system, user or assistant")
-          .WithReason("unknown_role");
+          .WithReason(kReasonUnknownRole);
     }
   }
   return Status::Ok();
@@ -248,7 +248,7 @@ StatusOr<ChatTemplateFamily> ParseChatTemplateName(std::string_view name) {
   }
   return InvalidArgumentError("unknown chat template \"" + std::string(name) +
                               "\"; valid names: " + valid)
-      .WithReason("unknown_chat_template");
+      .WithReason(kReasonUnknownChatTemplate);
 }
 
 StatusOr<std::string> RenderChat(ChatTemplateFamily f,

@@ -38,14 +38,14 @@ Status CheckTools(const ordered_json& tools) {
     if (!t.is_object() || t.value("type", "") != "function") {
       return InvalidArgumentError("field '" + where +
                                   "': expected {\"type\": \"function\", ...}")
-          .WithReason("invalid_tools");
+          .WithReason(kReasonInvalidTools);
     }
     auto fn = t.find("function");
     if (fn == t.end() || !fn->is_object() || !fn->contains("name") ||
         !(*fn)["name"].is_string()) {
       return InvalidArgumentError("field '" + where +
                                   ".function.name': expected a string")
-          .WithReason("invalid_tools");
+          .WithReason(kReasonInvalidTools);
     }
   }
   return Status::Ok();
@@ -69,7 +69,7 @@ StatusOr<ordered_json> ReadToolChoice(const json& body,
              "field 'tool_choice': expected \"none\", \"auto\", \"required\" "
              "or {\"type\": \"function\", \"function\": {\"name\": ...}}, got " +
              choice->dump())
-      .WithReason("invalid_tools");
+      .WithReason(kReasonInvalidTools);
 }
 
 StatusOr<bool> ReadBool(const json& body, const char* key, bool fallback) {
@@ -167,7 +167,7 @@ StatusOr<ChatToolPlan> PlanChatTools(const json& body,
       return InvalidArgumentError(
                  "field 'tool_choice': " + choice.dump() +
                  " needs a non-empty 'tools' list")
-          .WithReason("invalid_tools");
+          .WithReason(kReasonInvalidTools);
     }
     plan.syntax.parse_tool_calls = false;
     return plan;

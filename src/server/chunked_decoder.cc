@@ -12,13 +12,13 @@ constexpr size_t kMaxSizeLine = 4096;
 
 Status MalformedChunk(const std::string& why) {
   return InvalidArgumentError("chunked body: " + why)
-      .WithReason("malformed_chunk");
+      .WithReason(kReasonMalformedChunk);
 }
 
 Status BodyTooLarge(uint64_t limit) {
   return ResourceExhaustedError("request body exceeds the server's limit of " +
                                 std::to_string(limit) + " bytes")
-      .WithReason("body_too_large");
+      .WithReason(kReasonBodyTooLarge);
 }
 
 int HexDigit(char c) {
@@ -135,7 +135,7 @@ Status ChunkedDecoder::OnTrailerLine(std::string_view line) {
     return ResourceExhaustedError("trailer section exceeds " +
                                   std::to_string(limits_.max_head_bytes) +
                                   " bytes")
-        .WithReason("headers_too_large");
+        .WithReason(kReasonHeadersTooLarge);
   }
   std::string name;
   std::string value;

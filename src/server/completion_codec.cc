@@ -29,7 +29,7 @@ StatusOr<TokenId> ReadTokenId(const json& p, const Tokenizer& tokenizer,
     return InvalidArgumentError("field '" + field + "': token id " + p.dump() +
                                 " is outside the vocabulary [0, " +
                                 std::to_string(n_vocab) + ")")
-        .WithReason("out_of_range");
+        .WithReason(kReasonOutOfRange);
   }
   return static_cast<TokenId>(p.get<int64_t>());
 }
@@ -67,7 +67,7 @@ Status ParseLimitedFields(const json& body, const CompletionLimits& limits,
                "field 'n_predict': " + std::to_string(n_predict) +
                " is above the server's limit " +
                std::to_string(limits.max_n_predict))
-        .WithReason("out_of_range");
+        .WithReason(kReasonOutOfRange);
   }
   if (n_predict < 0 && limits.max_n_predict > 0) {
     n_predict = limits.max_n_predict;
@@ -81,7 +81,7 @@ Status ParseLimitedFields(const json& body, const CompletionLimits& limits,
                                 std::to_string(id_slot) +
                                 " does not exist; valid: -1 (any) or [0, " +
                                 std::to_string(limits.n_slots) + ")")
-        .WithReason("slot_out_of_range");
+        .WithReason(kReasonSlotOutOfRange);
   }
   params->slot =
       id_slot < 0 ? std::nullopt : std::optional<uint32_t>(uint32_t(id_slot));
@@ -137,7 +137,7 @@ StatusOr<std::vector<TokenId>> TokenizePrompt(const json& prompt,
       return InvalidArgumentError("field '" + std::string(field) +
                                   ".multimodal_data': multimodal input is "
                                   "not supported by this model")
-          .WithReason("unsupported_content");
+          .WithReason(kReasonUnsupportedContent);
     }
     const json* text = FindField(prompt, "prompt_string");
     if (text == nullptr || !text->is_string()) {
@@ -249,7 +249,7 @@ Status CheckPromptLength(size_t num_tokens, const CompletionLimits& limits) {
     return InvalidArgumentError(
                "field 'prompt': the prompt is empty (0 "
                "tokens)")
-        .WithReason("empty_prompt");
+        .WithReason(kReasonEmptyPrompt);
   }
   return Status::Ok();
 }
@@ -262,7 +262,7 @@ StatusOr<CompletionRequest> ParseCompletionRequest(
   const json* prompt = FindField(body, "prompt");
   if (prompt == nullptr) {
     return InvalidArgumentError("field 'prompt' is required")
-        .WithReason("missing_field");
+        .WithReason(kReasonMissingField);
   }
   KV_ASSIGN_OR_RETURN(request.params.prompt,
                       TokenizePrompt(*prompt, tokenizer, true, "prompt"));
@@ -439,7 +439,7 @@ StatusOr<json> HandleTokenize(const json& body, const Tokenizer& tokenizer) {
   const json* content = FindField(body, "content");
   if (content == nullptr) {
     return InvalidArgumentError("field 'content' is required")
-        .WithReason("missing_field");
+        .WithReason(kReasonMissingField);
   }
   std::vector<TokenId> ids;
   if (content->is_string()) {

@@ -248,7 +248,7 @@ void HandleCompletion(Api api, ServerState& state, const Request& req,
             res, InvalidArgumentError("field 'stream': streaming several "
                                       "prompts or choices is not supported "
                                       "yet")
-                     .WithReason("unsupported_field"));
+                     .WithReason(kReasonUnsupportedField));
       }
       requests.push_back(std::move(*r));
     }

@@ -14,7 +14,7 @@ using nlohmann::json;
 Status InvalidGrammar(const std::string& field, const Status& why) {
   return InvalidArgumentError("field '" + field + "': " +
                               std::string(why.message()))
-      .WithReason("invalid_grammar");
+      .WithReason(kReasonInvalidGrammar);
 }
 
 // The schema a json_schema or response_format asks for; nullopt-like
@@ -48,7 +48,7 @@ StatusOr<json> SchemaOf(const json& body, std::string* field) {
   return InvalidArgumentError(
              "field 'response_format.type': expected \"text\", "
              "\"json_object\" or \"json_schema\", got \"" + type + "\"")
-      .WithReason("invalid_field");
+      .WithReason(kReasonInvalidField);
 }
 
 // Returns the value at `path` ("a.b.c") of `root`, or null.
@@ -79,7 +79,7 @@ Status ReadGrammarFields(const json& body, SamplingParams* s,
     return InvalidArgumentError(
                "fields 'grammar' and 'json_schema': either can be given, "
                "not both")
-        .WithReason("invalid_field");
+        .WithReason(kReasonInvalidField);
   }
   if (gbnf.empty() && !schema.is_null()) {
     if (!schema.is_object() && !schema.is_boolean()) {

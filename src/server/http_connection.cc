@@ -206,7 +206,7 @@ void HttpConnection::ReplyToReadError(const Status& status) {
   HttpError error;
   if (!IsTransportError(status)) {
     error = HttpErrorForParse(status);
-  } else if (status.reason() == "request_timeout" &&
+  } else if (status.reason() == kReasonRequestTimeout &&
              (parser_.has_head() || !parser_.pending().empty())) {
     error = MakeHttpError(
         408, kErrInvalidRequest,

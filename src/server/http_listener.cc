@@ -44,7 +44,7 @@ std::string TooManyConnectionsResponse() {
       MakeHttpError(503, kErrUnavailable,
                     "too many connections: every HTTP worker is busy; retry "
                     "later",
-                    "too_many_connections"),
+                    kReasonTooManyConnections),
       res);
   res.SetHeader("Retry-After", "1");
   return ResponseHead(res, 1, false) + res.body;
@@ -78,7 +78,7 @@ StatusOr<int> BindSocket(const std::string& host, uint16_t port) {
     return UnavailableError("cannot listen on " + host + ":" +
                             std::to_string(port) +
                             " (address in use or not local?)")
-        .WithReason("bind_failed");
+        .WithReason(kReasonBindFailed);
   }
   return fd;
 }

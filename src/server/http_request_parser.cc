@@ -16,7 +16,7 @@ Status BadRequest(std::string_view reason, const std::string& message) {
 Status HeadTooLarge(size_t limit) {
   return ResourceExhaustedError("request head exceeds " +
                                 std::to_string(limit) + " bytes")
-      .WithReason("headers_too_large");
+      .WithReason(kReasonHeadersTooLarge);
 }
 
 // Sets path and query from an origin-form or absolute-form target.
@@ -25,7 +25,7 @@ Status ParseTarget(std::string_view target, const std::string& method,
   for (char c : target) {
     const auto u = static_cast<unsigned char>(c);
     if (u <= 0x20 || u >= 0x7f || c == '#') {
-      return BadRequest("invalid_request_target",
+      return BadRequest(kReasonInvalidRequestTarget,
                         "request target " + Excerpt(target) +
                             " holds a byte not allowed in a URI");
     }
@@ -40,7 +40,7 @@ Status ParseTarget(std::string_view target, const std::string& method,
     const size_t slash = target.find('/', scheme + 3);
     path_query = slash == std::string_view::npos ? "/" : target.substr(slash);
   } else if (target.empty() || target[0] != '/') {
-    return BadRequest("invalid_request_target",
+    return BadRequest(kReasonInvalidRequestTarget,
                       "request target " + Excerpt(target) +
                           ": expected a path starting with '/'");
   }
@@ -60,7 +60,7 @@ Status ParseRequestLine(std::string_view line, HttpRequest* req) {
       line.find(' ', sp2 + 1) != std::string_view::npos ||
       !IsToken(line.substr(0, sp1))) {
     return BadRequest(
-        "malformed_request_line",
+        kReasonMalformedRequestLine,
         "request line " + Excerpt(line) + ": expected 'METHOD /path HTTP/1.1'");
   }
   const std::string_view version = line.substr(sp2 + 1);
@@ -69,13 +69,13 @@ Status ParseRequestLine(std::string_view line, HttpRequest* req) {
       !std::isdigit(static_cast<unsigned char>(version[5])) ||
       !std::isdigit(static_cast<unsigned char>(version[7]))) {
     return BadRequest(
-        "malformed_request_line",
+        kReasonMalformedRequestLine,
         "HTTP version " + Excerpt(version) + ": expected HTTP/1.1 or HTTP/1.0");
   }
   if (version[5] != '1') {
     return UnimplementedError("HTTP version " + std::string(version) +
                               " is not supported; use HTTP/1.1")
-        .WithReason("http_version_not_supported");
+        .WithReason(kReasonHttpVersionNotSupported);
   }
   req->method = std::string(line.substr(0, sp1));
   req->version_minor = version[7] == '0' ? 0 : 1;
@@ -99,20 +99,20 @@ std::vector<std::string> ListValues(const HttpRequest& req,
 Status ApplyContentLength(const std::vector<std::string>& values,
                           HttpRequestHead* head) {
   if (values.empty()) {
-    return BadRequest("invalid_content_length", "Content-Length is empty");
+    return BadRequest(kReasonInvalidContentLength, "Content-Length is empty");
   }
   for (const std::string& v : values) {
     uint64_t n = 0;
     for (char c : v) {
       if (c < '0' || c > '9') {
-        return BadRequest("invalid_content_length",
+        return BadRequest(kReasonInvalidContentLength,
                           "Content-Length " + Excerpt(v) +
                               ": expected a non-negative decimal integer");
       }
       n = n > (UINT64_MAX - 9) / 10 ? UINT64_MAX : n * 10 + (c - '0');
     }
     if (v != values.front()) {
-      return BadRequest("conflicting_content_length",
+      return BadRequest(kReasonConflictingContentLength,
                         "Content-Length values " + Excerpt(values.front()) +
                             " and " + Excerpt(v) + " disagree");
     }
@@ -126,22 +126,22 @@ Status ApplyContentLength(const std::vector<std::string>& values,
 Status ApplyTransferEncoding(const std::vector<std::string>& codings,
                              HttpRequestHead* head) {
   if (head->request.version_minor == 0) {
-    return BadRequest("invalid_transfer_encoding",
+    return BadRequest(kReasonInvalidTransferEncoding,
                       "Transfer-Encoding is not allowed in HTTP/1.0");
   }
   if (codings.empty()) {
-    return BadRequest("invalid_transfer_encoding",
+    return BadRequest(kReasonInvalidTransferEncoding,
                       "Transfer-Encoding is empty");
   }
   for (const std::string& c : codings) {
     if (c != "chunked") {
       return UnimplementedError("Transfer-Encoding " + Excerpt(c) +
                                 " is not supported; only chunked is")
-          .WithReason("unsupported_transfer_encoding");
+          .WithReason(kReasonUnsupportedTransferEncoding);
     }
   }
   if (codings.size() > 1) {
-    return BadRequest("invalid_transfer_encoding",
+    return BadRequest(kReasonInvalidTransferEncoding,
                       "Transfer-Encoding lists chunked more than once");
   }
   head->body_kind = BodyKind::kChunked;
@@ -155,14 +155,14 @@ Status ApplySemantics(HttpRequestHead* head) {
   ListValues(req, "Host", &n_host);
   if (req.version_minor == 1 && n_host != 1) {
     return BadRequest(
-        "invalid_host",
+        kReasonInvalidHost,
         "an HTTP/1.1 request needs exactly one Host header, got " +
             std::to_string(n_host));
   }
   const auto lengths = ListValues(req, "Content-Length", &n_cl);
   const auto codings = ListValues(req, "Transfer-Encoding", &n_te);
   if (n_cl > 0 && n_te > 0) {
-    return BadRequest("content_length_with_chunked",
+    return BadRequest(kReasonContentLengthWithChunked,
                       "Content-Length and Transfer-Encoding together are "
                       "refused (RFC 9112 section 6.3)");
   }
@@ -194,7 +194,7 @@ Status ParseHeadText(std::string_view text, const HttpLimits& limits,
     return ResourceExhaustedError("request has more than " +
                                   std::to_string(limits.max_headers) +
                                   " header fields")
-        .WithReason("headers_too_large");
+        .WithReason(kReasonHeadersTooLarge);
   }
   for (std::string_view line : lines) {
     if (line.find_first_of("\r\n") != std::string_view::npos) {
@@ -276,7 +276,7 @@ StatusOr<bool> HttpRequestParser::ParseBody() {
                "request body of " + std::to_string(head_.content_length) +
                " bytes exceeds the server's limit of " +
                std::to_string(limits_.max_body_bytes) + " bytes")
-        .WithReason("body_too_large");
+        .WithReason(kReasonBodyTooLarge);
   }
   const uint64_t need = head_.content_length - body_.size();
   const size_t take =

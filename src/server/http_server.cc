@@ -21,7 +21,7 @@ using std::chrono::milliseconds;
 // Returns the answer every endpoint gives while the model loads.
 nlohmann::json LoadingJson(double progress) {
   nlohmann::json j = ErrorJson(
-      MakeHttpError(503, kErrUnavailable, "Loading model", "loading"));
+      MakeHttpError(503, kErrUnavailable, "Loading model", kReasonLoading));
   j["progress"] = progress;
   return j;
 }
@@ -95,12 +95,12 @@ bool HttpServer::Impl::Admit(const HttpRequest& head, HttpResponse& res) {
                                       " is not allowed "
                                       "on " +
                                       head.path + "; allowed: " + match.allow,
-                                  "method_not_allowed"));
+                                  kReasonMethodNotAllowed));
     return false;
   }
   if (match.handler == nullptr) {
     ReplyError(res, MakeHttpError(404, kErrNotFound, "File Not Found",
-                                  "no_such_route"));
+                                  kReasonNoSuchRoute));
     return false;
   }
   if (head.path == "/health" || head.path == "/v1/health") {
@@ -110,7 +110,7 @@ bool HttpServer::Impl::Admit(const HttpRequest& head, HttpResponse& res) {
                     head.Header("X-Api-Key"))) {
     res.SetHeader("WWW-Authenticate", "Bearer");
     ReplyError(res, MakeHttpError(401, kErrAuthentication, "Invalid API Key",
-                                  "invalid_api_key"));
+                                  kReasonInvalidApiKey));
     return false;
   }
   if (!state_.ready.load()) {
@@ -124,7 +124,7 @@ void HttpServer::Impl::Handle(HttpRequest& req, HttpResponse& res) {
   HttpRouter::Match match = router_.Find(req.method, req.path);
   if (match.handler == nullptr) {  // Admit found it; cannot happen
     return ReplyError(res, MakeHttpError(404, kErrNotFound, "File Not Found",
-                                         "no_such_route"));
+                                         kReasonNoSuchRoute));
   }
   req.matches = std::move(match.matches);
   EngineHost::Lease lease;  // a sleeping server wakes for all but reads

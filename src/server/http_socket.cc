@@ -25,10 +25,10 @@ Status SocketError(const char* what) {
   const int err = errno;
   if (err == EPIPE || err == ECONNRESET) {
     return UnavailableError(std::string(what) + ": the client went away")
-        .WithReason("client_closed");
+        .WithReason(kReasonClientClosed);
   }
   return IOError(std::string(what) + ": " + std::strerror(err))
-      .WithReason("io_error");
+      .WithReason(kReasonIoError);
 }
 
 }  // namespace
@@ -83,11 +83,11 @@ Status HttpSocket::ReadSome(std::string* out, HttpClock::time_point deadline) {
     if (ready < 0 && errno != EINTR) return SocketError("poll");
     if (fds[1].revents != 0) {
       return CancelledError("the server is stopping")
-          .WithReason("server_stopping");
+          .WithReason(kReasonServerStopping);
     }
     if (ready == 0 && HttpClock::now() >= deadline) {
       return UnavailableError("the client sent nothing in time")
-          .WithReason("request_timeout");
+          .WithReason(kReasonRequestTimeout);
     }
     if (fds[0].revents == 0) continue;
     char buf[64 << 10];
@@ -98,7 +98,7 @@ Status HttpSocket::ReadSome(std::string* out, HttpClock::time_point deadline) {
     }
     if (n == 0) {
       return UnavailableError("the client closed the connection")
-          .WithReason("client_closed");
+          .WithReason(kReasonClientClosed);
     }
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
       return SocketError("recv");
@@ -121,7 +121,7 @@ Status HttpSocket::WriteAll(std::string_view data,
     const HttpClock::time_point cut = stop_->Cut(deadline);
     if (HttpClock::now() >= cut) {
       return UnavailableError("the client did not read the response in time")
-          .WithReason("write_timeout");
+          .WithReason(kReasonWriteTimeout);
     }
     pollfd fd = {fd_, POLLOUT, 0};
     if (poll(&fd, 1, std::min(MsUntil(cut), 100)) < 0 && errno != EINTR) {

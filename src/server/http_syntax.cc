@@ -53,7 +53,7 @@ Status ParseFieldLine(std::string_view line, std::string_view where,
   auto fail = [&](const std::string& why) {
     return InvalidArgumentError(std::string(where) + " line " + Excerpt(line) +
                                 ": " + why)
-        .WithReason("invalid_header");
+        .WithReason(kReasonInvalidHeader);
   };
   if (!line.empty() && (line[0] == ' ' || line[0] == '\t')) {
     return fail("obs-fold (a line starting with whitespace) is not accepted");

@@ -19,7 +19,7 @@ Status CheckFimTokens(const Vocab& vocab) {
   if (missing.empty()) return Status::Ok();
   return UnimplementedError("Infill is not supported by this model: " +
                             missing)
-      .WithReason("infill_unsupported");
+      .WithReason(kReasonInfillUnsupported);
 }
 
 // input_prefix / input_suffix: text (special tokens not parsed) or a mixed

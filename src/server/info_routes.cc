@@ -19,7 +19,7 @@ const std::string kBuildInfo = std::string("kvault ") + kKvaultVersion;
 void HandleHealth(const ServerState& state, Response& res) {
   if (!state.ready.load()) {
     json j = ErrorJson(
-        MakeHttpError(503, kErrUnavailable, "Loading model", "loading"));
+        MakeHttpError(503, kErrUnavailable, "Loading model", kReasonLoading));
     j["progress"] = state.load_progress.load();
     ReplyJson(res, j, 503);
     return;
@@ -104,7 +104,7 @@ void HandleSlots(const ServerState& state, const Request& req, Response& res) {
   // llama-server's ?fail_on_no_slot=1: 503 when every slot is busy.
   if (req.Param("fail_on_no_slot") == "1" && !any_idle) {
     ReplyError(res, MakeHttpError(503, kErrUnavailable, "no slot available",
-                                  "no_slot_available"));
+                                  kReasonNoSlotAvailable));
     return;
   }
   ReplyJson(res, out);

@@ -20,7 +20,7 @@ std::string Excerpt(const json& value) {
 
 Status OutOfRange(std::string_view field, const std::string& what) {
   return InvalidArgumentError("field '" + std::string(field) + "': " + what)
-      .WithReason("out_of_range");
+      .WithReason(kReasonOutOfRange);
 }
 
 }  // namespace
@@ -57,7 +57,7 @@ const json* FindField(const json& obj, std::string_view key) {
 Status UnsupportedField(std::string_view field, std::string_view why) {
   return InvalidArgumentError("field '" + std::string(field) +
                               "' is not supported: " + std::string(why))
-      .WithReason("unsupported_field");
+      .WithReason(kReasonUnsupportedField);
 }
 
 Status WrongType(std::string_view field, std::string_view expected,
@@ -65,7 +65,7 @@ Status WrongType(std::string_view field, std::string_view expected,
   return InvalidArgumentError("field '" + std::string(field) + "': expected " +
                               std::string(expected) + ", got " +
                               JsonTypeName(got) + " " + Excerpt(got))
-      .WithReason("invalid_field");
+      .WithReason(kReasonInvalidField);
 }
 
 Status ReadBool(const json& obj, std::string_view key, bool* out) {
@@ -158,7 +158,7 @@ Status CheckJsonShape(std::string_view body, const JsonLimits& limits) {
                    "JSON body nests deeper than " +
                    std::to_string(limits.max_depth) + " levels at byte " +
                    std::to_string(pos))
-            .WithReason("json_too_deep");
+            .WithReason(kReasonJsonTooDeep);
       }
     } else if (c == ']' || c == '}') {
       depth -= depth > 0 ? 1 : 0;  // unbalanced: the parser reports it
@@ -167,7 +167,7 @@ Status CheckJsonShape(std::string_view body, const JsonLimits& limits) {
                                   std::to_string(limits.max_values) +
                                   " values (at byte " + std::to_string(pos) +
                                   ")")
-          .WithReason("json_too_large");
+          .WithReason(kReasonJsonTooLarge);
     }
   }
   return Status::Ok();
@@ -179,7 +179,7 @@ StatusOr<json> ParseJsonObject(std::string_view body) {
     if (d.step != Utf8Step::kValid) {
       return InvalidArgumentError("request body is not valid UTF-8 at byte " +
                                   std::to_string(pos))
-          .WithReason("invalid_utf8");
+          .WithReason(kReasonInvalidUtf8);
     }
     pos += d.num_bytes;
   }
@@ -197,12 +197,12 @@ StatusOr<json> ParseJsonObject(std::string_view body) {
     return InvalidArgumentError("malformed JSON body (" +
                                 std::to_string(body.size()) +
                                 " bytes): " + detail)
-        .WithReason("malformed_json");
+        .WithReason(kReasonMalformedJson);
   }
   if (!parsed.is_object()) {
     return InvalidArgumentError("request body: expected a JSON object, got " +
                                 JsonTypeName(parsed))
-        .WithReason("invalid_field");
+        .WithReason(kReasonInvalidField);
   }
   return parsed;
 }

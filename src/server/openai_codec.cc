@@ -28,7 +28,7 @@ Status MapLogprobs(const json& body, bool chat, json* out) {
     if (!on && FindField(body, "top_logprobs") != nullptr) {
       return InvalidArgumentError(
                  "field 'top_logprobs' requires 'logprobs' to be true")
-          .WithReason("invalid_field");
+          .WithReason(kReasonInvalidField);
     }
     n = on ? top : 0;
   } else if (logprobs != nullptr && logprobs->is_boolean()) {
@@ -55,7 +55,7 @@ StatusOr<json> NormalizeOaiFields(const json& body, bool chat) {
                "field 'n': only one completion choice is "
                "allowed, got " +
                std::to_string(n))
-        .WithReason("unsupported_field");
+        .WithReason(kReasonUnsupportedField);
   }
   KV_RETURN_IF_ERROR(MapLogprobs(body, chat, &out));
   if (FindField(body, "n_predict") == nullptr) {
@@ -94,7 +94,7 @@ StatusOr<std::string> MessageText(const json& content,
                                   ".type': only \"text\" "
                                   "parts are supported, got \"" +
                                   type + "\"")
-          .WithReason("unsupported_content");
+          .WithReason(kReasonUnsupportedContent);
     }
     const json* t = FindField(part, "text");
     if (t == nullptr || !t->is_string()) {
@@ -138,7 +138,7 @@ StatusOr<PromptEnding> ReadPromptEnding(const json& body) {
     return InvalidArgumentError(
                "fields 'add_generation_prompt' and 'continue_final_message' "
                "cannot both be true")
-        .WithReason("invalid_field");
+        .WithReason(kReasonInvalidField);
   }
   if (e.continue_final) e.add_generation_prompt = false;
   return e;
@@ -150,7 +150,7 @@ StatusOr<bool> ReadGenerationPromptFields(const json& body) {
     return InvalidArgumentError(
                "field 'continue_final_message': true is for "
                "/v1/chat/completions")
-        .WithReason("unsupported_field");
+        .WithReason(kReasonUnsupportedField);
   }
   return e.add_generation_prompt;
 }
@@ -171,7 +171,7 @@ StatusOr<std::optional<std::string>> TakePrefill(
     return InvalidArgumentError(
                "field 'continue_final_message': the messages must end with "
                "an assistant message (without tool calls) to continue")
-        .WithReason("invalid_messages");
+        .WithReason(kReasonInvalidMessages);
   }
   if (!last_is_assistant ||
       !(ending.continue_final ||
@@ -202,7 +202,7 @@ StatusOr<std::vector<ChatMessage>> ParseChatMessages(const json& body) {
   const json* messages = FindField(body, "messages");
   if (messages == nullptr) {
     return InvalidArgumentError("field 'messages' is required")
-        .WithReason("missing_field");
+        .WithReason(kReasonMissingField);
   }
   if (!messages->is_array() || messages->empty()) {
     return WrongType("messages", "a non-empty array of messages", *messages);
@@ -229,7 +229,7 @@ StatusOr<std::vector<ChatMessage>> ParseChatMessages(const json& body) {
     return InvalidArgumentError(
                "field 'messages': cannot have 2 or more assistant messages "
                "at the end of the list")
-        .WithReason("invalid_messages");
+        .WithReason(kReasonInvalidMessages);
   }
   return out;
 }
@@ -353,7 +353,7 @@ Status ApplyToolGrammar(const ChatToolPlan& plan, CompletionRequest* request) {
                "template without tool support constrain the output with a "
                "grammar; 'grammar', 'json_schema' and 'response_format' "
                "cannot be added to them")
-        .WithReason("invalid_tools");
+        .WithReason(kReasonInvalidTools);
   }
   StatusOr<Grammar> g = Grammar::Parse(grammar);
   if (!g.ok()) return g.status().WithContext("tool-call grammar");

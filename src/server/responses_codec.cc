@@ -82,7 +82,7 @@ StatusOr<std::string> PartText(const json& part, const std::string& name) {
                "field '" + name + ".type': \"" + type +
                "\" parts are not supported (supported: input_text, "
                "output_text, refusal, input_image gives an error)")
-        .WithReason("unsupported_content");
+        .WithReason(kReasonUnsupportedContent);
   }
   const json* t = FindField(part, key);
   if (t == nullptr || !t->is_string()) {
@@ -122,7 +122,7 @@ StatusOr<ChatMessage> ParseItem(const json& item, const std::string& name) {
                                 "\" items are not supported (supported: "
                                 "message, function_call, "
                                 "function_call_output)")
-        .WithReason("unsupported_content");
+        .WithReason(kReasonUnsupportedContent);
   }
   ChatMessage msg;
   KV_RETURN_IF_ERROR(ReadString(item, "role", &msg.role));
@@ -132,12 +132,12 @@ StatusOr<ChatMessage> ParseItem(const json& item, const std::string& name) {
                                 ".role': expected user, assistant, system or "
                                 "developer, got \"" +
                                 msg.role + "\"")
-        .WithReason("unknown_role");
+        .WithReason(kReasonUnknownRole);
   }
   const json* content = FindField(item, "content");
   if (content == nullptr) {
     return InvalidArgumentError("field '" + name + ".content' is required")
-        .WithReason("missing_field");
+        .WithReason(kReasonMissingField);
   }
   KV_ASSIGN_OR_RETURN(msg.content,
                       ResponsesItemText(*content, name + ".content"));
@@ -154,7 +154,7 @@ StatusOr<std::vector<ChatMessage>> ResponsesChatMessages(const json& body) {
   const json* input = FindField(body, "input");
   if (input == nullptr) {
     return InvalidArgumentError("field 'input' is required")
-        .WithReason("missing_field");
+        .WithReason(kReasonMissingField);
   }
   if (input->is_string()) {
     out.push_back({"user", input->get<std::string>()});

@@ -13,7 +13,7 @@ using nlohmann::ordered_json;
 
 Status Invalid(const std::string& field, const std::string& what) {
   return InvalidArgumentError("field '" + field + "': " + what)
-      .WithReason("invalid_tools");
+      .WithReason(kReasonInvalidTools);
 }
 
 // The string at `key` of the object `obj`, `fallback` when absent; an error
@@ -109,7 +109,7 @@ Status AddItem(const ordered_json& item, const std::string& where,
                                 "\" items are not supported (supported: "
                                 "message, function_call, "
                                 "function_call_output)")
-        .WithReason("unsupported_content");
+        .WithReason(kReasonUnsupportedContent);
   }
   KV_ASSIGN_OR_RETURN(std::string role, Str(item, "role", where, "user"));
   if (role == "developer") role = "system";

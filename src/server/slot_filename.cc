@@ -12,7 +12,7 @@ namespace {
 
 Status Invalid(const std::string& why) {
   return InvalidArgumentError("Invalid filename: " + why)
-      .WithReason("invalid_filename");
+      .WithReason(kReasonInvalidFilename);
 }
 
 std::string CodePointName(char32_t cp) {

@@ -22,14 +22,14 @@ StatusOr<uint32_t> ParseSlotId(const std::string& text, uint32_t n_slots) {
   if (text.empty() || ec == std::errc::invalid_argument || ptr != end) {
     return InvalidArgumentError("slot id '" + text +
                                 "' is not a non-negative integer")
-        .WithReason("invalid_slot_id");
+        .WithReason(kReasonInvalidSlotId);
   }
   if (ec == std::errc::result_out_of_range || id >= n_slots) {
     return InvalidArgumentError("slot " + text +
                                 " does not exist; valid "
                                 "ids are [0, " +
                                 std::to_string(n_slots) + ")")
-        .WithReason("slot_out_of_range");
+        .WithReason(kReasonSlotOutOfRange);
   }
   return static_cast<uint32_t>(id);
 }
@@ -41,7 +41,7 @@ StatusOr<std::string> ReadFilename(const Request& req) {
   KV_RETURN_IF_ERROR(ReadString(body, "filename", &filename));
   if (FindField(body, "filename") == nullptr) {
     return InvalidArgumentError("field 'filename' is required")
-        .WithReason("missing_field");
+        .WithReason(kReasonMissingField);
   }
   KV_RETURN_IF_ERROR(ValidateSlotFilename(filename));
   return filename;
@@ -86,7 +86,7 @@ StatusOr<json> RunSlotAction(const ServerState& state, const Request& req) {
     return UnimplementedError(
                "This server does not support slots action. "
                "Start it with --slot-save-path")
-        .WithReason("slot_save_path_unset");
+        .WithReason(kReasonSlotSavePathUnset);
   }
   const Engine& engine = *state.engine.load();
   KV_ASSIGN_OR_RETURN(uint32_t slot,
@@ -97,7 +97,7 @@ StatusOr<json> RunSlotAction(const ServerState& state, const Request& req) {
   if (action == "erase") return Erase(state, slot);
   return InvalidArgumentError("Invalid action '" + action +
                               "'; expected save, restore or erase")
-      .WithReason("invalid_action");
+      .WithReason(kReasonInvalidAction);
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ std::string FormatItems(StreamJob& job, std::vector<QueueSink::Item>& items,
     if (item.token.has_value()) {
       text += job.formatter->Token(*item.token, int(item.token->slot));
     } else if (item.progress.has_value()) {
-      text += job.formatter->Progress(*item.progress, -1);
+      text += job.formatter->Progress(*item.progress, int(item.progress->slot));
     } else if (item.done.has_value()) {
       *done = true;
       const StatusOr<CompletionResult>& r = *item.done;
@@ -125,7 +125,7 @@ StatusOr<CompletionResult> WaitForResult(Engine* engine, uint64_t task_id,
       if (waited_after_cancel > kCancelGrace) {
         return UnavailableError("server is stopping; task " +
                                 std::to_string(task_id) + " abandoned")
-            .WithReason("server_stopping");
+            .WithReason(kReasonServerStopping);
       }
     }
   }
