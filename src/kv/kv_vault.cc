@@ -173,7 +173,7 @@ bool KvVault::TargetPagesWouldFit(SeqId target, SeqId scratch,
   std::vector<SeqId> all = Candidates(scratch, target);
   all.push_back(target);
   return cache_->pool().num_free_pages() + PagesFreedByEvicting(all) >=
-         PagesToGrow(scratch, num_cells);
+         cache_->table().PagesToGrow(scratch, num_cells);
 }
 
 StatusOr<Eviction> KvVault::EvictForRestore(SeqId target) {
@@ -220,7 +220,7 @@ Status KvVault::MakeRoomFor(SeqId grow, uint64_t num_cells, SeqId protect,
                             std::vector<Eviction>* evicted) {
   if (HasRoom(grow, num_cells)) return Status::Ok();
   const std::vector<SeqId> order = Candidates(grow, protect);
-  const uint64_t needed = PagesToGrow(grow, num_cells);
+  const uint64_t needed = cache_->table().PagesToGrow(grow, num_cells);
   const uint64_t num_free = cache_->pool().num_free_pages();
   const uint64_t evictable = PagesFreedByEvicting(order);
   if (num_free + evictable < needed) {
@@ -258,20 +258,8 @@ bool KvVault::HasRoom(SeqId grow, uint64_t num_cells) const {
   if (cache_->table().CanAppend(grow, num_cells)) return true;
   // This policy defragments when a placement fails, so free pages suffice.
   return cache_->policy_name() == "contiguous+defrag" &&
-         cache_->pool().num_free_pages() >= PagesToGrow(grow, num_cells);
-}
-
-uint64_t KvVault::PagesToGrow(SeqId grow, uint64_t num_cells) const {
-  if (num_cells == 0) return 0;
-  const SequenceTable& table = cache_->table();
-  const PagePool& pool = cache_->pool();
-  const uint64_t page_size = pool.page_size();
-  const uint64_t len = table.Length(grow);
-  const std::span<const PageId> pages = table.Pages(grow);
-  // A shared, partly filled tail page is copied before it is written.
-  const bool cow = len % page_size != 0 && pool.RefCount(pages.back()) > 1;
-  return (len + num_cells + page_size - 1) / page_size - pages.size() +
-         (cow ? 1 : 0);
+         cache_->pool().num_free_pages() >=
+             cache_->table().PagesToGrow(grow, num_cells);
 }
 
 std::vector<SeqId> KvVault::Candidates(SeqId grow, SeqId protect) const {

@@ -233,8 +233,6 @@ class KvVault {
                      std::string_view what, std::vector<Eviction>* evicted);
   // Returns true when `grow` can take `num_cells` more cells now.
   bool HasRoom(SeqId grow, uint64_t num_cells) const;
-  // Returns the pages `grow` must newly take for `num_cells` more cells.
-  uint64_t PagesToGrow(SeqId grow, uint64_t num_cells) const;
   // Returns the evictable sequences, in eviction order.
   std::vector<SeqId> Candidates(SeqId grow, SeqId protect) const;
   // Returns how many pages evicting all of `seqs` would free.
