@@ -27,7 +27,7 @@ bool IsMismatch(std::string_view reason) {
 }  // namespace
 
 bool Engine::Impl::AsyncIoAllowed() const {
-  return options_.kv_policy != "contiguous+defrag";
+  return !cache_->MayMoveCellsOnAppend();
 }
 
 SeqId Engine::Impl::NextScratch() {

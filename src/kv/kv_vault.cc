@@ -257,7 +257,7 @@ Status KvVault::MakeRoomFor(SeqId grow, uint64_t num_cells, SeqId protect,
 bool KvVault::HasRoom(SeqId grow, uint64_t num_cells) const {
   if (cache_->table().CanAppend(grow, num_cells)) return true;
   // This policy defragments when a placement fails, so free pages suffice.
-  return cache_->policy_name() == "contiguous+defrag" &&
+  return cache_->MayMoveCellsOnAppend() &&
          cache_->pool().num_free_pages() >=
              cache_->table().PagesToGrow(grow, num_cells);
 }

@@ -388,8 +388,8 @@ TEST_F(KvVaultTest, FailedBringBackKeepsTheTierEntry) {
 // With a contiguous policy free pages are not enough: eviction goes on
 // until a run of free pages fits the restore.
 TEST_F(KvVaultTest, ContiguousPolicyEvictsUntilARunFits) {
-  cache_ =
-      state_test::MakeCache(SmallLayout(), kNumPages, kPageSize, "contiguous");
+  cache_ = state_test::MakeCache(SmallLayout(), kNumPages, kPageSize,
+                                 KvPolicy::kContiguous);
   MakeVault(1 << 20, 0);
   const std::vector<SeqId> fillers =
       state_test::FragmentPool(cache_.get(), 100, 7);
