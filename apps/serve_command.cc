@@ -17,6 +17,7 @@
 #include "core/version.h"
 #include "core/log.h"
 #include "engine/engine.h"
+#include "kv/kv_policy.h"
 #include "model/demo_model.h"
 #include "model/llama_model.h"
 #include "server/engine_host.h"
@@ -101,8 +102,9 @@ int Serve(ServeOptions o) {
   }
   KV_LOG(INFO) << "ready: " << o.engine.n_slots << " slots, "
                << o.engine.n_ctx_total << " KV cells ("
-               << o.engine.kv_policy << ", page size " << o.engine.page_size
-               << ")" << (o.server.demo_model ? ", DEMO model" : "");
+               << KvPolicyName(o.engine.kv_policy) << ", page size "
+               << o.engine.page_size << ")"
+               << (o.server.demo_model ? ", DEMO model" : "");
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   KV_LOG(INFO) << "signal " << signal_number << ": shutting down";

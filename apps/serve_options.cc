@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/env.h"
+#include "kv/kv_policy.h"
 #include "server/chat_format.h"
 #include "server/chat_template.h"
 #include "server/server_args.h"
@@ -138,7 +139,9 @@ Status ParseEngine(const Flags& f, ServeOptions* o) {
                                 std::to_string(e.prefill_step_share) +
                                 " is outside [0, 64]");
   }
-  e.kv_policy = f.GetString("kv-policy", "paged");
+  StatusOr<KvPolicy> policy = ParseKvPolicy(f.GetString("kv-policy", "paged"));
+  if (!policy.ok()) return policy.status().WithContext("--kv-policy");
+  e.kv_policy = *policy;
   KV_ASSIGN_OR_RETURN(bool no_fsync, f.GetBool("no-fsync", false));
   e.sync_saves = !no_fsync;
   KV_ASSIGN_OR_RETURN(e.on_kv_full,

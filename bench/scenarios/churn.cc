@@ -66,17 +66,17 @@ StatusOr<std::pair<EngineOptions, ChurnBehaviour>> ConfigFor(
   e.on_kv_full = OnKvFull::kDropLru;
   ChurnBehaviour b;
   if (config == "contiguous") {
-    e.kv_policy = "contiguous";
+    e.kv_policy = KvPolicy::kContiguous;
   } else if (config == "contiguous+shrink") {
-    e.kv_policy = "contiguous";
+    e.kv_policy = KvPolicy::kContiguous;
     b.shrink = true;
   } else if (config == "contiguous+defrag") {
-    e.kv_policy = "contiguous+defrag";
+    e.kv_policy = KvPolicy::kContiguousDefrag;
     b.explicit_defrag = true;
   } else if (config == "paged") {
-    e.kv_policy = "paged";
+    e.kv_policy = KvPolicy::kPaged;
   } else if (config == kPagedSpill) {
-    e.kv_policy = "paged";
+    e.kv_policy = KvPolicy::kPaged;
     e.n_ctx_total = o.num_cells / 2;
     // Room for every slot's KV twice over (files carry a header and index).
     e.spill_ram_bytes = 2ull * o.num_slots * o.ctx_per_slot * cell_bytes;
@@ -145,7 +145,7 @@ StatusOr<ChurnResult> RunChurnConfig(const ChurnOptions& o,
       Engine::Create(std::move(model), setup.first);
   ChurnResult result;
   result.config = config;
-  result.kv_policy = setup.first.kv_policy;
+  result.kv_policy = KvPolicyName(setup.first.kv_policy);
   result.num_cells = setup.first.n_ctx_total;
   Status status = engine.status();
   if (status.ok()) {

@@ -118,7 +118,7 @@ StatusOr<FragmentedPool> BuildFragmentedPool(const FragmentedPoolSpec& spec) {
   KvCacheOptions options;
   options.num_pages = static_cast<uint32_t>(num_seqs * spec.seq_pages);
   options.page_size = spec.page_size;
-  options.policy = "paged";
+  options.policy = KvPolicy::kPaged;
   options.layout = spec.layout;
   FragmentedPool result;
   KV_ASSIGN_OR_RETURN(result.cache, KvCache::Create(options));

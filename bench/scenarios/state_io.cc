@@ -127,7 +127,7 @@ uint64_t PagesFor(const StateIoOptions& o) {
 
 StatusOr<std::unique_ptr<KvCache>> MakeCache(const StateIoOptions& o,
                                              uint64_t num_pages,
-                                             const std::string& policy) {
+                                             KvPolicy policy) {
   KvCacheOptions options;
   options.num_pages = static_cast<uint32_t>(num_pages);
   options.page_size = o.page_size;
@@ -168,7 +168,7 @@ void FillRandom(KvStorage* storage, uint64_t seed) {
 // The cache holding the sequence that is saved: num_tokens random cells.
 StatusOr<std::unique_ptr<KvCache>> MakeSource(const StateIoOptions& o) {
   KV_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache,
-                      MakeCache(o, PagesFor(o), "contiguous"));
+                      MakeCache(o, PagesFor(o), KvPolicy::kContiguous));
   KV_RETURN_IF_ERROR(AppendTokens(cache.get(), kSourceSeq, o.num_tokens));
   FillRandom(cache->storage(), o.seed);
   return cache;
@@ -179,7 +179,7 @@ StatusOr<std::unique_ptr<KvCache>> MakeSource(const StateIoOptions& o) {
 StatusOr<std::unique_ptr<KvCache>> MakeFragmentedPool(const StateIoOptions& o) {
   uint64_t pages = PagesFor(o);
   KV_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache,
-                      MakeCache(o, 2 * pages, "paged"));
+                      MakeCache(o, 2 * pages, KvPolicy::kPaged));
   for (uint64_t i = 0; i < pages; ++i) {
     KV_RETURN_IF_ERROR(AppendTokens(cache.get(), kHoleSeq, o.page_size));
     KV_RETURN_IF_ERROR(AppendTokens(cache.get(), kOtherSeq, o.page_size));
@@ -325,7 +325,8 @@ Status MeasureRestores(const StateIoOptions& o, const std::string& path,
                        const KvCache& source, StateIoResult* r) {
   std::unique_ptr<KvCache> contiguous;
   if (!o.fragmented_only) {
-    KV_ASSIGN_OR_RETURN(contiguous, MakeCache(o, PagesFor(o), "contiguous"));
+    KV_ASSIGN_OR_RETURN(contiguous,
+                        MakeCache(o, PagesFor(o), KvPolicy::kContiguous));
   }
   KV_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> fragmented,
                       MakeFragmentedPool(o));

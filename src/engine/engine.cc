@@ -40,11 +40,6 @@ Status EngineOptions::Validate() const {
     return bad("ctx_per_slot " + std::to_string(ctx_per_slot) +
                " exceeds n_ctx_total " + std::to_string(n_ctx_total));
   }
-  if (kv_policy != "paged" && kv_policy != "contiguous" &&
-      kv_policy != "contiguous+defrag") {
-    return bad("kv_policy \"" + kv_policy +
-               "\" (expected paged, contiguous or contiguous+defrag)");
-  }
   if (!spill_dir.empty() && spill_disk_bytes == 0) {
     return bad("spill_dir " + spill_dir + " needs spill_disk_bytes > 0");
   }

@@ -34,6 +34,7 @@
 #include "core/status_or.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_dtype.h"
+#include "kv/kv_policy.h"
 #include "kv/kv_types.h"
 #include "kv/kv_vault.h"
 #include "model/llama_model.h"
@@ -65,9 +66,9 @@ struct EngineOptions {
   uint32_t ctx_per_slot = 0;
   uint32_t page_size = 16;
   KvDtype cache_type = KvDtype::kF16;
-  std::string kv_policy = "paged";  // paged | contiguous | contiguous+defrag
-  uint64_t spill_ram_bytes = 0;     // 0: no RAM tier
-  std::string spill_dir;            // empty: no disk tier
+  KvPolicy kv_policy = KvPolicy::kPaged;  // --kv-policy (ParseKvPolicy)
+  uint64_t spill_ram_bytes = 0;           // 0: no RAM tier
+  std::string spill_dir;                  // empty: no disk tier
   uint64_t spill_disk_bytes = 0;
   uint32_t num_threads = 0;        // forward-pass threads; 0: all cores
   uint32_t prefill_chunk = 256;    // prompt tokens per slot per step

@@ -15,20 +15,11 @@ uint64_t VaultSlotKv::PagesHeld(SeqId seq) const {
 }
 
 uint64_t VaultSlotKv::PagesToGrow(SeqId seq, uint64_t num_cells) const {
-  if (num_cells == 0) return 0;
-  const SequenceTable& table = cache_->table();
-  const PagePool& pool = cache_->pool();
-  const uint64_t page_size = pool.page_size();
-  const uint64_t len = table.Length(seq);
-  const std::span<const PageId> pages = table.Pages(seq);
-  // A shared, partly filled tail page is copied before it is written.
-  const bool cow = len % page_size != 0 && pool.RefCount(pages.back()) > 1;
-  return (len + num_cells + page_size - 1) / page_size - pages.size() +
-         (cow ? 1 : 0);
+  return cache_->table().PagesToGrow(seq, num_cells);
 }
 
 Status VaultSlotKv::MakeRoom(uint64_t num_pages) {
-  return vault_->MakeRoom(num_pages * page_size(), kRoomProbeSeq);
+  return vault_->MakeRoom(num_pages);
 }
 
 uint64_t VaultSlotKv::ResidentLength(SeqId seq) const {

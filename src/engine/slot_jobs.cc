@@ -18,12 +18,6 @@ JobStep Done(JobContext& ctx, const Reply<T>& reply, StatusOr<T> result) {
   return JobStep{false, outcome};
 }
 
-// True when the cache's Append may move any cell: no I/O may read or write
-// cells off the scheduler thread then.
-bool MayMoveCells(const KvCache& cache) {
-  return cache.policy_name() == "contiguous+defrag";
-}
-
 // Gives a failed restore the API's reasons.
 Status RestoreError(const Status& status) {
   if (status.IsNotFound() && status.reason().empty()) {
@@ -288,7 +282,7 @@ void RefreshCached(const KvCache& cache, Slot& slot) {
 std::unique_ptr<SlotJob> NewSaveJob(JobTarget target, uint32_t slot,
                                     std::string path,
                                     Reply<SlotSaveResult> reply) {
-  const bool sync = MayMoveCells(*target.cache);
+  const bool sync = target.cache->MayMoveCellsOnAppend();
   return std::make_unique<SaveJob>(target, slot, std::move(path), sync,
                                    std::move(reply));
 }
@@ -297,7 +291,7 @@ std::unique_ptr<SlotJob> NewSaveJob(JobTarget target, uint32_t slot,
 std::unique_ptr<SlotJob> NewRestoreJob(JobTarget target, uint32_t slot,
                                        std::string path,
                                        Reply<SlotRestoreResult> reply) {
-  const bool sync = MayMoveCells(*target.cache);
+  const bool sync = target.cache->MayMoveCellsOnAppend();
   return std::make_unique<RestoreSlotJob>(target, slot, std::move(path), sync,
                                           std::move(reply));
 }

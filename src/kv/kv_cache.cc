@@ -8,30 +8,28 @@
 namespace kvault {
 
 StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheOptions& o) {
-  bool defrag_on_fail = o.policy == "contiguous+defrag";
-  KV_ASSIGN_OR_RETURN(
-      std::unique_ptr<AllocationPolicy> policy,
-      MakeAllocationPolicy(defrag_on_fail ? "contiguous" : o.policy));
+  // contiguous+defrag places as contiguous does; Append adds the retry.
+  const KvPolicy placement =
+      o.policy == KvPolicy::kPaged ? KvPolicy::kPaged : KvPolicy::kContiguous;
+  KV_ASSIGN_OR_RETURN(std::unique_ptr<AllocationPolicy> policy,
+                      MakeAllocationPolicy(KvPolicyName(placement)));
   KV_ASSIGN_OR_RETURN(PagePool pool, PagePool::Create(o.num_pages, o.page_size));
   std::optional<KvStorage> storage;
   if (o.layout) {
     KV_ASSIGN_OR_RETURN(KvStorage s, KvStorage::Create(*o.layout, pool.num_cells()));
     storage.emplace(std::move(s));
   }
-  return std::unique_ptr<KvCache>(new KvCache(std::move(pool), std::move(policy),
-                                              std::move(storage), o.policy,
-                                              defrag_on_fail));
+  return std::unique_ptr<KvCache>(new KvCache(
+      std::move(pool), std::move(policy), std::move(storage), o.policy));
 }
 
 KvCache::KvCache(PagePool pool, std::unique_ptr<AllocationPolicy> policy,
-                 std::optional<KvStorage> storage, std::string policy_name,
-                 bool defrag_on_fail)
+                 std::optional<KvStorage> storage, KvPolicy kv_policy)
     : pool_(std::move(pool)),
       policy_(std::move(policy)),
       table_(std::make_unique<SequenceTable>(&pool_, policy_.get())),
       storage_(std::move(storage)),
-      policy_name_(std::move(policy_name)),
-      defrag_on_fail_(defrag_on_fail) {}
+      kv_policy_(kv_policy) {}
 
 void KvCache::ApplyMoves(const CellMoves& moves) {
   if (storage_ && !moves.empty()) storage_->ApplyMoves(moves);
@@ -39,7 +37,7 @@ void KvCache::ApplyMoves(const CellMoves& moves) {
 
 StatusOr<std::vector<CellId>> KvCache::Append(
     SeqId seq, std::span<const TokenPos> tokens) {
-  if (defrag_on_fail_ && !table_->CanAppend(seq, tokens.size()) &&
+  if (MayMoveCellsOnAppend() && !table_->CanAppend(seq, tokens.size()) &&
       pool_.num_free_pages() > 0) {
     Defrag();
   }

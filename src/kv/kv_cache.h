@@ -14,6 +14,7 @@
 #include "core/status_or.h"
 #include "kv/allocation_policy.h"
 #include "kv/kv_layout.h"
+#include "kv/kv_policy.h"
 #include "kv/kv_storage.h"
 #include "kv/kv_types.h"
 #include "kv/page_pool.h"
@@ -25,8 +26,7 @@ namespace kvault {
 struct KvCacheOptions {
   uint32_t num_pages = 0;
   uint32_t page_size = 16;
-  // paged | contiguous | contiguous+defrag
-  std::string policy = "paged";
+  KvPolicy policy = KvPolicy::kPaged;
   // nullopt: bookkeeping only (placement benchmarks need no tensor data).
   std::optional<KvLayout> layout;
 };
@@ -79,20 +79,25 @@ class KvCache {
   // Const version of storage().
   const KvStorage* storage() const { return storage_ ? &*storage_ : nullptr; }
   const KvCacheCounters& counters() const { return counters_; }
-  const std::string& policy_name() const { return policy_name_; }
+  // Returns the placement policy the cache was created with.
+  KvPolicy kv_policy() const { return kv_policy_; }
+  // Returns true when an Append may move other sequences' cells (it
+  // defragments when a placement fails, under contiguous+defrag): nothing
+  // may hold cell ids across one, and free pages are room enough.
+  bool MayMoveCellsOnAppend() const {
+    return kv_policy_ == KvPolicy::kContiguousDefrag;
+  }
 
  private:
   KvCache(PagePool pool, std::unique_ptr<AllocationPolicy> policy,
-          std::optional<KvStorage> storage, std::string policy_name,
-          bool defrag_on_fail);
+          std::optional<KvStorage> storage, KvPolicy kv_policy);
   void ApplyMoves(const CellMoves& moves);
 
   PagePool pool_;
   std::unique_ptr<AllocationPolicy> policy_;
   std::unique_ptr<SequenceTable> table_;  // points into pool_ and policy_
   std::optional<KvStorage> storage_;
-  std::string policy_name_;
-  bool defrag_on_fail_;
+  KvPolicy kv_policy_;
   KvCacheCounters counters_;
 };
 

@@ -47,7 +47,7 @@ bool OtherScratchExists(const SequenceTable& table, SeqId scratch) {
 // may be writing right now, so then the placement just fails.
 StatusOr<std::vector<CellId>> AppendScratch(KvCache* cache, SeqId scratch,
                                             std::span<const TokenPos> tokens) {
-  if (cache->policy_name() == "contiguous+defrag" &&
+  if (cache->MayMoveCellsOnAppend() &&
       !cache->table().CanAppend(scratch, tokens.size()) &&
       OtherScratchExists(cache->table(), scratch)) {
     return ResourceExhaustedError(
@@ -69,10 +69,9 @@ enum class Placement : uint8_t {
 // it needs a run, as contiguous does.
 bool TargetPagesFit(const KvCache& cache, SeqId target, SeqId scratch,
                     uint64_t num_cells) {
-  const std::string& policy = cache.policy_name();
-  const bool need_run =
-      policy == "contiguous" || (policy == "contiguous+defrag" &&
-                                 OtherScratchExists(cache.table(), scratch));
+  const bool need_run = cache.kv_policy() == KvPolicy::kContiguous ||
+                        (cache.MayMoveCellsOnAppend() &&
+                         OtherScratchExists(cache.table(), scratch));
   return state_internal::FitsInTargetPages(cache, target, num_cells, need_run);
 }
 

@@ -68,15 +68,10 @@ StatusOr<SequenceTable::AppendPlan> SequenceTable::PlanAppend(
     SeqId seq, uint64_t num_tokens) const {
   AppendPlan plan;
   if (num_tokens == 0) return plan;
-  const Sequence* s = Find(seq);
-  const uint64_t len = s != nullptr ? s->cells.size() : 0;
-  const uint64_t num_have = s != nullptr ? s->pages.size() : 0;
-  // A partially filled tail page that others share must not be written.
-  plan.cow =
-      len % pool_->page_size() != 0 && pool_->RefCount(s->pages.back()) > 1;
+  plan.cow = TailNeedsCopy(Find(seq));
   uint64_t num_needed = UINT32_MAX;  // saturates absurd requests
   if (num_tokens <= pool_->num_cells()) {
-    num_needed = PagesFor(len + num_tokens) - num_have + (plan.cow ? 1 : 0);
+    num_needed = PagesToGrow(seq, num_tokens);
   }
   const uint32_t needed32 =
       static_cast<uint32_t>(std::min<uint64_t>(num_needed, UINT32_MAX));
@@ -91,6 +86,20 @@ StatusOr<SequenceTable::AppendPlan> SequenceTable::PlanAppend(
       << "policy " << policy_->name() << " chose the wrong number of pages";
   plan.fresh = std::move(*chosen);
   return plan;
+}
+
+uint64_t SequenceTable::PagesToGrow(SeqId seq, uint64_t num_cells) const {
+  if (num_cells == 0) return 0;
+  const Sequence* s = Find(seq);
+  if (s == nullptr) return PagesFor(num_cells);
+  return PagesFor(s->cells.size() + num_cells) - s->pages.size() +
+         (TailNeedsCopy(s) ? 1 : 0);
+}
+
+bool SequenceTable::TailNeedsCopy(const Sequence* s) const {
+  // A partially filled tail page that others share must not be written.
+  return s != nullptr && s->cells.size() % pool_->page_size() != 0 &&
+         pool_->RefCount(s->pages.back()) > 1;
 }
 
 bool SequenceTable::Contains(SeqId seq) const { return Find(seq) != nullptr; }

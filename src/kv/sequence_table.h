@@ -45,6 +45,10 @@ class SequenceTable {
   // --- Growing ----------------------------------------------------------
   // Returns true when Append(seq, <n tokens>) would succeed now.
   bool CanAppend(SeqId seq, uint64_t num_tokens) const;
+  // Returns the pages `seq` (absent: a new sequence) must newly take to grow
+  // by `num_cells` cells; a shared, partly filled tail page costs one more
+  // (copy-on-write).
+  uint64_t PagesToGrow(SeqId seq, uint64_t num_cells) const;
   // Appends `tokens` to `seq` (created if absent, even for zero tokens).
   // ResourceExhausted ("Append to seq#3: need 5 pages, 2 free") when the
   // policy cannot place the pages; then nothing changed.
@@ -125,6 +129,9 @@ class SequenceTable {
   };
 
   StatusOr<AppendPlan> PlanAppend(SeqId seq, uint64_t num_tokens) const;
+  // Returns true when `s`'s tail page is partly filled and shared: the next
+  // append must copy it first.
+  bool TailNeedsCopy(const Sequence* s) const;
   // Returns the number of pages `num_cells` cells occupy.
   uint64_t PagesFor(uint64_t num_cells) const;
   // Returns the pool cell of logical cell `index` in `pages`.

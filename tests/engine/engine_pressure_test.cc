@@ -25,7 +25,7 @@ using engine_test::SoloGreedy;
 struct PressureCase {
   const char* name;
   uint64_t spill_ram_bytes;
-  const char* kv_policy;
+  KvPolicy kv_policy;
 };
 
 class EnginePressureTest : public ::testing::TestWithParam<PressureCase> {};
@@ -281,9 +281,10 @@ TEST(EngineKvFullTest, RestoreWithoutAnyTierReusesTheSlotsPages) {
 
 INSTANTIATE_TEST_SUITE_P(
     Tiers, EnginePressureTest,
-    ::testing::Values(PressureCase{"ram_tier", 16 << 20, "paged"},
-                      PressureCase{"no_tier", 0, "paged"},
-                      PressureCase{"contiguous", 16 << 20, "contiguous"}),
+    ::testing::Values(PressureCase{"ram_tier", 16 << 20, KvPolicy::kPaged},
+                      PressureCase{"no_tier", 0, KvPolicy::kPaged},
+                      PressureCase{"contiguous", 16 << 20,
+                                   KvPolicy::kContiguous}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -259,7 +259,7 @@ TEST(EngineSlotActionsTest, RestoreWithoutRoomIsNoRoomAndKeepsOthers) {
 TEST(EngineSlotActionsTest, ContiguousDefragPolicySavesAndRestoresInline) {
   auto reference = MakeGenModel(1);
   EngineOptions options = SmallOptions(2);
-  options.kv_policy = "contiguous+defrag";
+  options.kv_policy = KvPolicy::kContiguousDefrag;
   auto engine = StartEngine(MakeGenModel(1), options);
   const std::string dir = TempDir("contiguous_defrag");
   const std::vector<TokenId> prompt = GenPrompt(25, 9);

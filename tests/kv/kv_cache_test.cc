@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 namespace kvault {
@@ -13,7 +14,7 @@ std::vector<TokenPos> Tokens(int first, int count) {
   return out;
 }
 
-std::unique_ptr<KvCache> MakeCache(const std::string& policy) {
+std::unique_ptr<KvCache> MakeCache(KvPolicy policy) {
   KvCacheOptions o;
   o.num_pages = 16;
   o.page_size = 1;
@@ -42,17 +43,17 @@ void Fragment(KvCache* cache) {
 }
 
 TEST(KvCacheTest, ContiguousFailsOnFragmentedSpaceWherePagedSucceeds) {
-  auto contiguous = MakeCache("contiguous");
+  auto contiguous = MakeCache(KvPolicy::kContiguous);
   Fragment(contiguous.get());
   auto failed = contiguous->Append(SeqId(9), Tokens(900, 6));
   EXPECT_TRUE(failed.status().IsResourceExhausted()) << failed.status();
-  auto paged = MakeCache("paged");
+  auto paged = MakeCache(KvPolicy::kPaged);
   Fragment(paged.get());
   EXPECT_TRUE(paged->Append(SeqId(9), Tokens(900, 6)).ok());
 }
 
 TEST(KvCacheTest, DefragOnFailKeepsEverySequencesData) {
-  auto cache = MakeCache("contiguous+defrag");
+  auto cache = MakeCache(KvPolicy::kContiguousDefrag);
   Fragment(cache.get());
   ASSERT_TRUE(cache->Append(SeqId(9), Tokens(900, 6)).ok());
   EXPECT_EQ(cache->counters().defrag_runs, 1u);
@@ -68,7 +69,7 @@ TEST(KvCacheTest, DefragOnFailKeepsEverySequencesData) {
 }
 
 TEST(KvCacheTest, DefragLeavesOneFreeRun) {
-  auto cache = MakeCache("paged");
+  auto cache = MakeCache(KvPolicy::kPaged);
   Fragment(cache.get());
   EXPECT_EQ(cache->Stats().num_free_runs, 2u);
   DefragReport report = cache->Defrag();
@@ -79,11 +80,48 @@ TEST(KvCacheTest, DefragLeavesOneFreeRun) {
   EXPECT_DOUBLE_EQ(stats.fragmentation, 0.0);
 }
 
-TEST(KvCacheTest, UnknownPolicyIsRejected) {
-  KvCacheOptions o;
-  o.num_pages = 4;
-  o.policy = "buddy";
-  EXPECT_EQ(KvCache::Create(o).status().code(), StatusCode::kInvalidArgument);
+TEST(KvPolicyTest, ParsesEveryNameItPrints) {
+  for (KvPolicy policy :
+       {KvPolicy::kPaged, KvPolicy::kContiguous, KvPolicy::kContiguousDefrag}) {
+    StatusOr<KvPolicy> parsed = ParseKvPolicy(KvPolicyName(policy));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, policy);
+  }
+  EXPECT_EQ(KvPolicyName(KvPolicy::kContiguousDefrag), "contiguous+defrag");
+}
+
+TEST(KvPolicyTest, UnknownPolicyNamesTheExpectedValues) {
+  // contiguous+shrink is a benchmark configuration, not a cache policy.
+  for (const char* text : {"buddy", "", "Paged", "contiguous+shrink"}) {
+    StatusOr<KvPolicy> parsed = ParseKvPolicy(text);
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_EQ(parsed.status().message(),
+              "kv_policy \"" + std::string(text) +
+                  "\" (expected paged, contiguous or contiguous+defrag)");
+  }
+}
+
+// Only contiguous+defrag's Append may move cells (it defragments when a
+// placement fails); the other policies never touch placed cells.
+TEST(KvCacheTest, OnlyContiguousDefragMayMoveCellsOnAppend) {
+  EXPECT_FALSE(MakeCache(KvPolicy::kPaged)->MayMoveCellsOnAppend());
+  EXPECT_FALSE(MakeCache(KvPolicy::kContiguous)->MayMoveCellsOnAppend());
+  auto defrag = MakeCache(KvPolicy::kContiguousDefrag);
+  EXPECT_TRUE(defrag->MayMoveCellsOnAppend());
+  EXPECT_EQ(defrag->kv_policy(), KvPolicy::kContiguousDefrag);
+  Fragment(defrag.get());
+  auto cells_of_1_and_3 = [&] {
+    std::vector<CellId> cells;
+    for (int s : {1, 3}) {
+      for (uint64_t i = 0; i < 4; ++i) {
+        cells.push_back(defrag->table().CellAt(SeqId(s), i));
+      }
+    }
+    return cells;
+  };
+  const std::vector<CellId> before = cells_of_1_and_3();
+  ASSERT_TRUE(defrag->Append(SeqId(9), Tokens(900, 6)).ok());
+  EXPECT_NE(cells_of_1_and_3(), before);
 }
 
 }  // namespace

@@ -370,7 +370,8 @@ TEST(RestoreJobTest, TwoConcurrentJobsWithDifferentScratchIds) {
 // cells), and works once that job is done.
 TEST(RestoreJobTest, NoDefragmentingReservationWhileAnotherJobIsInFlight) {
   constexpr uint32_t kPageSize = 4;
-  auto cache = MakeCache(SmallLayout(), 32, kPageSize, "contiguous+defrag");
+  auto cache =
+      MakeCache(SmallLayout(), 32, kPageSize, KvPolicy::kContiguousDefrag);
   state_test::FragmentPool(cache.get(), 100, 41);
   ASSERT_EQ(cache->pool().LargestFreeRun(), 1u);
   auto source = MakeCache(SmallLayout(), 32, kPageSize);

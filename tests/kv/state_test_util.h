@@ -37,7 +37,7 @@ inline KvLayout SmallLayout(KvDtype dtype = KvDtype::kF16) {
 inline std::unique_ptr<KvCache> MakeCache(const KvLayout& layout,
                                           uint32_t num_pages,
                                           uint32_t page_size,
-                                          const std::string& policy = "paged") {
+                                          KvPolicy policy = KvPolicy::kPaged) {
   KvCacheOptions options;
   options.num_pages = num_pages;
   options.page_size = page_size;

@@ -47,7 +47,7 @@ std::unique_ptr<LlamaModel> MakeModel(GgmlType type = GgmlType::kF32,
 std::unique_ptr<KvCache> MakeCache(const LlamaModel& model, uint32_t num_pages,
                                    uint32_t page_size,
                                    KvDtype dtype = KvDtype::kF16,
-                                   const std::string& policy = "paged") {
+                                   KvPolicy policy = KvPolicy::kPaged) {
   KvCacheOptions options;
   options.num_pages = num_pages;
   options.page_size = page_size;
@@ -139,7 +139,7 @@ TEST_P(PagingTest, FragmentedCacheGivesBitIdenticalLogits) {
   const auto prompt = Prompt(prompt_len, 1);
 
   auto contiguous =
-      MakeCache(*model, num_pages, page_size, dtype, "contiguous");
+      MakeCache(*model, num_pages, page_size, dtype, KvPolicy::kContiguous);
   InferenceContext ctx_a(model.get(), contiguous.get(), nullptr);
   GenRun a = Generate(ctx_a, SeqId(1), prompt, num_gen);
   EXPECT_TRUE(PagesContiguous(*contiguous, SeqId(1)));
@@ -385,7 +385,8 @@ TEST(InferenceTest, DefragDuringBatchAppendIsInvisible) {
   GenRun ref_a = Generate(ref, SeqId(1), prompt_a, 1);
   GenRun ref_b = Generate(ref, SeqId(2), prompt_b, 0);
 
-  auto cache = MakeCache(*model, 6, 4, KvDtype::kF16, "contiguous+defrag");
+  auto cache =
+      MakeCache(*model, 6, 4, KvDtype::kF16, KvPolicy::kContiguousDefrag);
   InferenceContext ctx(model.get(), cache.get(), nullptr);
   const std::vector<TokenPos> page(4, TokenPos{1, 0});
   auto fill = [&](uint32_t seq) {
