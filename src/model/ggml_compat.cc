@@ -543,86 +543,113 @@ void GemvRows(const kernels::MatrixView& w, const float* x,
   }
 }
 
+#ifdef KVAULT_GGML_COMPAT_AVX2
+
+// Continues the kGemm accumulation of one group of 4 rows over values
+// [l0, l1) for every token in gemm; state holds [token][row][lane].
+void Gemm4Group(const std::byte* const* rows, bool row_f16, const float* x,
+                int64_t k, std::span<const uint32_t> gemm, int64_t l0,
+                int64_t l1, float* state) {
+  const size_t n = gemm.size();
+  size_t i = 0;
+  for (; i + 3 <= n; i += 3) {
+    const float* xs[3];
+    for (int m = 0; m < 3; ++m) xs[m] = x + gemm[i + m] * k;
+    if (row_f16) {
+      Gemm4Chunk<true, 3>(rows, xs, l0, l1, state + i * 32);
+    } else {
+      Gemm4Chunk<false, 3>(rows, xs, l0, l1, state + i * 32);
+    }
+  }
+  for (; i < n; ++i) {
+    const float* xs[1] = {x + gemm[i] * k};
+    if (row_f16) {
+      Gemm4Chunk<true, 1>(rows, xs, l0, l1, state + i * 32);
+    } else {
+      Gemm4Chunk<false, 1>(rows, xs, l0, l1, state + i * 32);
+    }
+  }
+}
+
+// y[t, r] in kGemm order for the tokens in gemm and rows [r0, r0 + 4 g),
+// g = (r1 - r0) / 4, 4 rows at a time (Gemm4Chunk); returns r0 + 4 g.
+int64_t GemmGroupsAvx2(const kernels::MatrixView& w, const float* x,
+                       std::span<const uint32_t> gemm, int64_t r0, int64_t r1,
+                       float* y) {
+  const int64_t k = w.cols;
+  // F16 rows are converted to f32 once (exactly) rather than per token.
+  thread_local std::vector<float> converted;  // [r1 - r0, k]
+  const bool convert = w.type == GgmlType::kF16 && gemm.size() >= 2;
+  if (convert) {
+    converted.resize((r1 - r0) * k);
+    for (int64_t i = r0; i < r1; ++i) {
+      HalfToFloatRow(std::span(w.data + i * w.row_bytes, 2 * k),
+                     std::span(&converted[(i - r0) * k], k));
+    }
+  }
+  const bool row_f16 = w.type == GgmlType::kF16 && !convert;
+  auto row_at = [&](int64_t i) {
+    return convert
+               ? reinterpret_cast<const std::byte*>(&converted[(i - r0) * k])
+               : w.data + i * w.row_bytes;
+  };
+  const int64_t num_groups = (r1 - r0) / 4;
+  const size_t n = gemm.size();
+  thread_local std::vector<float> state;  // [group, token, row, lane]
+  state.assign(num_groups * n * 32, 0.0f);
+  constexpr int64_t kChunk = 512;  // values of k per pass; a multiple of 8
+  for (int64_t l0 = 0; l0 < k; l0 += kChunk) {
+    const int64_t l1 = std::min(k, l0 + kChunk);
+    for (int64_t g = 0; g < num_groups; ++g) {
+      const std::byte* rows[4];
+      for (int j = 0; j < 4; ++j) rows[j] = row_at(r0 + 4 * g + j);
+      Gemm4Group(rows, row_f16, x, k, gemm, l0, l1, &state[g * n * 32]);
+    }
+  }
+  for (int64_t g = 0; g < num_groups; ++g) {
+    for (size_t i = 0; i < n; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        y[gemm[i] * w.rows + r0 + 4 * g + j] =
+            HsumLanes(&state[((g * n + i) * 4 + j) * 8]);
+      }
+    }
+  }
+  return r0 + 4 * num_groups;
+}
+
+#endif  // KVAULT_GGML_COMPAT_AVX2
+
 // y[t, r] for rows [r0, r1) and the tokens listed in gemm (kGemm order).
 void GemmRows(const kernels::MatrixView& w, const float* x,
               std::span<const uint32_t> gemm, int64_t r0, int64_t r1,
               float* y) {
-  const bool f16 = w.type == GgmlType::kF16;
-  const int64_t k = w.cols;
 #ifdef KVAULT_GGML_COMPAT_AVX2
   if (HasAvx512() && r1 - r0 >= kTileRows) {
     const int64_t num_tiles = (r1 - r0) / kTileRows;
     GemmTiles512(w, x, gemm, r0, num_tiles, y);
     r0 += num_tiles * kTileRows;
   }
+  if (HasAvx2() && r0 < r1) r0 = GemmGroupsAvx2(w, x, gemm, r0, r1, y);
 #endif
-  int64_t r = r0;
-#ifdef KVAULT_GGML_COMPAT_AVX2
-  if (HasAvx2() && r0 < r1) {
-    // F16 rows are converted to f32 once (exactly) rather than per token.
-    thread_local std::vector<float> converted;  // [r1 - r0, k]
-    const bool convert = f16 && gemm.size() >= 2;
-    if (convert) {
-      converted.resize((r1 - r0) * k);
-      for (int64_t i = r0; i < r1; ++i) {
-        HalfToFloatRow(std::span(w.data + i * w.row_bytes, 2 * k),
-                       std::span(&converted[(i - r0) * k], k));
-      }
-    }
-    const bool row_f16 = f16 && !convert;
-    auto row_at = [&](int64_t i) {
-      return convert
-                 ? reinterpret_cast<const std::byte*>(&converted[(i - r0) * k])
-                 : w.data + i * w.row_bytes;
-    };
-    const int64_t num_groups = (r1 - r0) / 4;
-    const size_t n = gemm.size();
-    thread_local std::vector<float> state;  // [group, token, row, lane]
-    state.assign(num_groups * n * 32, 0.0f);
-    constexpr int64_t kChunk = 512;  // values of k per pass; a multiple of 8
-    for (int64_t l0 = 0; l0 < k; l0 += kChunk) {
-      const int64_t l1 = std::min(k, l0 + kChunk);
-      for (int64_t g = 0; g < num_groups; ++g) {
-        const std::byte* rows[4];
-        for (int j = 0; j < 4; ++j) rows[j] = row_at(r0 + 4 * g + j);
-        float* st = &state[g * n * 32];
-        size_t i = 0;
-        for (; i + 3 <= n; i += 3) {
-          const float* xs[3];
-          for (int m = 0; m < 3; ++m) xs[m] = x + gemm[i + m] * k;
-          if (row_f16) {
-            Gemm4Chunk<true, 3>(rows, xs, l0, l1, st + i * 32);
-          } else {
-            Gemm4Chunk<false, 3>(rows, xs, l0, l1, st + i * 32);
-          }
-        }
-        for (; i < n; ++i) {
-          const float* xs[1] = {x + gemm[i] * k};
-          if (row_f16) {
-            Gemm4Chunk<true, 1>(rows, xs, l0, l1, st + i * 32);
-          } else {
-            Gemm4Chunk<false, 1>(rows, xs, l0, l1, st + i * 32);
-          }
-        }
-      }
-    }
-    for (int64_t g = 0; g < num_groups; ++g) {
-      for (size_t i = 0; i < n; ++i) {
-        for (int j = 0; j < 4; ++j) {
-          y[gemm[i] * w.rows + r0 + 4 * g + j] =
-              HsumLanes(&state[((g * n + i) * 4 + j) * 8]);
-        }
-      }
-    }
-    r = r0 + 4 * num_groups;
-  }
-#endif
-  for (; r < r1; ++r) {
+  const bool f16 = w.type == GgmlType::kF16;
+  for (int64_t r = r0; r < r1; ++r) {
     const std::byte* row = w.data + r * w.row_bytes;
     for (uint32_t t : gemm) {
-      y[t * w.rows + r] = GemmPortable(row, f16, x + t * k, k);
+      y[t * w.rows + r] = GemmPortable(row, f16, x + t * w.cols, w.cols);
     }
   }
+}
+
+// x rounded to fp16 (as ggml converts activations for F16 weights), one
+// row of k values per token.
+std::vector<float> RoundedToHalf(const float* x, size_t num_tokens, int64_t k) {
+  std::vector<float> rounded(num_tokens * k);
+  std::vector<std::byte> half(2 * k);
+  for (size_t t = 0; t < num_tokens; ++t) {
+    FloatToHalfRow(std::span(x + t * k, k), half);
+    HalfToFloatRow(half, std::span(&rounded[t * k], k));
+  }
+  return rounded;
 }
 
 }  // namespace
@@ -638,15 +665,9 @@ void AllowAvx512(bool allow) { g_allow_avx512 = allow; }
 void MatMul(const kernels::MatrixView& w, const float* x,
             std::span<const DotOrder> order, float* y, ThreadPool* pool) {
   const int64_t k = w.cols;
-  const bool f16 = w.type == GgmlType::kF16;
-  std::vector<float> rounded;  // [num_tokens, k] x rounded to fp16
-  if (f16) {
-    rounded.resize(order.size() * k);
-    std::vector<std::byte> half(2 * k);
-    for (size_t t = 0; t < order.size(); ++t) {
-      FloatToHalfRow(std::span(x + t * k, k), half);
-      HalfToFloatRow(half, std::span(&rounded[t * k], k));
-    }
+  std::vector<float> rounded;  // [num_tokens, k]
+  if (w.type == GgmlType::kF16) {
+    rounded = RoundedToHalf(x, order.size(), k);
     x = rounded.data();
   }
   std::vector<uint32_t> gemv, gemm;
