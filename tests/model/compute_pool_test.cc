@@ -5,6 +5,7 @@
 #include "model/kernels/compute_pool.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <thread>
 #include <vector>
@@ -153,6 +154,15 @@ TEST(ComputePoolTest, DestroysCleanlyWithoutRuns) {
     ComputePool pool(4);
     EXPECT_EQ(pool.num_workers(), 4u);
   }
+}
+
+// Without spinning, idle workers sleep at once; loops still run on them
+// (they are woken), back to back and after idle gaps.
+TEST(ComputePoolTest, NonSpinningPoolRunsEveryIndexOnce) {
+  ComputePool pool(3, /*spin=*/false);
+  for (int k = 0; k < 50; ++k) ExpectEachIndexOnce(pool, 97);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ExpectEachIndexOnce(pool, 777);
 }
 
 TEST(ComputePoolTest, SharedReturnsSamePoolPerSize) {

@@ -45,7 +45,8 @@ thread_local bool t_in_pool_work = false;
 
 }  // namespace
 
-ComputePool::ComputePool(size_t num_workers) {
+ComputePool::ComputePool(size_t num_workers, bool spin)
+    : spin_time_(spin ? kSpinTime : std::chrono::microseconds(0)) {
   KV_CHECK_GE(num_workers, 1u) << "a ComputePool needs a worker";
   workers_.reserve(num_workers);
   for (size_t i = 0; i < num_workers; ++i) {
@@ -85,7 +86,7 @@ void ComputePool::WorkerLoop() {
   uint64_t seen = 0;
   for (;;) {
     uint64_t gen = generation_.load(std::memory_order_acquire);
-    const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
+    const auto spin_until = std::chrono::steady_clock::now() + spin_time_;
     for (uint32_t k = 1; gen == seen; ++k) {
       WaitStep(k);
       if (k % 64 == 0 && std::chrono::steady_clock::now() > spin_until) {
