@@ -29,7 +29,6 @@
 #include <utility>
 #include <vector>
 
-#include "core/thread_pool.h"
 #include "engine/engine.h"
 #include "engine/prefill_pacer.h"
 #include "engine/slot.h"
@@ -284,7 +283,6 @@ class Engine::Impl {
   EngineOptions options_;
   std::unique_ptr<KvCache> cache_;
   std::unique_ptr<KvVault> vault_;
-  std::unique_ptr<ThreadPool> compute_pool_;
   std::unique_ptr<InferenceContext> context_;
 
   // Scheduler thread only.

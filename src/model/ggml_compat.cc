@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <string_view>
 #include <vector>
 
 #include "core/float16.h"
@@ -26,32 +25,20 @@
 namespace kvault::ggml_compat {
 namespace {
 
-bool g_portable_only = false;
-bool g_allow_avx512 = true;
-
-bool HasAvx2() {
+// Whether `isa` (one of kernels::SupportedIsas()) runs the AVX2 forms
+// below, and the AVX-512 ones (GemmTiles512, SwiGluAvx512) on top of them.
+// Every form gives the portable reference's bits.
+bool UsesAvx2(kernels::Isa isa) {
 #ifdef KVAULT_GGML_COMPAT_AVX2
-  // clang 14 knows no "f16c" feature name: core's CPUID check answers it.
-  static const bool has = __builtin_cpu_supports("avx2") &&
-                          __builtin_cpu_supports("fma") && Float16UsesF16c();
-  // Follows the kernel table's ISA (KVAULT_KERNELS, UseKernelIsa), so one
-  // machine can measure the paths another machine would take.
-  return has && !g_portable_only && kernels::ActiveIsa() != "scalar";
+  return isa != kernels::Isa::kScalar;
 #else
+  (void)isa;
   return false;
 #endif
 }
 
-// AVX-512 tiles (GemmTiles512) are used on top of AVX2 where available.
-bool HasAvx512() {
-#ifdef KVAULT_GGML_COMPAT_AVX2
-  static const bool has = __builtin_cpu_supports("avx512f") &&
-                          __builtin_cpu_supports("avx512dq") &&
-                          __builtin_cpu_supports("avx512vl");
-  return has && g_allow_avx512 && kernels::ActiveIsa() == "avx512" && HasAvx2();
-#else
-  return false;
-#endif
+bool UsesAvx512(kernels::Isa isa) {
+  return UsesAvx2(isa) && isa == kernels::Isa::kAvx512;
 }
 
 // Value i of a weight row.
@@ -497,20 +484,21 @@ void GemmTiles512(const kernels::MatrixView& w, const float* x,
 
 #endif  // KVAULT_GGML_COMPAT_AVX2
 
-float Gemv(const std::byte* row, bool f16, const float* x, int64_t k) {
+float Gemv(const std::byte* row, bool f16, const float* x, int64_t k,
+           kernels::Isa isa) {
 #ifdef KVAULT_GGML_COMPAT_AVX2
-  if (HasAvx2()) {
+  if (UsesAvx2(isa)) {
     return f16 ? GemvAvx2<true>(row, x, k) : GemvAvx2<false>(row, x, k);
   }
 #endif
   return GemvPortable(row, f16, x, k);
 }
 
-// y[i] = Gemv(rows[i], f16, x, k) for i < 2.
+// y[i] = Gemv(rows[i], f16, x, k, isa) for i < 2.
 void Gemv2(const std::byte* const* rows, bool f16, const float* x, int64_t k,
-           float* y) {
+           kernels::Isa isa, float* y) {
 #ifdef KVAULT_GGML_COMPAT_AVX2
-  if (HasAvx2()) {
+  if (UsesAvx2(isa)) {
     f16 ? Gemv2Avx2<true>(rows, x, k, y) : Gemv2Avx2<false>(rows, x, k, y);
     return;
   }
@@ -523,7 +511,7 @@ void Gemv2(const std::byte* const* rows, bool f16, const float* x, int64_t k,
 // apart) read as two streams measured ~35 % slower than rows far apart.
 void GemvRows(const kernels::MatrixView& w, const float* x,
               std::span<const uint32_t> gemv, int64_t r0, int64_t r1,
-              float* y) {
+              kernels::Isa isa, float* y) {
   const bool f16 = w.type == GgmlType::kF16;
   const int64_t k = w.cols;
   const int64_t half = (r1 - r0) / 2;
@@ -532,14 +520,16 @@ void GemvRows(const kernels::MatrixView& w, const float* x,
                                 w.data + (r + half) * w.row_bytes};
     for (uint32_t t : gemv) {
       float pair[2];
-      Gemv2(rows, f16, x + t * k, k, pair);
+      Gemv2(rows, f16, x + t * k, k, isa, pair);
       y[t * w.rows + r] = pair[0];
       y[t * w.rows + r + half] = pair[1];
     }
   }
   for (int64_t r = r0 + 2 * half; r < r1; ++r) {
     const std::byte* row = w.data + r * w.row_bytes;
-    for (uint32_t t : gemv) y[t * w.rows + r] = Gemv(row, f16, x + t * k, k);
+    for (uint32_t t : gemv) {
+      y[t * w.rows + r] = Gemv(row, f16, x + t * k, k, isa);
+    }
   }
 }
 
@@ -622,14 +612,14 @@ int64_t GemmGroupsAvx2(const kernels::MatrixView& w, const float* x,
 // y[t, r] for rows [r0, r1) and the tokens listed in gemm (kGemm order).
 void GemmRows(const kernels::MatrixView& w, const float* x,
               std::span<const uint32_t> gemm, int64_t r0, int64_t r1,
-              float* y) {
+              kernels::Isa isa, float* y) {
 #ifdef KVAULT_GGML_COMPAT_AVX2
-  if (HasAvx512() && r1 - r0 >= kTileRows) {
+  if (UsesAvx512(isa) && r1 - r0 >= kTileRows) {
     const int64_t num_tiles = (r1 - r0) / kTileRows;
     GemmTiles512(w, x, gemm, r0, num_tiles, y);
     r0 += num_tiles * kTileRows;
   }
-  if (HasAvx2() && r0 < r1) r0 = GemmGroupsAvx2(w, x, gemm, r0, r1, y);
+  if (UsesAvx2(isa) && r0 < r1) r0 = GemmGroupsAvx2(w, x, gemm, r0, r1, y);
 #endif
   const bool f16 = w.type == GgmlType::kF16;
   for (int64_t r = r0; r < r1; ++r) {
@@ -658,12 +648,9 @@ bool Supports(GgmlType type) {
   return type == GgmlType::kF32 || type == GgmlType::kF16;
 }
 
-void UsePortableOnly(bool portable) { g_portable_only = portable; }
-
-void AllowAvx512(bool allow) { g_allow_avx512 = allow; }
-
 void MatMul(const kernels::MatrixView& w, const float* x,
-            std::span<const DotOrder> order, float* y, ThreadPool* pool) {
+            std::span<const DotOrder> order, float* y, kernels::Isa isa,
+            kernels::ComputePool* pool) {
   const int64_t k = w.cols;
   std::vector<float> rounded;  // [num_tokens, k]
   if (w.type == GgmlType::kF16) {
@@ -680,8 +667,8 @@ void MatMul(const kernels::MatrixView& w, const float* x,
   auto task = [&](size_t i) {
     const int64_t r0 = static_cast<int64_t>(i) * kRowsPerTask;
     const int64_t r1 = std::min(w.rows, r0 + kRowsPerTask);
-    if (!gemv.empty()) GemvRows(w, x, gemv, r0, r1, y);
-    if (!gemm.empty()) GemmRows(w, x, gemm, r0, r1, y);
+    if (!gemv.empty()) GemvRows(w, x, gemv, r0, r1, isa, y);
+    if (!gemm.empty()) GemmRows(w, x, gemm, r0, r1, isa, y);
   };
   // Below this many multiply-adds one thread is faster than handing out
   // tasks; the split never changes a result.
@@ -689,11 +676,8 @@ void MatMul(const kernels::MatrixView& w, const float* x,
   const int64_t work = w.rows * k * static_cast<int64_t>(order.size());
   if (pool == nullptr || num_tasks < 2 || work < kMinParallelWork) {
     for (size_t i = 0; i < num_tasks; ++i) task(i);
-  } else if (auto* compute =
-                 kernels::ComputePool::Shared(pool->num_threads())) {
-    compute->ParallelFor(num_tasks, task);
   } else {
-    pool->ParallelFor(0, num_tasks, task);
+    pool->ParallelFor(num_tasks, task);
   }
 }
 
@@ -717,12 +701,14 @@ GgmlBuild NativeGgmlBuild() {
 }
 
 void SwiGlu(const float* gate, const float* up, int64_t n, GgmlBuild build,
-            float* out) {
+            kernels::Isa isa, float* out) {
   const int64_t block = build == GgmlBuild::kAvx512 ? 16 : 8;
   int64_t i = 0;
 #ifdef KVAULT_GGML_COMPAT_AVX2
-  if (build == GgmlBuild::kAvx2 && HasAvx2()) i = SwiGluAvx2(gate, up, n, out);
-  if (build == GgmlBuild::kAvx512 && HasAvx512()) {
+  if (build == GgmlBuild::kAvx2 && UsesAvx2(isa)) {
+    i = SwiGluAvx2(gate, up, n, out);
+  }
+  if (build == GgmlBuild::kAvx512 && UsesAvx512(isa)) {
     i = SwiGluAvx512(gate, up, n, out);
   }
 #endif
@@ -736,8 +722,8 @@ void SwiGlu(const float* gate, const float* up, int64_t n, GgmlBuild build,
   for (; i < n; ++i) out[i] = (gate[i] / (1.0f + std::exp(-gate[i]))) * up[i];
 }
 
-float DotF16(const std::byte* k, const float* q, int64_t n) {
-  return Gemv(k, /*f16=*/true, q, n);
+float DotF16(const std::byte* k, const float* q, int64_t n, kernels::Isa isa) {
+  return Gemv(k, /*f16=*/true, q, n, isa);
 }
 
 }  // namespace kvault::ggml_compat

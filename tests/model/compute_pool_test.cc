@@ -165,13 +165,5 @@ TEST(ComputePoolTest, NonSpinningPoolRunsEveryIndexOnce) {
   ExpectEachIndexOnce(pool, 777);
 }
 
-TEST(ComputePoolTest, SharedReturnsSamePoolPerSize) {
-  ComputePool* a = ComputePool::Shared(2);
-  if (a == nullptr) GTEST_SKIP() << "KVAULT_COMPUTE_POOL=off";
-  EXPECT_EQ(ComputePool::Shared(2), a);
-  EXPECT_EQ(a->num_workers(), 2u);
-  ExpectEachIndexOnce(*a, 777);
-}
-
 }  // namespace
 }  // namespace kvault::kernels

@@ -1,10 +1,6 @@
 #include "model/kernels/compute_pool.h"
 
 #include <chrono>
-#include <cstdlib>
-#include <string_view>
-#include <map>
-#include <memory>
 
 #include "core/check.h"
 
@@ -128,21 +124,6 @@ void ComputePool::Run(size_t n, Fn fn, const void* ctx) {
   for (uint32_t k = 0; num_done_.load(std::memory_order_acquire) < n; ++k) {
     WaitStep(k);
   }
-}
-
-ComputePool* ComputePool::Shared(size_t num_workers) {
-  static const bool kOff = [] {
-    const char* env = std::getenv("KVAULT_COMPUTE_POOL");
-    return env != nullptr && std::string_view(env) == "off";
-  }();
-  if (kOff) return nullptr;
-  static std::mutex mu;
-  // Never destroyed: workers may still be spinning at exit.
-  static auto* pools = new std::map<size_t, std::unique_ptr<ComputePool>>;
-  std::lock_guard<std::mutex> lock(mu);
-  std::unique_ptr<ComputePool>& pool = (*pools)[num_workers];
-  if (pool == nullptr) pool = std::make_unique<ComputePool>(num_workers);
-  return pool.get();
 }
 
 }  // namespace kvault::kernels

@@ -48,13 +48,6 @@ class ComputePool {
         &fn);
   }
 
-  // Returns the process-wide pool with `num_workers` workers, created on
-  // first use and kept for the life of the process; null when the
-  // environment sets KVAULT_COMPUTE_POOL=off (callers then use their
-  // ThreadPool: for comparing the two, and for oversubscribed machines,
-  // where spinning workers lose to sleeping ones).
-  static ComputePool* Shared(size_t num_workers);
-
  private:
   void WorkerLoop();
   // Claims and runs indices of the current loop until none are left.
