@@ -21,7 +21,6 @@
 
 #include "core/float16.h"
 #include "core/huge_page_buffer.h"
-#include "core/thread_pool.h"
 #include "model/attention_batched.h"
 #include "model/ggml_types.h"
 #include "model/kernels/compute_pool.h"
@@ -258,13 +257,13 @@ BENCHMARK(BM_AttentionDecode)
     ->UseRealTime()
     ->MinTime(2.0);
 
-// The fixed cost of one ThreadPool::ParallelFor fan-out (decode issues
+// The fixed cost of one ComputePool::ParallelFor fan-out (decode issues
 // ~100 of them per token).
 void BM_ParallelForOverhead(benchmark::State& state) {
-  ThreadPool pool(1);
+  ComputePool pool(1);
   std::vector<int64_t> out(16);
   for (auto _ : state) {
-    pool.ParallelFor(0, 8, [&](size_t i) { out[i] += 1; });
+    pool.ParallelFor(8, [&](size_t i) { out[i] += 1; });
     benchmark::DoNotOptimize(out.data());
   }
 }

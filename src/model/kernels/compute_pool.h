@@ -1,6 +1,6 @@
 // ComputePool: persistent workers for the short data-parallel loops of a
 // forward pass (a decode step runs ~60 MatMuls of a few microseconds each).
-// Unlike ThreadPool, which hands every loop to sleeping workers through a
+// Unlike a thread pool that hands every loop to sleeping workers through a
 // queue and condition variables (tens of microseconds to wake them), the
 // workers spin for a while after each loop waiting for the next one, then
 // sleep on a futex, so back-to-back loops start in well under a microsecond.
