@@ -8,6 +8,7 @@
 #include "apps/commands.h"
 #include "bench/scenarios/churn.h"
 #include "core/flags.h"
+#include "model/compute_backend.h"
 
 namespace kvault::apps {
 namespace {
@@ -70,6 +71,7 @@ StatusOr<bench::ChurnOptions> ParseChurnFlags(const Flags& f) {
   KV_RETURN_IF_ERROR(GetU32(f, "prompt-max", 0, 0, kBig, &o.max_prompt));
   KV_RETURN_IF_ERROR(GetU32(f, "max-in-flight", 0, 0, 256, &o.max_in_flight));
   KV_RETURN_IF_ERROR(GetU32(f, "threads", 2, 1, 1024, &o.threads));
+  o.compute = ComputeBackendOptions::FromEnvironment();
   KV_ASSIGN_OR_RETURN(o.seed, f.GetUint("seed", 1));
   return o;
 }

@@ -7,6 +7,7 @@
 #include "apps/commands.h"
 #include "bench/scenarios/decode_fragmentation.h"
 #include "core/flags.h"
+#include "model/compute_backend.h"
 
 namespace kvault::apps {
 namespace {
@@ -43,6 +44,7 @@ StatusOr<bench::DecodeFragmentationOptions> ParseDecodeFrag(const Flags& f) {
   o.rounds = static_cast<uint32_t>(rounds);
   o.num_gen = static_cast<uint32_t>(n);
   o.threads = static_cast<uint32_t>(t);
+  o.compute = ComputeBackendOptions::FromEnvironment();
   o.reps = static_cast<uint32_t>(r);
   return o;
 }

@@ -7,6 +7,7 @@
 #include "apps/commands.h"
 #include "bench/scenarios/grammar_bench.h"
 #include "core/flags.h"
+#include "model/compute_backend.h"
 
 namespace kvault::apps {
 namespace {
@@ -47,6 +48,7 @@ StatusOr<bench::GrammarBenchOptions> ParseBenchGrammar(const Flags& f) {
   KV_ASSIGN_OR_RETURN(o.seed, f.GetUint("seed", 1));
   o.num_gen = static_cast<uint32_t>(n);
   o.threads = static_cast<uint32_t>(t);
+  o.compute = ComputeBackendOptions::FromEnvironment();
   o.reps = static_cast<uint32_t>(r);
   KV_ASSIGN_OR_RETURN(o.load_mode, ParseLoadMode(f));
   return o;

@@ -8,6 +8,7 @@
 #include "bench/scenarios/model_bench.h"
 #include "core/flags.h"
 #include "kv/kv_dtype.h"
+#include "model/compute_backend.h"
 
 namespace kvault::apps {
 namespace {
@@ -59,6 +60,7 @@ StatusOr<bench::ModelBenchOptions> ParseBenchModel(const Flags& f) {
   o.num_prompt = static_cast<uint32_t>(p);
   o.num_gen = static_cast<uint32_t>(n);
   o.threads = static_cast<uint32_t>(t);
+  o.compute = ComputeBackendOptions::FromEnvironment();
   o.reps = static_cast<uint32_t>(r);
   o.page_size = static_cast<uint32_t>(page);
   o.depth = static_cast<uint32_t>(depth);

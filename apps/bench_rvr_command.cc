@@ -8,6 +8,7 @@
 #include "apps/commands.h"
 #include "bench/scenarios/restore_vs_recompute.h"
 #include "core/flags.h"
+#include "model/compute_backend.h"
 
 namespace kvault::apps {
 namespace {
@@ -37,6 +38,7 @@ StatusOr<bench::RestoreVsRecomputeOptions> ParseRvr(const Flags& f) {
   KV_ASSIGN_OR_RETURN(uint64_t chunk, f.GetUint("chunk", 512, 1, 1u << 16));
   KV_ASSIGN_OR_RETURN(uint64_t page, f.GetUint("page-size", 16, 1, 256));
   o.threads = static_cast<uint32_t>(t);
+  o.compute = ComputeBackendOptions::FromEnvironment();
   o.reps = static_cast<uint32_t>(r);
   o.chunk = static_cast<uint32_t>(chunk);
   o.page_size = static_cast<uint32_t>(page);

@@ -7,6 +7,7 @@
 #include "apps/commands.h"
 #include "bench/scenarios/neighbour_stall.h"
 #include "core/flags.h"
+#include "model/compute_backend.h"
 
 namespace kvault::apps {
 namespace {
@@ -48,6 +49,7 @@ StatusOr<bench::NeighbourStallOptions> ParseStall(const Flags& f) {
   o.num_gen = static_cast<uint32_t>(n);
   o.restore_after = static_cast<uint32_t>(after);
   o.threads = static_cast<uint32_t>(t);
+  o.compute = ComputeBackendOptions::FromEnvironment();
   return o;
 }
 

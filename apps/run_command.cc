@@ -9,9 +9,9 @@
 
 #include "apps/commands.h"
 #include "core/flags.h"
-#include "core/thread_pool.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_dtype.h"
+#include "model/compute_backend.h"
 #include "model/generator.h"
 #include "model/inference.h"
 #include "model/llama_model.h"
@@ -127,7 +127,10 @@ int Fail(const Status& status) {
 
 // Generates and streams; returns the process exit code.
 int Generate(const RunOptions& o) {
-  auto model = LlamaModel::Load(o.model, o.load_mode);
+  // The calling thread computes too: T threads are T - 1 workers.
+  ComputeBackendOptions compute = ComputeBackendOptions::FromEnvironment();
+  compute.num_threads = o.threads;
+  auto model = LlamaModel::Load(o.model, o.load_mode, compute.isa);
   if (!model.ok()) return Fail(model.status());
   const Tokenizer& tokenizer = (*model)->tokenizer();
   const std::vector<TokenId> prompt =
@@ -142,10 +145,7 @@ int Generate(const RunOptions& o) {
   }
   auto cache = MakeCache(**model, o, n_ctx);
   if (!cache.ok()) return Fail(cache.status());
-  // The calling thread computes too, so T threads need T - 1 workers.
-  std::unique_ptr<ThreadPool> pool;
-  if (o.threads > 1) pool = std::make_unique<ThreadPool>(o.threads - 1);
-  InferenceContext context(model->get(), cache->get(), pool.get());
+  InferenceContext context(model->get(), cache->get(), compute);
   Generator generator(&context, SeqId(0));
   Sampler sampler(o.sampling);
   if (o.sampling.temperature > 0 && o.sampling.seed == kRandomSeed) {

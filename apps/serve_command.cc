@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "engine/engine.h"
 #include "kv/kv_policy.h"
+#include "model/compute_backend.h"
 #include "model/demo_model.h"
 #include "model/llama_model.h"
 #include "server/engine_host.h"
@@ -35,7 +36,7 @@ StatusOr<std::unique_ptr<LlamaModel>> LoadModel(const ServeOptions& o) {
     return GenerateModelInMemory(DemoModelOptions());
   }
   KV_LOG(INFO) << "loading model " << o.model_path;
-  return LlamaModel::Load(o.model_path, o.load_mode);
+  return LlamaModel::Load(o.model_path, o.load_mode, o.engine.compute.isa);
 }
 
 // Sets the RAM tier's default: room to spill the whole pool once.
@@ -136,6 +137,9 @@ int RunServe(const std::vector<std::string>& args) {
   }
   SetMinLogLevel(options->log_level);
   for (const std::string& w : options->warnings) KV_LOG(WARNING) << w;
+  // The only read of the compute environment (KVAULT_KERNELS, ...): the
+  // model's layout and every engine (a woken one too) follow it.
+  options->engine.compute = ComputeBackendOptions::FromEnvironment();
   return Serve(std::move(*options));
 }
 

@@ -21,9 +21,9 @@
 
 #include "core/float16.h"
 #include "core/huge_page_buffer.h"
-#include "core/thread_pool.h"
 #include "model/attention_batched.h"
 #include "model/ggml_types.h"
+#include "model/kernels/compute_pool.h"
 #include "model/kernels/kernels.h"
 #include "model/quantize.h"
 
@@ -61,22 +61,21 @@ void BM_MatMul(benchmark::State& state) {
   const int64_t rows = state.range(1), cols = 2048;
   const int64_t num_tokens = state.range(2);
   const int64_t num_threads = state.range(3);
-  const std::vector<std::string_view> isas = SupportedIsas();
+  const std::vector<Isa> isas = SupportedIsas();
   if (state.range(4) >= static_cast<int64_t>(isas.size())) {
     state.SkipWithError("ISA not supported here");
     return;
   }
-  const std::string_view isa = isas[state.range(4)];
-  UseKernelIsa(isa);
+  const Isa isa = isas[state.range(4)];
+  const Kernels kernels(isa);
   const BenchMatrix m = MakeMatrix(type, rows, cols);
   std::vector<float> x(num_tokens * cols, 0.5f), y(num_tokens * rows);
-  std::unique_ptr<ThreadPool> pool;
-  if (num_threads > 1) pool = std::make_unique<ThreadPool>(num_threads - 1);
+  std::unique_ptr<ComputePool> pool;
+  if (num_threads > 1) pool = std::make_unique<ComputePool>(num_threads - 1);
   for (auto _ : state) {
-    MatMul(m.view, x.data(), num_tokens, y.data(), pool.get());
+    kernels.MatMul(m.view, x.data(), num_tokens, y.data(), pool.get());
     benchmark::DoNotOptimize(y.data());
   }
-  UseScalarKernels(false);
   const double iters = static_cast<double>(state.iterations());
   state.counters["GFLOPs"] = benchmark::Counter(
       2.0 * rows * cols * num_tokens * iters * 1e-9,
@@ -84,8 +83,9 @@ void BM_MatMul(benchmark::State& state) {
   state.counters["WeightGBs"] = benchmark::Counter(
       static_cast<double>(m.bytes.size()) * iters * 1e-9,
       benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(isa) + " " + std::string(GgmlTypeName(type)) +
-                 " " + std::to_string(rows) + "x" + std::to_string(cols) +
+  state.SetLabel(std::string(IsaName(isa)) + " " +
+                 std::string(GgmlTypeName(type)) + " " + std::to_string(rows) +
+                 "x" + std::to_string(cols) +
                  " t=" + std::to_string(num_tokens) +
                  " thr=" + std::to_string(num_threads));
 }
@@ -120,10 +120,11 @@ void BM_MemoryRead(benchmark::State& state) {
   const int64_t n = static_cast<int64_t>(bytes / sizeof(float));
   std::fill(buf, buf + n, 1.0f);  // touches every page
   std::vector<float> sums(num_threads);
+  const Kernels kernels(BestIsa());
   auto sum_part = [&](int64_t part) {
     const int64_t part_n = n / num_threads;
     const float* p = buf + part * part_n;
-    sums[part] = DotF32(p, p, part_n);
+    sums[part] = kernels.DotF32(p, p, part_n);
   };
   for (auto _ : state) {
     std::vector<std::thread> threads;
@@ -144,12 +145,12 @@ BENCHMARK(BM_MemoryRead)
 // Quantizing one layer's activations to Q8_0 (512 tokens x 2048), per ISA:
 // the scalar loop was ~10% of a prefill before the SIMD version.
 void BM_QuantizeQ8_0(benchmark::State& state) {
-  const std::vector<std::string_view> isas = SupportedIsas();
+  const std::vector<Isa> isas = SupportedIsas();
   if (state.range(0) >= static_cast<int64_t>(isas.size())) {
     state.SkipWithError("ISA not supported here");
     return;
   }
-  UseKernelIsa(isas[state.range(0)]);
+  const Kernels kernels(isas[state.range(0)]);
   const int64_t n = 512 * 2048;
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
@@ -157,11 +158,10 @@ void BM_QuantizeQ8_0(benchmark::State& state) {
   for (float& v : x) v = dist(rng);
   std::vector<std::byte> q(n / 32 * 34);
   for (auto _ : state) {
-    QuantizeQ8_0(x.data(), n, q.data());
+    kernels.QuantizeQ8_0(x.data(), n, q.data());
     benchmark::DoNotOptimize(q.data());
   }
-  UseScalarKernels(false);
-  state.SetLabel(std::string(isas[state.range(0)]));
+  state.SetLabel(std::string(IsaName(kernels.isa())));
   state.counters["Mvalues/s"] = benchmark::Counter(
       static_cast<double>(n) * state.iterations() * 1e-6,
       benchmark::Counter::kIsRate);
@@ -170,20 +170,19 @@ BENCHMARK(BM_QuantizeQ8_0)->DenseRange(0, 2);
 
 // e^x over 4096 values, per ISA (scalar = std::exp).
 void BM_ExpF32(benchmark::State& state) {
-  const std::vector<std::string_view> isas = SupportedIsas();
+  const std::vector<Isa> isas = SupportedIsas();
   if (state.range(0) >= static_cast<int64_t>(isas.size())) {
     state.SkipWithError("ISA not supported here");
     return;
   }
-  UseKernelIsa(isas[state.range(0)]);
+  const Kernels kernels(isas[state.range(0)]);
   std::vector<float> x(4096), y(4096);
   for (size_t i = 0; i < x.size(); ++i) x[i] = -0.01f * static_cast<float>(i);
   for (auto _ : state) {
-    ExpF32(x.data(), static_cast<int64_t>(x.size()), y.data());
+    kernels.ExpF32(x.data(), static_cast<int64_t>(x.size()), y.data());
     benchmark::DoNotOptimize(y.data());
   }
-  UseScalarKernels(false);
-  state.SetLabel(std::string(isas[state.range(0)]));
+  state.SetLabel(std::string(IsaName(kernels.isa())));
   state.counters["Mvalues/s"] = benchmark::Counter(
       static_cast<double>(x.size()) * state.iterations() * 1e-6,
       benchmark::Counter::kIsRate);
@@ -244,8 +243,8 @@ void BM_AttentionDecode(benchmark::State& state) {
       const std::byte* k = base + 2 * l * pool_cells * row_bytes;
       const F16GroupRows rows{k, k + pool_cells * row_bytes, row_bytes,
                               row_bytes};
-      AttendF16Fast(rows, shape, std::span(&seq, 1), seq_of, query_pos,
-                    q.data(), out.data(), serial);
+      AttendF16Fast(rows, shape, BestIsa(), std::span(&seq, 1), seq_of,
+                    query_pos, q.data(), out.data(), serial);
     }
     benchmark::DoNotOptimize(out.data());
   }
@@ -258,13 +257,13 @@ BENCHMARK(BM_AttentionDecode)
     ->UseRealTime()
     ->MinTime(2.0);
 
-// The fixed cost of one ThreadPool::ParallelFor fan-out (decode issues
+// The fixed cost of one ComputePool::ParallelFor fan-out (decode issues
 // ~100 of them per token).
 void BM_ParallelForOverhead(benchmark::State& state) {
-  ThreadPool pool(1);
+  ComputePool pool(1);
   std::vector<int64_t> out(16);
   for (auto _ : state) {
-    pool.ParallelFor(0, 8, [&](size_t i) { out[i] += 1; });
+    pool.ParallelFor(8, [&](size_t i) { out[i] += 1; });
     benchmark::DoNotOptimize(out.data());
   }
 }

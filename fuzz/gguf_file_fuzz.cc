@@ -81,7 +81,8 @@ void ExerciseKernels(const GgufFile& f) {
       const kernels::MatrixView view{t.type, static_cast<int64_t>(rows),
                                      static_cast<int64_t>(cols), data.data(),
                                      row_bytes};
-      kernels::MatMul(view, x.data(), 2, y.data(), nullptr);
+      kernels::Kernels(kernels::BestIsa())
+          .MatMul(view, x.data(), 2, y.data(), nullptr);
     }
   }
 }

@@ -12,8 +12,10 @@
 namespace kvault::bench {
 
 // Loads `path`, or when it is empty generates the small shape (512 embd,
-// 8 layers, 8 heads / 4 KV heads, 1408 ff, Q8_0, random weights).
-StatusOr<std::unique_ptr<LlamaModel>> LoadModelOrSmall(const std::string& path);
+// 8 layers, 8 heads / 4 KV heads, 1408 ff, Q8_0, random weights), laid out
+// for the kernels of `isa`.
+StatusOr<std::unique_ptr<LlamaModel>> LoadModelOrSmall(
+    const std::string& path, kernels::Isa isa = kernels::BestIsa());
 
 }  // namespace kvault::bench
 

@@ -59,6 +59,7 @@ StatusOr<std::pair<EngineOptions, ChurnBehaviour>> ConfigFor(
   e.ctx_per_slot = o.ctx_per_slot;
   e.page_size = o.page_size;
   e.num_threads = o.threads;
+  e.compute = o.compute;
   e.sync_saves = false;  // llama-server does not fsync slot files either
   // Every turn ends saved to its session's file, so a slot's idle KV is
   // only a cache of it: dropping it for room loses nothing (as the figures
@@ -136,7 +137,7 @@ StatusOr<ChurnResult> RunChurnConfig(const ChurnOptions& o,
   if (o.make_model) {
     KV_ASSIGN_OR_RETURN(model, o.make_model());
   } else {
-    KV_ASSIGN_OR_RETURN(model, LoadModelOrSmall(o.model_path));
+    KV_ASSIGN_OR_RETURN(model, LoadModelOrSmall(o.model_path, o.compute.isa));
   }
   const uint64_t cell_bytes = model->KvLayoutFor(KvDtype::kF16).cell_bytes();
   KV_ASSIGN_OR_RETURN(auto setup, ConfigFor(o, config, cell_bytes));

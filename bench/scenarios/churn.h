@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/status_or.h"
+#include "model/compute_backend.h"
 #include "model/llama_model.h"
 
 namespace kvault::bench {
@@ -58,6 +59,10 @@ struct ChurnOptions {
   uint32_t min_user = 16;  // user message length range per turn
   uint32_t max_user = 48;
   uint32_t threads = 2;    // forward-pass threads
+  // The kernel set and numerics the command took from the environment
+  // (ComputeBackendOptions::FromEnvironment); `threads` is its thread
+  // count.
+  ComputeBackendOptions compute;
   // Turns running at once; 0: one per active slot (continuous batching;
   // allocation order then depends on timing). 1 makes a run deterministic.
   uint32_t max_in_flight = 0;

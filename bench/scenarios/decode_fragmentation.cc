@@ -19,6 +19,7 @@ Status RunDecodeFragmentation(
   base.num_prompt = 0;
   base.num_gen = o.num_gen;
   base.threads = o.threads;
+  base.compute = o.compute;
   base.reps = o.reps;
   base.seed = o.seed;
   for (uint32_t page_size : o.page_sizes) {

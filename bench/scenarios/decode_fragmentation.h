@@ -14,6 +14,7 @@
 
 #include "bench/scenarios/model_bench.h"
 #include "core/status.h"
+#include "model/compute_backend.h"
 
 namespace kvault::bench {
 
@@ -23,6 +24,10 @@ struct DecodeFragmentationOptions {
   std::vector<uint32_t> page_sizes = {1, 16, 256};
   uint32_t num_gen = 32;  // tg steps per run
   uint32_t threads = 2;
+  // The kernel set and numerics the command took from the environment
+  // (ComputeBackendOptions::FromEnvironment); `threads` is its thread
+  // count.
+  ComputeBackendOptions compute;
   uint32_t reps = 3;     // RunModelBench's reps per measurement
   uint32_t rounds = 2;   // measurements per layout, A B B A; tok/s averaged
   uint64_t seed = 1;

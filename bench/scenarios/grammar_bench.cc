@@ -11,7 +11,6 @@
 
 #include "core/env.h"
 #include "bench/scenarios/mean_std.h"
-#include "core/thread_pool.h"
 #include "grammar/grammar.h"
 #include "kv/kv_cache.h"
 #include "model/inference.h"
@@ -96,16 +95,16 @@ StatusOr<GrammarBenchResult> RunGrammarBench(const GrammarBenchOptions& o) {
   }
   KV_ASSIGN_OR_RETURN(std::shared_ptr<const Grammar> grammar,
                       LoadGrammar(o.grammar_path));
+  ComputeBackendOptions compute = o.compute;
+  compute.num_threads = o.threads;
   KV_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model,
-                      LlamaModel::Load(o.model_path, o.load_mode));
+                      LlamaModel::Load(o.model_path, o.load_mode, compute.isa));
   KvCacheOptions co;
   co.page_size = 16;
   co.num_pages = (o.num_gen + 15) / 16;
   co.layout = model->KvLayoutFor(KvDtype::kF16);
   KV_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, KvCache::Create(co));
-  std::unique_ptr<ThreadPool> pool;
-  if (o.threads > 1) pool = std::make_unique<ThreadPool>(o.threads - 1);
-  InferenceContext ctx(model.get(), cache.get(), pool.get());
+  InferenceContext ctx(model.get(), cache.get(), compute);
   TokenizerSamplerVocab vocab(&model->tokenizer());
   const std::unique_ptr<TokenTrie> trie = BuildGrammarTrie(vocab);
   const SampledRun plain{model.get(), &ctx, cache.get(), &vocab, trie.get(),

@@ -15,6 +15,7 @@
 
 #include "core/mapped_file.h"
 #include "core/status_or.h"
+#include "model/compute_backend.h"
 
 namespace kvault::bench {
 
@@ -23,6 +24,10 @@ struct GrammarBenchOptions {
   std::string grammar_path;  // a GBNF file
   uint32_t num_gen = 128;    // sampled decode steps per run
   uint32_t threads = 2;      // compute threads, the caller included
+  // The kernel set and numerics the command took from the environment
+  // (ComputeBackendOptions::FromEnvironment); `threads` is its thread
+  // count.
+  ComputeBackendOptions compute;
   uint32_t reps = 5;         // run pairs after one warm-up pair
   uint64_t seed = 1;         // run r samples with seed + r
   LoadMode load_mode = LoadMode::kRead;

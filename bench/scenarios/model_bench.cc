@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/scenarios/mean_std.h"
-#include "core/thread_pool.h"
 #include "kv/kv_cache.h"
 #include "model/inference.h"
 #include "model/llama_model.h"
@@ -146,15 +145,14 @@ Status Measure(uint32_t reps, uint32_t num_tokens, const Run& run,
 
 StatusOr<ModelBenchResult> RunModelBench(const ModelBenchOptions& o) {
   KV_RETURN_IF_ERROR(Validate(o));
+  ComputeBackendOptions compute = o.compute;
+  compute.num_threads = o.threads;
   KV_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model,
-                      LlamaModel::Load(o.model_path, o.load_mode));
+                      LlamaModel::Load(o.model_path, o.load_mode, compute.isa));
   std::mt19937_64 rng(o.seed);
   KV_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache,
                       MakeCache(*model, o, &rng));
-  // The caller computes too, so T threads need T - 1 workers.
-  std::unique_ptr<ThreadPool> pool;
-  if (o.threads > 1) pool = std::make_unique<ThreadPool>(o.threads - 1);
-  InferenceContext ctx(model.get(), cache.get(), pool.get());
+  InferenceContext ctx(model.get(), cache.get(), compute);
   const RunContext rc{&ctx, cache.get(), static_cast<Pos>(o.depth)};
   if (o.depth > 0) {  // the cached context every run starts from
     KV_RETURN_IF_ERROR(RunPrompt({&ctx, cache.get(), 0},

@@ -20,6 +20,7 @@
 #include "core/mapped_file.h"
 #include "core/status_or.h"
 #include "kv/kv_dtype.h"
+#include "model/compute_backend.h"
 
 namespace kvault::bench {
 
@@ -28,6 +29,10 @@ struct ModelBenchOptions {
   uint32_t num_prompt = 512;  // pp tokens; 0 skips pp
   uint32_t num_gen = 128;     // tg steps; 0 skips tg
   uint32_t threads = 2;       // compute threads, the caller included
+  // The kernel set and numerics the command took from the environment
+  // (ComputeBackendOptions::FromEnvironment); `threads` is its thread
+  // count.
+  ComputeBackendOptions compute;
   uint32_t reps = 3;
   KvDtype cache_type = KvDtype::kF16;
   uint32_t page_size = 16;

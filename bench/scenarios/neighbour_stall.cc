@@ -60,8 +60,10 @@ class ArrivalLog : public CompletionSink {
   Status status_;
 };
 
-StatusOr<std::unique_ptr<LlamaModel>> LoadBenchModel(const std::string& path) {
-  if (!path.empty()) return LlamaModel::Load(path);
+// Loads `path` laid out for `isa`'s kernels, or generates the small model.
+StatusOr<std::unique_ptr<LlamaModel>> LoadBenchModel(const std::string& path,
+                                                     kernels::Isa isa) {
+  if (!path.empty()) return LlamaModel::Load(path, LoadMode::kRead, isa);
   GenModelOptions g = DemoModelOptions();
   g.n_embd = 512, g.n_layer = 8, g.n_head = 8, g.n_head_kv = 4;
   g.n_ff = 1408, g.type = GgmlType::kQ8_0, g.n_ctx = 1u << 20;
@@ -226,6 +228,7 @@ StatusOr<std::string> StallDir(const std::string& dir) {
 EngineOptions StallEngineOptions(const NeighbourStallOptions& options,
                                  uint64_t restore_tokens) {
   EngineOptions e;
+  e.compute = options.compute;
   e.n_slots = options.num_generating + 1;
   const uint64_t per_slot = 64 + options.num_gen;
   const uint64_t big = std::max<uint64_t>(
@@ -245,7 +248,8 @@ EngineOptions StallEngineOptions(const NeighbourStallOptions& options,
 
 StatusOr<NeighbourStallResult> RunNeighbourStall(
     const NeighbourStallOptions& options) {
-  KV_ASSIGN_OR_RETURN(auto model, LoadBenchModel(options.model_path));
+  KV_ASSIGN_OR_RETURN(auto model,
+                      LoadBenchModel(options.model_path, options.compute.isa));
   const uint64_t cell_bytes = model->KvLayoutFor(KvDtype::kF16).cell_bytes();
   const uint64_t restore_tokens = std::max<uint64_t>(
       1, static_cast<uint64_t>(options.restore_mb * 1048576.0 / cell_bytes));

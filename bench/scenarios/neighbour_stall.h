@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/status_or.h"
+#include "model/compute_backend.h"
 
 namespace kvault::bench {
 
@@ -34,6 +35,10 @@ struct NeighbourStallOptions {
   double restore_mb = 100;      // size of the restored state file
   uint32_t restore_after = 32;  // tokens per slot before the restore starts
   uint32_t threads = 2;
+  // The kernel set and numerics the command took from the environment
+  // (ComputeBackendOptions::FromEnvironment); `threads` is its thread
+  // count.
+  ComputeBackendOptions compute;
   std::string dir;  // where the state file goes; empty: a temp dir
   uint32_t prefill_tokens = 0;  // > 0: prefill this prompt, no restore
   double prefill_step_share = -1;  // < 0: the engine's default

@@ -14,7 +14,6 @@
 
 #include "bench/scenarios/bench_models.h"
 #include "core/env.h"
-#include "core/thread_pool.h"
 #include "kv/kv_cache.h"
 #include "kv/state_file.h"
 #include "model/inference.h"
@@ -128,8 +127,10 @@ StatusOr<RestoreVsRecomputeResult> RunRestoreVsRecompute(
     return InvalidArgumentError(
         "restore-vs-recompute: need lengths, threads, reps, chunk, page size");
   }
+  ComputeBackendOptions compute = o.compute;
+  compute.num_threads = o.threads;
   KV_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model,
-                      LoadModelOrSmall(o.model_path));
+                      LoadModelOrSmall(o.model_path, compute.isa));
   const uint32_t max_len = *std::max_element(o.lengths.begin(), o.lengths.end());
   KvCacheOptions cache_options;
   cache_options.page_size = o.page_size;
@@ -137,9 +138,7 @@ StatusOr<RestoreVsRecomputeResult> RunRestoreVsRecompute(
   cache_options.layout = model->KvLayoutFor(o.cache_type);
   KV_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache,
                       KvCache::Create(cache_options));
-  std::unique_ptr<ThreadPool> pool;
-  if (o.threads > 1) pool = std::make_unique<ThreadPool>(o.threads - 1);
-  InferenceContext ctx(model.get(), cache.get(), pool.get());
+  InferenceContext ctx(model.get(), cache.get(), compute);
   KV_ASSIGN_OR_RETURN(std::string dir, MakeDir(o.dir));
   const Setup setup{model.get(), cache.get(), &ctx, &o, dir};
   RestoreVsRecomputeResult result;

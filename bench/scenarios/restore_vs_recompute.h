@@ -14,6 +14,7 @@
 
 #include "core/status_or.h"
 #include "kv/kv_dtype.h"
+#include "model/compute_backend.h"
 
 namespace kvault::bench {
 
@@ -21,6 +22,10 @@ struct RestoreVsRecomputeOptions {
   std::string model_path;  // empty: the generated small model
   std::vector<uint32_t> lengths = {128, 256, 512, 1024, 2048, 4096};
   uint32_t threads = 2;  // compute threads, the caller included
+  // The kernel set and numerics the command took from the environment
+  // (ComputeBackendOptions::FromEnvironment); `threads` is its thread
+  // count.
+  ComputeBackendOptions compute;
   uint32_t reps = 3;     // medians of this many timed runs after a warm-up
   uint32_t chunk = 512;  // prefill tokens per Decode call
   uint32_t page_size = 16;

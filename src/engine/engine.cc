@@ -125,12 +125,13 @@ Status Engine::Impl::Init() {
   vault_options.save.sync = o.sync_saves;
   vault_options.allow_drops = o.on_kv_full == OnKvFull::kDropLru;
   KV_ASSIGN_OR_RETURN(vault_, KvVault::Create(cache_.get(), vault_options));
-  uint32_t threads = o.num_threads;
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  // ParallelFor also runs work on the calling (scheduler) thread.
-  if (threads > 1) compute_pool_ = std::make_unique<ThreadPool>(threads - 1);
-  context_ = std::make_unique<InferenceContext>(model_.get(), cache_.get(),
-                                                compute_pool_.get());
+  ComputeBackendOptions compute = o.compute;
+  compute.num_threads = o.num_threads;
+  if (compute.num_threads == 0) {
+    compute.num_threads = std::max(1u, std::thread::hardware_concurrency());
+  }
+  context_ =
+      std::make_unique<InferenceContext>(model_.get(), cache_.get(), compute);
   slot_kv_ = std::make_unique<VaultSlotKv>(vault_.get(), cache_.get());
   forward_ = std::make_unique<ModelForwardPass>(context_.get(),
                                                 model_->n_vocab());

@@ -37,6 +37,7 @@
 #include "kv/kv_policy.h"
 #include "kv/kv_types.h"
 #include "kv/kv_vault.h"
+#include "model/compute_backend.h"
 #include "model/llama_model.h"
 #include "model/sampler.h"
 
@@ -71,6 +72,10 @@ struct EngineOptions {
   std::string spill_dir;                  // empty: no disk tier
   uint64_t spill_disk_bytes = 0;
   uint32_t num_threads = 0;        // forward-pass threads; 0: all cores
+  // The forward pass's kernel set and numerics (the apps take them from
+  // ComputeBackendOptions::FromEnvironment); num_threads replaces its
+  // thread count.
+  ComputeBackendOptions compute;
   uint32_t prefill_chunk = 256;    // prompt tokens per slot per step
   uint32_t max_batch_tokens = 512; // tokens per forward call
   // While other slots generate, the prompt tokens a step carries are

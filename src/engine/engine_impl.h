@@ -24,7 +24,6 @@
 #include <utility>
 #include <vector>
 
-#include "core/thread_pool.h"
 #include "engine/engine.h"
 #include "engine/engine_ports.h"
 #include "engine/scheduler.h"
@@ -118,7 +117,6 @@ class Engine::Impl {
   EngineOptions options_;
   std::unique_ptr<KvCache> cache_;
   std::unique_ptr<KvVault> vault_;
-  std::unique_ptr<ThreadPool> compute_pool_;
   std::unique_ptr<InferenceContext> context_;
   std::unique_ptr<VaultSlotKv> slot_kv_;
   std::unique_ptr<ModelForwardPass> forward_;

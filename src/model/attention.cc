@@ -13,9 +13,6 @@
 
 #include "core/float16.h"
 #include "model/attention_batched.h"
-#include "model/ggml_compat.h"
-#include "model/kernels/compute_pool.h"
-#include "model/kernels/kernels.h"
 
 namespace kvault {
 namespace {
@@ -24,8 +21,9 @@ namespace {
 // fp16 without decoding whole rows; Q8_0 slices are decoded block-wise.
 class RowSlice {
  public:
-  RowSlice(KvDtype dtype, uint64_t offset, uint64_t n)
-      : dtype_(dtype), offset_(offset), n_(n) {
+  RowSlice(KvDtype dtype, uint64_t offset, uint64_t n,
+           const ComputeBackend& backend)
+      : backend_(backend), dtype_(dtype), offset_(offset), n_(n) {
     if (dtype_ == KvDtype::kQ8_0) {
       first_block_ = offset / kQ8_0BlockElems;
       const uint64_t end_block =
@@ -39,12 +37,11 @@ class RowSlice {
   float Dot(const std::byte* row, const float* q) {
     switch (dtype_) {
       case KvDtype::kF16:
-        return ggml_compat::DotF16(row + offset_ * 2, q,
-                                   static_cast<int64_t>(n_));
+        return backend_.DotF16(row + offset_ * 2, q, static_cast<int64_t>(n_));
       case KvDtype::kF32:
-        return kernels::DotF32(F32(row), q, n_);
+        return backend_.kernels().DotF32(F32(row), q, n_);
       default:
-        return kernels::DotF32(DecodeQ8(row), q, n_);
+        return backend_.kernels().DotF32(DecodeQ8(row), q, n_);
     }
   }
 
@@ -54,9 +51,9 @@ class RowSlice {
       case KvDtype::kF16:
         return AxpyHalfFused(s, row + offset_ * 2, y);
       case KvDtype::kF32:
-        return kernels::Axpy(s, F32(row), n_, y);
+        return backend_.kernels().Axpy(s, F32(row), n_, y);
       default:
-        return kernels::Axpy(s, DecodeQ8(row), n_, y);
+        return backend_.kernels().Axpy(s, DecodeQ8(row), n_, y);
     }
   }
 
@@ -81,6 +78,7 @@ class RowSlice {
     return tmp_.data() + (offset_ - first_block_ * kQ8_0BlockElems);
   }
 
+  const ComputeBackend& backend_;
   KvDtype dtype_;
   uint64_t offset_;
   uint64_t n_;
@@ -139,7 +137,8 @@ void RoundToHalf(float* x, size_t n) {
 // steps, where any one differing rounding costs up to 1e-2.
 void AttendGroup(const KvStorage& storage, uint32_t layer,
                  const AttentionShape& s, const SeqCells& seq, Pos query_pos,
-                 uint32_t g, const float* q, float* out) {
+                 uint32_t g, const float* q, float* out,
+                 const ComputeBackend& backend) {
   const uint32_t n_gqa = s.n_head / s.n_head_kv;
   const uint32_t dk = s.head_dim_k;
   const uint32_t dv = s.head_dim_v;
@@ -150,8 +149,8 @@ void AttendGroup(const KvStorage& storage, uint32_t layer,
   std::vector<float> max(n_gqa, -INFINITY);
   std::vector<float> sum(n_gqa, 0.0f);
   std::fill(out, out + uint64_t{n_gqa} * dv, 0.0f);
-  RowSlice k_slice(dtype, uint64_t{g} * dk, dk);
-  RowSlice v_slice(dtype, uint64_t{g} * dv, dv);
+  RowSlice k_slice(dtype, uint64_t{g} * dk, dk, backend);
+  RowSlice v_slice(dtype, uint64_t{g} * dv, dv, backend);
   // Row addresses computed here rather than by KRow/VRow per cell (whose
   // bounds checks cost ~7% of a decode step); every cell id comes from the
   // sequence table, so it is in range.
@@ -194,7 +193,7 @@ void AttendGroup(const KvStorage& storage, uint32_t layer,
 void Attend(const KvStorage& storage, uint32_t layer,
             const AttentionShape& shape, std::span<const SeqCells> seqs,
             std::span<const uint32_t> seq_of, std::span<const Pos> query_pos,
-            const float* q, float* out, ThreadPool* pool) {
+            const float* q, float* out, const ComputeBackend& backend) {
   const uint32_t n_gqa = shape.n_head / shape.n_head_kv;
   const uint64_t q_stride = uint64_t{shape.n_head} * shape.head_dim_k;
   const uint64_t out_stride = uint64_t{shape.n_head} * shape.head_dim_v;
@@ -203,30 +202,22 @@ void Attend(const KvStorage& storage, uint32_t layer,
   constexpr uint64_t kMinParallelWork = 1 << 16;
   uint64_t work = 0;
   for (uint32_t s : seq_of) work += seqs[s].cells.size() * shape.n_head;
-  const bool parallel = pool != nullptr && work >= kMinParallelWork;
   auto run = [&](size_t num_tasks, const std::function<void(size_t)>& task) {
-    if (!parallel) {
-      for (size_t i = 0; i < num_tasks; ++i) task(i);
-      return;
-    }
-    // The spinning pool MatMul uses: ThreadPool's workers would contend
-    // for the cores with its workers still spinning after the Q/K/V MatMuls.
-    if (auto* compute = kernels::ComputePool::Shared(pool->num_threads())) {
-      compute->ParallelFor(num_tasks, task);
-    } else {
-      pool->ParallelFor(0, num_tasks, task);
-    }
+    if (work >= kMinParallelWork) return backend.ParallelFor(num_tasks, task);
+    for (size_t i = 0; i < num_tasks; ++i) task(i);
   };
   // The F16 fast path does this file's float operations in the same order
   // (see attention_batched.h), so taking it changes no result.
+  const kernels::Isa isa = backend.options().isa;
   if (storage.layout().dtype == KvDtype::kF16 &&
-      CanAttendGroupF16Fast(shape)) {
+      CanAttendGroupF16Fast(shape, isa)) {
     F16GroupRows rows;
     rows.k_base = storage.KRows(layer, CellId(0), storage.num_cells()).data();
     rows.v_base = storage.VRows(layer, CellId(0), storage.num_cells()).data();
     rows.k_row_bytes = storage.layout().k_row_bytes();
     rows.v_row_bytes = storage.layout().v_row_bytes();
-    return AttendF16Fast(rows, shape, seqs, seq_of, query_pos, q, out, run);
+    return AttendF16Fast(rows, shape, isa, seqs, seq_of, query_pos, q, out,
+                         run);
   }
   run(seq_of.size() * shape.n_head_kv, [&](size_t index) {
     const size_t t = index / shape.n_head_kv;
@@ -234,7 +225,7 @@ void Attend(const KvStorage& storage, uint32_t layer,
     const uint64_t first_head = uint64_t{g} * n_gqa;
     AttendGroup(storage, layer, shape, seqs[seq_of[t]], query_pos[t], g,
                 q + t * q_stride + first_head * shape.head_dim_k,
-                out + t * out_stride + first_head * shape.head_dim_v);
+                out + t * out_stride + first_head * shape.head_dim_v, backend);
   });
 }
 

@@ -10,9 +10,9 @@
 #include <span>
 #include <vector>
 
-#include "core/thread_pool.h"
 #include "kv/kv_storage.h"
 #include "kv/kv_types.h"
+#include "model/compute_backend.h"
 
 namespace kvault {
 
@@ -34,11 +34,12 @@ struct AttentionShape {
 // visible cells c of (scale * q[t, h] . K[c, h / n_gqa]) weighting V[c, ...].
 // q: [num_tokens, n_head * head_dim_k]; out: [num_tokens, n_head *
 // head_dim_v]; seq_of[t] indexes `seqs`; query_pos[t] is t's position. A
-// token that sees no cell gets zeros. `pool` may be null.
+// token that sees no cell gets zeros. Runs on `backend`'s threads with its
+// kernels.
 void Attend(const KvStorage& storage, uint32_t layer,
             const AttentionShape& shape, std::span<const SeqCells> seqs,
             std::span<const uint32_t> seq_of, std::span<const Pos> query_pos,
-            const float* q, float* out, ThreadPool* pool);
+            const float* q, float* out, const ComputeBackend& backend);
 
 }  // namespace kvault
 

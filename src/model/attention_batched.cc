@@ -9,7 +9,6 @@
 
 #include "model/attention_simd.h"
 #include "model/attention_tiled.h"
-#include "model/kernels/kernels.h"
 
 namespace kvault {
 namespace {
@@ -20,18 +19,17 @@ constexpr uint32_t kMinHeadDimK = 8;
 
 }  // namespace
 
-bool CanAttendGroupF16Fast(const AttentionShape& shape) {
+bool CanAttendGroupF16Fast(const AttentionShape& shape, kernels::Isa isa) {
 #ifdef KVAULT_ATTENTION_FAST
-  const std::string_view isa = kernels::ActiveIsa();
   const uint32_t n_gqa = shape.n_head / shape.n_head_kv;
-  return (isa == "avx2" || isa == "avx512") && Float16UsesF16c() &&
+  return isa != kernels::Isa::kScalar && Float16UsesF16c() &&
          // Heads under 32 values (the golden-test models') do their whole
          // dot product in DotOne's double tail, as ggml_compat::DotF16.
          shape.head_dim_k >= kMinHeadDimK && shape.head_dim_k % 8 == 0 &&
          shape.head_dim_v % 8 == 0 && shape.head_dim_k <= kMaxHeadDim &&
          shape.head_dim_v <= kMaxHeadDim && n_gqa <= kMaxGqa;
 #else
-  (void)shape;
+  (void)shape, (void)isa;
   return false;
 #endif
 }
@@ -43,6 +41,7 @@ struct QueryState {
   const float* q = nullptr;  // [n_gqa, dk]
   float* out = nullptr;      // [n_gqa, dv]
   Pos pos = 0;
+  bool two_at_once = false;  // AccumulateHeads takes two heads at a time
 };
 
 #ifdef KVAULT_ATTENTION_FAST
@@ -113,7 +112,6 @@ KV_AVX2 uint32_t ScoreCells(const AttentionShape& s, const SeqCells& seq,
 KV_AVX2 void AttendQuery(const AttentionShape& s, const SeqCells& seq,
                          const SliceRows& k, const SliceRows& v,
                          const QueryState& st) {
-  static const bool kTwoAtOnce = kernels::ActiveIsa() == "avx512";
   const uint32_t n_gqa = s.n_head / s.n_head_kv;
   const uint32_t dv = s.head_dim_v;
   thread_local QueryScratch x;
@@ -137,8 +135,8 @@ KV_AVX2 void AttendQuery(const AttentionShape& s, const SeqCells& seq,
                     x.exps.data(), &x.terms[size_t{j} * n]);
   }
   std::fill(st.out, st.out + size_t{n_gqa} * dv, 0.0f);
-  AccumulateHeads(x.vrows.data(), n, n_gqa, dv, kTwoAtOnce, x.terms.data(), n,
-                  st.out, dv);
+  AccumulateHeads(x.vrows.data(), n, n_gqa, dv, st.two_at_once, x.terms.data(),
+                  n, st.out, dv);
   for (uint32_t j = 0; j < n_gqa; ++j) {
     Normalize(x.states[j].sum, dv, st.out + size_t{j} * dv);
   }
@@ -173,16 +171,17 @@ struct WorkItem {
 
 void AttendGroupF16Fast(const F16GroupRows& rows, const AttentionShape& shape,
                         const SeqCells& seq, Pos query_pos, uint32_t g,
-                        const float* q, float* out) {
+                        kernels::Isa isa, const float* q, float* out) {
   QueryState st;
   st.q = q;
   st.out = out;
   st.pos = query_pos;
+  st.two_at_once = isa == kernels::Isa::kAvx512;
   AttendOne(rows, shape, seq, g, st);
 }
 
 void AttendF16Fast(
-    const F16GroupRows& rows, const AttentionShape& shape,
+    const F16GroupRows& rows, const AttentionShape& shape, kernels::Isa isa,
     std::span<const SeqCells> seqs, std::span<const uint32_t> seq_of,
     std::span<const Pos> query_pos, const float* q, float* out,
     const std::function<void(size_t, const std::function<void(size_t)>&)>&
@@ -208,13 +207,15 @@ void AttendF16Fast(
   const uint32_t n_gqa = shape.n_head / n_kv;
   const uint64_t q_stride = uint64_t{shape.n_head} * shape.head_dim_k;
   const uint64_t out_stride = uint64_t{shape.n_head} * shape.head_dim_v;
+  const bool two_at_once = isa == kernels::Isa::kAvx512;
   run(items.size() * n_kv, [&](size_t index) {
     const WorkItem& item = items[index / n_kv];
     const uint32_t g = static_cast<uint32_t>(index % n_kv);
     if (item.count > 0) {
       const std::span<const uint32_t> tokens(&tiled[item.seq][item.first],
                                              item.count);
-      AttendTile(rows, shape, seqs[item.seq], tokens, query_pos, g, q, out);
+      AttendTile(rows, shape, seqs[item.seq], tokens, query_pos, g, two_at_once,
+                 q, out);
       return;
     }
     const uint32_t t = item.first;
@@ -223,6 +224,7 @@ void AttendF16Fast(
     query.q = q + t * q_stride + first_head * shape.head_dim_k;
     query.out = out + t * out_stride + first_head * shape.head_dim_v;
     query.pos = query_pos[t];
+    query.two_at_once = two_at_once;
     AttendOne(rows, shape, seqs[item.seq], g, query);
   });
 }

@@ -15,6 +15,7 @@
 #include <span>
 
 #include "model/attention.h"
+#include "model/kernels/kernels.h"
 
 namespace kvault {
 
@@ -26,28 +27,29 @@ struct F16GroupRows {
   uint64_t v_row_bytes = 0;
 };
 
-// Returns true when AttendGroupF16Fast can run for `shape` here: the kernel
-// table in use is AVX2's or AVX-512's (whose vector kernels are AVX2's),
-// and the head sizes are multiples of 8 no larger than 256.
-bool CanAttendGroupF16Fast(const AttentionShape& shape);
+// Returns true when AttendGroupF16Fast can run for `shape` with the kernel
+// set `isa`: AVX2 or AVX-512 (whose vector kernels are AVX2's), and head
+// sizes that are multiples of 8 no larger than 256.
+bool CanAttendGroupF16Fast(const AttentionShape& shape, kernels::Isa isa);
 
 // The generic AttendGroup for an F16 cache: out[j] for the n_gqa query
 // heads q[j] ([n_gqa, head_dim_k]) sharing KV head g, over seq's cells
-// with positions <= query_pos. Requires CanAttendGroupF16Fast(shape).
+// with positions <= query_pos. Requires CanAttendGroupF16Fast(shape, isa);
+// kAvx512 takes two heads' V rows at a time (the same bits, faster).
 void AttendGroupF16Fast(const F16GroupRows& rows, const AttentionShape& shape,
                         const SeqCells& seq, Pos query_pos, uint32_t g,
-                        const float* q, float* out);
+                        kernels::Isa isa, const float* q, float* out);
 
 // Attend (attention.h) with the F16 fast paths: a sequence with several
 // queries in the batch (a prefill) attends in tiles (attention_tiled.h),
 // other queries one at a time, reading K/V in place. `run(n, fn)` calls
-// fn(i) for i < n, on any threads. Requires CanAttendGroupF16Fast(shape).
-void AttendF16Fast(const F16GroupRows& rows, const AttentionShape& shape,
-                   std::span<const SeqCells> seqs,
-                   std::span<const uint32_t> seq_of,
-                   std::span<const Pos> query_pos, const float* q, float* out,
-                   const std::function<void(size_t, const std::function<void(
-                                                         size_t)>&)>& run);
+// fn(i) for i < n, on any threads. Requires CanAttendGroupF16Fast(shape,
+// isa).
+void AttendF16Fast(
+    const F16GroupRows& rows, const AttentionShape& shape, kernels::Isa isa,
+    std::span<const SeqCells> seqs, std::span<const uint32_t> seq_of,
+    std::span<const Pos> query_pos, const float* q, float* out,
+    const std::function<void(size_t, const std::function<void(size_t)>&)>& run);
 
 }  // namespace kvault
 

@@ -6,7 +6,6 @@
 
 #include "model/attention_simd.h"
 #include "model/attention_simd512.h"
-#include "model/kernels/kernels.h"
 
 namespace kvault {
 
@@ -319,10 +318,9 @@ void ResizeScratch(const AttentionShape& s, size_t rows, TileScratch& t) {
 
 void AttendTile(const F16GroupRows& rows, const AttentionShape& s,
                 const SeqCells& seq, std::span<const uint32_t> tokens,
-                std::span<const Pos> query_pos, uint32_t g, const float* q,
-                float* out) {
+                std::span<const Pos> query_pos, uint32_t g, bool two_at_once,
+                const float* q, float* out) {
 #ifdef KVAULT_ATTENTION_FAST
-  static const bool kTwoAtOnce = kernels::ActiveIsa() == "avx512";
   const uint32_t n_gqa = s.n_head / s.n_head_kv;
   const uint32_t dv = s.head_dim_v;
   thread_local TileScratch t;
@@ -334,9 +332,9 @@ void AttendTile(const F16GroupRows& rows, const AttentionShape& s,
     ConvertBlock(rows, s, seq, g, m0, n, end, t);
     for (size_t i = 0; i < tokens.size(); ++i) {
       if (t.visible[i] <= m0) continue;  // causal mask: nothing here
-      TokenBlock(s, i, std::min(n, t.visible[i] - m0), kTwoAtOnce, t);
+      TokenBlock(s, i, std::min(n, t.visible[i] - m0), two_at_once, t);
     }
-    if (dv == 64 && kTwoAtOnce) {
+    if (dv == 64 && two_at_once) {
       SoftmaxBlock(s.scale, n_gqa, m0, n, tokens.size(), t);
       AccumulateBlock64(n_gqa, m0, n, tokens.size(), t);
     }
@@ -352,7 +350,7 @@ void AttendTile(const F16GroupRows& rows, const AttentionShape& s,
   }
 #else
   (void)rows, (void)s, (void)seq, (void)tokens, (void)query_pos, (void)g,
-      (void)q, (void)out;
+      (void)two_at_once, (void)q, (void)out;
 #endif
 }
 

@@ -32,11 +32,13 @@ uint32_t TiledTokensPerTask(const AttentionShape& shape);
 // TiledTokensPerTask(shape)) and each query head of KV head g: the
 // attention output, as Attend (attention.h) defines it. q and out are the
 // whole batch's ([num_tokens, n_head * head_dim]). Requires
-// CanAttendGroupF16Fast(shape) and PositionsIncrease(seq).
+// CanAttendGroupF16Fast(shape, isa) and PositionsIncrease(seq); with
+// two_at_once (isa kAvx512) V rows are accumulated two heads at a time
+// (the same bits, faster).
 void AttendTile(const F16GroupRows& rows, const AttentionShape& shape,
                 const SeqCells& seq, std::span<const uint32_t> tokens,
-                std::span<const Pos> query_pos, uint32_t g, const float* q,
-                float* out);
+                std::span<const Pos> query_pos, uint32_t g, bool two_at_once,
+                const float* q, float* out);
 
 }  // namespace kvault
 

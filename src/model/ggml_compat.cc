@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <string_view>
 #include <vector>
 
 #include "core/float16.h"
@@ -26,32 +25,20 @@
 namespace kvault::ggml_compat {
 namespace {
 
-bool g_portable_only = false;
-bool g_allow_avx512 = true;
-
-bool HasAvx2() {
+// Whether `isa` (one of kernels::SupportedIsas()) runs the AVX2 forms
+// below, and the AVX-512 ones (GemmTiles512, SwiGluAvx512) on top of them.
+// Every form gives the portable reference's bits.
+bool UsesAvx2(kernels::Isa isa) {
 #ifdef KVAULT_GGML_COMPAT_AVX2
-  // clang 14 knows no "f16c" feature name: core's CPUID check answers it.
-  static const bool has = __builtin_cpu_supports("avx2") &&
-                          __builtin_cpu_supports("fma") && Float16UsesF16c();
-  // Follows the kernel table's ISA (KVAULT_KERNELS, UseKernelIsa), so one
-  // machine can measure the paths another machine would take.
-  return has && !g_portable_only && kernels::ActiveIsa() != "scalar";
+  return isa != kernels::Isa::kScalar;
 #else
+  (void)isa;
   return false;
 #endif
 }
 
-// AVX-512 tiles (GemmTiles512) are used on top of AVX2 where available.
-bool HasAvx512() {
-#ifdef KVAULT_GGML_COMPAT_AVX2
-  static const bool has = __builtin_cpu_supports("avx512f") &&
-                          __builtin_cpu_supports("avx512dq") &&
-                          __builtin_cpu_supports("avx512vl");
-  return has && g_allow_avx512 && kernels::ActiveIsa() == "avx512" && HasAvx2();
-#else
-  return false;
-#endif
+bool UsesAvx512(kernels::Isa isa) {
+  return UsesAvx2(isa) && isa == kernels::Isa::kAvx512;
 }
 
 // Value i of a weight row.
@@ -497,20 +484,21 @@ void GemmTiles512(const kernels::MatrixView& w, const float* x,
 
 #endif  // KVAULT_GGML_COMPAT_AVX2
 
-float Gemv(const std::byte* row, bool f16, const float* x, int64_t k) {
+float Gemv(const std::byte* row, bool f16, const float* x, int64_t k,
+           kernels::Isa isa) {
 #ifdef KVAULT_GGML_COMPAT_AVX2
-  if (HasAvx2()) {
+  if (UsesAvx2(isa)) {
     return f16 ? GemvAvx2<true>(row, x, k) : GemvAvx2<false>(row, x, k);
   }
 #endif
   return GemvPortable(row, f16, x, k);
 }
 
-// y[i] = Gemv(rows[i], f16, x, k) for i < 2.
+// y[i] = Gemv(rows[i], f16, x, k, isa) for i < 2.
 void Gemv2(const std::byte* const* rows, bool f16, const float* x, int64_t k,
-           float* y) {
+           kernels::Isa isa, float* y) {
 #ifdef KVAULT_GGML_COMPAT_AVX2
-  if (HasAvx2()) {
+  if (UsesAvx2(isa)) {
     f16 ? Gemv2Avx2<true>(rows, x, k, y) : Gemv2Avx2<false>(rows, x, k, y);
     return;
   }
@@ -523,7 +511,7 @@ void Gemv2(const std::byte* const* rows, bool f16, const float* x, int64_t k,
 // apart) read as two streams measured ~35 % slower than rows far apart.
 void GemvRows(const kernels::MatrixView& w, const float* x,
               std::span<const uint32_t> gemv, int64_t r0, int64_t r1,
-              float* y) {
+              kernels::Isa isa, float* y) {
   const bool f16 = w.type == GgmlType::kF16;
   const int64_t k = w.cols;
   const int64_t half = (r1 - r0) / 2;
@@ -532,97 +520,126 @@ void GemvRows(const kernels::MatrixView& w, const float* x,
                                 w.data + (r + half) * w.row_bytes};
     for (uint32_t t : gemv) {
       float pair[2];
-      Gemv2(rows, f16, x + t * k, k, pair);
+      Gemv2(rows, f16, x + t * k, k, isa, pair);
       y[t * w.rows + r] = pair[0];
       y[t * w.rows + r + half] = pair[1];
     }
   }
   for (int64_t r = r0 + 2 * half; r < r1; ++r) {
     const std::byte* row = w.data + r * w.row_bytes;
-    for (uint32_t t : gemv) y[t * w.rows + r] = Gemv(row, f16, x + t * k, k);
+    for (uint32_t t : gemv) {
+      y[t * w.rows + r] = Gemv(row, f16, x + t * k, k, isa);
+    }
   }
 }
+
+#ifdef KVAULT_GGML_COMPAT_AVX2
+
+// Continues the kGemm accumulation of one group of 4 rows over values
+// [l0, l1) for every token in gemm; state holds [token][row][lane].
+void Gemm4Group(const std::byte* const* rows, bool row_f16, const float* x,
+                int64_t k, std::span<const uint32_t> gemm, int64_t l0,
+                int64_t l1, float* state) {
+  const size_t n = gemm.size();
+  size_t i = 0;
+  for (; i + 3 <= n; i += 3) {
+    const float* xs[3];
+    for (int m = 0; m < 3; ++m) xs[m] = x + gemm[i + m] * k;
+    if (row_f16) {
+      Gemm4Chunk<true, 3>(rows, xs, l0, l1, state + i * 32);
+    } else {
+      Gemm4Chunk<false, 3>(rows, xs, l0, l1, state + i * 32);
+    }
+  }
+  for (; i < n; ++i) {
+    const float* xs[1] = {x + gemm[i] * k};
+    if (row_f16) {
+      Gemm4Chunk<true, 1>(rows, xs, l0, l1, state + i * 32);
+    } else {
+      Gemm4Chunk<false, 1>(rows, xs, l0, l1, state + i * 32);
+    }
+  }
+}
+
+// y[t, r] in kGemm order for the tokens in gemm and rows [r0, r0 + 4 g),
+// g = (r1 - r0) / 4, 4 rows at a time (Gemm4Chunk); returns r0 + 4 g.
+int64_t GemmGroupsAvx2(const kernels::MatrixView& w, const float* x,
+                       std::span<const uint32_t> gemm, int64_t r0, int64_t r1,
+                       float* y) {
+  const int64_t k = w.cols;
+  // F16 rows are converted to f32 once (exactly) rather than per token.
+  thread_local std::vector<float> converted;  // [r1 - r0, k]
+  const bool convert = w.type == GgmlType::kF16 && gemm.size() >= 2;
+  if (convert) {
+    converted.resize((r1 - r0) * k);
+    for (int64_t i = r0; i < r1; ++i) {
+      HalfToFloatRow(std::span(w.data + i * w.row_bytes, 2 * k),
+                     std::span(&converted[(i - r0) * k], k));
+    }
+  }
+  const bool row_f16 = w.type == GgmlType::kF16 && !convert;
+  auto row_at = [&](int64_t i) {
+    return convert
+               ? reinterpret_cast<const std::byte*>(&converted[(i - r0) * k])
+               : w.data + i * w.row_bytes;
+  };
+  const int64_t num_groups = (r1 - r0) / 4;
+  const size_t n = gemm.size();
+  thread_local std::vector<float> state;  // [group, token, row, lane]
+  state.assign(num_groups * n * 32, 0.0f);
+  constexpr int64_t kChunk = 512;  // values of k per pass; a multiple of 8
+  for (int64_t l0 = 0; l0 < k; l0 += kChunk) {
+    const int64_t l1 = std::min(k, l0 + kChunk);
+    for (int64_t g = 0; g < num_groups; ++g) {
+      const std::byte* rows[4];
+      for (int j = 0; j < 4; ++j) rows[j] = row_at(r0 + 4 * g + j);
+      Gemm4Group(rows, row_f16, x, k, gemm, l0, l1, &state[g * n * 32]);
+    }
+  }
+  for (int64_t g = 0; g < num_groups; ++g) {
+    for (size_t i = 0; i < n; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        y[gemm[i] * w.rows + r0 + 4 * g + j] =
+            HsumLanes(&state[((g * n + i) * 4 + j) * 8]);
+      }
+    }
+  }
+  return r0 + 4 * num_groups;
+}
+
+#endif  // KVAULT_GGML_COMPAT_AVX2
 
 // y[t, r] for rows [r0, r1) and the tokens listed in gemm (kGemm order).
 void GemmRows(const kernels::MatrixView& w, const float* x,
               std::span<const uint32_t> gemm, int64_t r0, int64_t r1,
-              float* y) {
-  const bool f16 = w.type == GgmlType::kF16;
-  const int64_t k = w.cols;
+              kernels::Isa isa, float* y) {
 #ifdef KVAULT_GGML_COMPAT_AVX2
-  if (HasAvx512() && r1 - r0 >= kTileRows) {
+  if (UsesAvx512(isa) && r1 - r0 >= kTileRows) {
     const int64_t num_tiles = (r1 - r0) / kTileRows;
     GemmTiles512(w, x, gemm, r0, num_tiles, y);
     r0 += num_tiles * kTileRows;
   }
+  if (UsesAvx2(isa) && r0 < r1) r0 = GemmGroupsAvx2(w, x, gemm, r0, r1, y);
 #endif
-  int64_t r = r0;
-#ifdef KVAULT_GGML_COMPAT_AVX2
-  if (HasAvx2() && r0 < r1) {
-    // F16 rows are converted to f32 once (exactly) rather than per token.
-    thread_local std::vector<float> converted;  // [r1 - r0, k]
-    const bool convert = f16 && gemm.size() >= 2;
-    if (convert) {
-      converted.resize((r1 - r0) * k);
-      for (int64_t i = r0; i < r1; ++i) {
-        HalfToFloatRow(std::span(w.data + i * w.row_bytes, 2 * k),
-                       std::span(&converted[(i - r0) * k], k));
-      }
-    }
-    const bool row_f16 = f16 && !convert;
-    auto row_at = [&](int64_t i) {
-      return convert
-                 ? reinterpret_cast<const std::byte*>(&converted[(i - r0) * k])
-                 : w.data + i * w.row_bytes;
-    };
-    const int64_t num_groups = (r1 - r0) / 4;
-    const size_t n = gemm.size();
-    thread_local std::vector<float> state;  // [group, token, row, lane]
-    state.assign(num_groups * n * 32, 0.0f);
-    constexpr int64_t kChunk = 512;  // values of k per pass; a multiple of 8
-    for (int64_t l0 = 0; l0 < k; l0 += kChunk) {
-      const int64_t l1 = std::min(k, l0 + kChunk);
-      for (int64_t g = 0; g < num_groups; ++g) {
-        const std::byte* rows[4];
-        for (int j = 0; j < 4; ++j) rows[j] = row_at(r0 + 4 * g + j);
-        float* st = &state[g * n * 32];
-        size_t i = 0;
-        for (; i + 3 <= n; i += 3) {
-          const float* xs[3];
-          for (int m = 0; m < 3; ++m) xs[m] = x + gemm[i + m] * k;
-          if (row_f16) {
-            Gemm4Chunk<true, 3>(rows, xs, l0, l1, st + i * 32);
-          } else {
-            Gemm4Chunk<false, 3>(rows, xs, l0, l1, st + i * 32);
-          }
-        }
-        for (; i < n; ++i) {
-          const float* xs[1] = {x + gemm[i] * k};
-          if (row_f16) {
-            Gemm4Chunk<true, 1>(rows, xs, l0, l1, st + i * 32);
-          } else {
-            Gemm4Chunk<false, 1>(rows, xs, l0, l1, st + i * 32);
-          }
-        }
-      }
-    }
-    for (int64_t g = 0; g < num_groups; ++g) {
-      for (size_t i = 0; i < n; ++i) {
-        for (int j = 0; j < 4; ++j) {
-          y[gemm[i] * w.rows + r0 + 4 * g + j] =
-              HsumLanes(&state[((g * n + i) * 4 + j) * 8]);
-        }
-      }
-    }
-    r = r0 + 4 * num_groups;
-  }
-#endif
-  for (; r < r1; ++r) {
+  const bool f16 = w.type == GgmlType::kF16;
+  for (int64_t r = r0; r < r1; ++r) {
     const std::byte* row = w.data + r * w.row_bytes;
     for (uint32_t t : gemm) {
-      y[t * w.rows + r] = GemmPortable(row, f16, x + t * k, k);
+      y[t * w.rows + r] = GemmPortable(row, f16, x + t * w.cols, w.cols);
     }
   }
+}
+
+// x rounded to fp16 (as ggml converts activations for F16 weights), one
+// row of k values per token.
+std::vector<float> RoundedToHalf(const float* x, size_t num_tokens, int64_t k) {
+  std::vector<float> rounded(num_tokens * k);
+  std::vector<std::byte> half(2 * k);
+  for (size_t t = 0; t < num_tokens; ++t) {
+    FloatToHalfRow(std::span(x + t * k, k), half);
+    HalfToFloatRow(half, std::span(&rounded[t * k], k));
+  }
+  return rounded;
 }
 
 }  // namespace
@@ -631,22 +648,13 @@ bool Supports(GgmlType type) {
   return type == GgmlType::kF32 || type == GgmlType::kF16;
 }
 
-void UsePortableOnly(bool portable) { g_portable_only = portable; }
-
-void AllowAvx512(bool allow) { g_allow_avx512 = allow; }
-
 void MatMul(const kernels::MatrixView& w, const float* x,
-            std::span<const DotOrder> order, float* y, ThreadPool* pool) {
+            std::span<const DotOrder> order, float* y, kernels::Isa isa,
+            kernels::ComputePool* pool) {
   const int64_t k = w.cols;
-  const bool f16 = w.type == GgmlType::kF16;
-  std::vector<float> rounded;  // [num_tokens, k] x rounded to fp16
-  if (f16) {
-    rounded.resize(order.size() * k);
-    std::vector<std::byte> half(2 * k);
-    for (size_t t = 0; t < order.size(); ++t) {
-      FloatToHalfRow(std::span(x + t * k, k), half);
-      HalfToFloatRow(half, std::span(&rounded[t * k], k));
-    }
+  std::vector<float> rounded;  // [num_tokens, k]
+  if (w.type == GgmlType::kF16) {
+    rounded = RoundedToHalf(x, order.size(), k);
     x = rounded.data();
   }
   std::vector<uint32_t> gemv, gemm;
@@ -659,8 +667,8 @@ void MatMul(const kernels::MatrixView& w, const float* x,
   auto task = [&](size_t i) {
     const int64_t r0 = static_cast<int64_t>(i) * kRowsPerTask;
     const int64_t r1 = std::min(w.rows, r0 + kRowsPerTask);
-    if (!gemv.empty()) GemvRows(w, x, gemv, r0, r1, y);
-    if (!gemm.empty()) GemmRows(w, x, gemm, r0, r1, y);
+    if (!gemv.empty()) GemvRows(w, x, gemv, r0, r1, isa, y);
+    if (!gemm.empty()) GemmRows(w, x, gemm, r0, r1, isa, y);
   };
   // Below this many multiply-adds one thread is faster than handing out
   // tasks; the split never changes a result.
@@ -668,11 +676,8 @@ void MatMul(const kernels::MatrixView& w, const float* x,
   const int64_t work = w.rows * k * static_cast<int64_t>(order.size());
   if (pool == nullptr || num_tasks < 2 || work < kMinParallelWork) {
     for (size_t i = 0; i < num_tasks; ++i) task(i);
-  } else if (auto* compute =
-                 kernels::ComputePool::Shared(pool->num_threads())) {
-    compute->ParallelFor(num_tasks, task);
   } else {
-    pool->ParallelFor(0, num_tasks, task);
+    pool->ParallelFor(num_tasks, task);
   }
 }
 
@@ -696,12 +701,14 @@ GgmlBuild NativeGgmlBuild() {
 }
 
 void SwiGlu(const float* gate, const float* up, int64_t n, GgmlBuild build,
-            float* out) {
+            kernels::Isa isa, float* out) {
   const int64_t block = build == GgmlBuild::kAvx512 ? 16 : 8;
   int64_t i = 0;
 #ifdef KVAULT_GGML_COMPAT_AVX2
-  if (build == GgmlBuild::kAvx2 && HasAvx2()) i = SwiGluAvx2(gate, up, n, out);
-  if (build == GgmlBuild::kAvx512 && HasAvx512()) {
+  if (build == GgmlBuild::kAvx2 && UsesAvx2(isa)) {
+    i = SwiGluAvx2(gate, up, n, out);
+  }
+  if (build == GgmlBuild::kAvx512 && UsesAvx512(isa)) {
     i = SwiGluAvx512(gate, up, n, out);
   }
 #endif
@@ -715,8 +722,8 @@ void SwiGlu(const float* gate, const float* up, int64_t n, GgmlBuild build,
   for (; i < n; ++i) out[i] = (gate[i] / (1.0f + std::exp(-gate[i]))) * up[i];
 }
 
-float DotF16(const std::byte* k, const float* q, int64_t n) {
-  return Gemv(k, /*f16=*/true, q, n);
+float DotF16(const std::byte* k, const float* q, int64_t n, kernels::Isa isa) {
+  return Gemv(k, /*f16=*/true, q, n, isa);
 }
 
 }  // namespace kvault::ggml_compat

@@ -10,8 +10,10 @@
 // just be as accurate.
 //
 // Every function has a portable implementation (the reference: explicit
-// std::fma and plain float operations in ggml's order) and, on CPUs with
-// AVX2/FMA/F16C, a vectorised one that gives the same bits.
+// std::fma and plain float operations in ggml's order) and vectorised ones
+// (AVX2/FMA/F16C; AVX-512 for some) that give the same bits. A function
+// taking a kernels::Isa runs that set's form; the set must be one of
+// kernels::SupportedIsas() (kScalar: the portable reference).
 #ifndef KVAULT_MODEL_GGML_COMPAT_H_
 #define KVAULT_MODEL_GGML_COMPAT_H_
 
@@ -19,7 +21,6 @@
 #include <cstdint>
 #include <span>
 
-#include "core/thread_pool.h"
 #include "model/ggml_types.h"
 #include "model/kernels/kernels.h"
 
@@ -45,11 +46,12 @@ bool Supports(GgmlType type);
 // y[t, r] = W[r] . x[t] for t < order.size(), r < w.rows, each in the
 // order order[t] names. For F16 weights x is rounded to fp16 first (ggml
 // converts activations to the weights' vec_dot type). x: [num_tokens,
-// w.cols]; y: [num_tokens, w.rows]. `pool` may be null. Requires
-// Supports(w.type). Every y element depends only on its row, its token's
-// x and its order.
+// w.cols]; y: [num_tokens, w.rows]. `pool` may be null (single-threaded).
+// Requires Supports(w.type). Every y element depends only on its row, its
+// token's x and its order.
 void MatMul(const kernels::MatrixView& w, const float* x,
-            std::span<const DotOrder> order, float* y, ThreadPool* pool);
+            std::span<const DotOrder> order, float* y, kernels::Isa isa,
+            kernels::ComputePool* pool);
 
 // out[i] = (x[i] * s) * weight[i] with s = 1 / sqrtf(mean), mean the
 // float of the double sum of the float squares x[i] * x[i] over n, plus eps
@@ -73,22 +75,12 @@ GgmlBuild NativeGgmlBuild();
 // polynomial, not libm's expf), the tail uses expf. `out` may alias gate
 // or up.
 void SwiGlu(const float* gate, const float* up, int64_t n, GgmlBuild build,
-            float* out);
+            kernels::Isa isa, float* out);
 
 // Returns sum_i half(k[i]) * q[i] in ggml_vec_dot_f16's order (kGemv with a
 // double tail); q holds fp16-exact values (the query rounded to fp16), k
 // holds n fp16 values.
-float DotF16(const std::byte* k, const float* q, int64_t n);
-
-// Forces the portable implementations (tests compare them with the
-// vectorised ones) or allows the vectorised ones again. Not thread-safe
-// with running calls.
-void UsePortableOnly(bool portable);
-
-// Allows (the default) or forbids MatMul's AVX-512 kGemm tiles, which give
-// the AVX2 ones' bits faster (tests compare the two). Not thread-safe with
-// running calls.
-void AllowAvx512(bool allow);
+float DotF16(const std::byte* k, const float* q, int64_t n, kernels::Isa isa);
 
 }  // namespace kvault::ggml_compat
 

@@ -9,7 +9,6 @@
 #include "kv/state_file.h"
 #include "model/attention.h"
 #include "model/ggml_compat.h"
-#include "model/kernels/kernels.h"
 #include "model/quantize.h"
 #include "model/rope.h"
 
@@ -99,8 +98,8 @@ void AddInPlace(std::vector<float>& x, const std::vector<float>& y) {
 }  // namespace
 
 InferenceContext::InferenceContext(const LlamaModel* model, KvCache* cache,
-                                   ThreadPool* pool)
-    : model_(model), cache_(cache), pool_(pool) {}
+                                   const ComputeBackendOptions& compute)
+    : model_(model), cache_(cache), backend_(compute) {}
 
 Status InferenceContext::ValidateBatch(
     std::span<const BatchToken> batch) const {
@@ -196,15 +195,15 @@ namespace {
 // [num_tokens, width] row-major.
 class ForwardPass {
  public:
-  ForwardPass(const LlamaModel& model, KvStorage* storage, ThreadPool* pool,
-              std::span<const BatchToken> batch, std::span<const CellId> cells,
-              std::vector<SeqCells> seqs, std::vector<uint32_t> seq_of)
+  ForwardPass(const LlamaModel& model, KvStorage* storage,
+              const ComputeBackend& backend, std::span<const BatchToken> batch,
+              std::span<const CellId> cells, std::vector<SeqCells> seqs,
+              std::vector<uint32_t> seq_of)
       : h_(model.hparams()),
         w_(model.weights()),
         arch_(model.arch()),
-        ggml_build_(model.ggml_build()),
         storage_(storage),
-        pool_(pool),
+        backend_(backend),
         batch_(batch),
         cells_(cells),
         seqs_(std::move(seqs)),
@@ -237,11 +236,9 @@ class ForwardPass {
   void MatMul(const kernels::MatrixView& m, const std::vector<float>& x,
               std::vector<float>* y) {
     y->resize(n_ * m.rows);
-    if (ggml_compat::Supports(m.type)) {
-      return ggml_compat::MatMul(m, x.data(), orders_, y->data(), pool_);
-    }
-    kernels::MatMul(m, x.data(), static_cast<int64_t>(n_), y->data(), pool_,
-                    repacked_orders_);
+    backend_.MatMul(m, x.data(),
+                    ggml_compat::Supports(m.type) ? orders_ : repacked_orders_,
+                    y->data());
   }
 
   // out[t] = RmsNorm(x[t]) * weight for every token.
@@ -306,7 +303,7 @@ class ForwardPass {
         1.0f / std::sqrt(static_cast<float>(h_.n_embd_head_k))};
     att_.resize(n_ * h_.n_head * h_.n_embd_head_v);
     Attend(*storage_, layer, shape, seqs_, seq_of_, positions_, q_.data(),
-           att_.data(), pool_);
+           att_.data(), backend_);
     MatMul(lw.wo, att_, &xn_);
     AddInPlace(x_, xn_);
   }
@@ -319,7 +316,7 @@ class ForwardPass {
     // Per token: ggml's vector blocks restart at each row.
     for (size_t t = 0; t < n_; ++t) {
       float* gate = &gate_[t * h_.n_ff];
-      ggml_compat::SwiGlu(gate, &up_[t * h_.n_ff], h_.n_ff, ggml_build_, gate);
+      backend_.SwiGlu(gate, &up_[t * h_.n_ff], h_.n_ff, gate);
     }
     MatMul(lw.w_down, gate_, &xn_);
     AddInPlace(x_, xn_);
@@ -336,18 +333,14 @@ class ForwardPass {
     }
     const size_t num_wanted = wanted.size() / d;
     std::vector<float> logits(num_wanted * w_.output.rows);
-    if (num_wanted > 0 && ggml_compat::Supports(w_.output.type)) {
-      // llama.cpp multiplies only the rows whose logits are wanted; with
-      // one per sequence (a server's case) that is its single-token order.
-      // Always taking it keeps a token's logits independent of which other
-      // logits the batch asks for.
-      const std::vector<ggml_compat::DotOrder> orders(
-          num_wanted, ggml_compat::DotOrder::kGemv);
-      ggml_compat::MatMul(w_.output, wanted.data(), orders, logits.data(),
-                          pool_);
-    } else if (num_wanted > 0) {
-      kernels::MatMul(w_.output, wanted.data(),
-                      static_cast<int64_t>(num_wanted), logits.data(), pool_);
+    // llama.cpp multiplies only the rows whose logits are wanted; with one
+    // per sequence (a server's case) that is its single-token order.
+    // Always taking it keeps a token's logits independent of which other
+    // logits the batch asks for.
+    const std::vector<kernels::DotOrder> orders(num_wanted,
+                                                kernels::DotOrder::kGemv);
+    if (num_wanted > 0) {
+      backend_.MatMul(w_.output, wanted.data(), orders, logits.data());
     }
     return logits;
   }
@@ -355,9 +348,8 @@ class ForwardPass {
   const LlamaHparams& h_;
   const LlamaWeights& w_;
   const ArchSpec& arch_;
-  const ggml_compat::GgmlBuild ggml_build_;
   KvStorage* storage_;
-  ThreadPool* pool_;
+  const ComputeBackend& backend_;
   std::span<const BatchToken> batch_;
   std::span<const CellId> cells_;
   std::vector<SeqCells> seqs_;
@@ -428,7 +420,7 @@ StatusOr<std::vector<float>> InferenceContext::Decode(
       seqs[s].positions.push_back(tokens[i].pos);
     }
   }
-  ForwardPass pass(*model_, cache_->storage(), pool_, batch, cells,
+  ForwardPass pass(*model_, cache_->storage(), backend_, batch, cells,
                    std::move(seqs), std::move(groups.seq_of));
   return pass.Run();
 }

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "core/status_or.h"
-#include "core/thread_pool.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_types.h"
+#include "model/compute_backend.h"
 #include "model/llama_model.h"
 
 namespace kvault {
@@ -31,13 +31,16 @@ struct BatchToken {
 };
 
 // Not thread-safe: one Decode at a time per context (and per cache); the
-// pool parallelises inside a call.
+// context's ComputeBackend parallelises inside a call.
 class InferenceContext {
  public:
   // Uses `model` and `cache` (not owned; both outlive the context; the
-  // cache's layout must be model->KvLayoutFor(its dtype)). `pool` may be
-  // null (single-threaded).
-  InferenceContext(const LlamaModel* model, KvCache* cache, ThreadPool* pool);
+  // cache's layout must be model->KvLayoutFor(its dtype)). Computes with a
+  // ComputeBackend of `compute` (its worker threads live as long as the
+  // context); the model's matrices should be laid out for compute.isa
+  // (LlamaModel::Load), or they take slower kernels.
+  explicit InferenceContext(const LlamaModel* model, KvCache* cache,
+                            const ComputeBackendOptions& compute = {});
 
   // Appends every token's K/V to its sequence (the tokens of one sequence
   // in batch order, positions as given) and returns the logits
@@ -63,6 +66,8 @@ class InferenceContext {
   const LlamaModel& model() const { return *model_; }
   // Returns the cache.
   KvCache* cache() const { return cache_; }
+  // Returns the backend the forward pass computes with.
+  const ComputeBackend& backend() const { return backend_; }
 
  private:
   Status ValidateBatch(std::span<const BatchToken> batch) const;
@@ -72,7 +77,7 @@ class InferenceContext {
 
   const LlamaModel* model_;
   KvCache* cache_;
-  ThreadPool* pool_;
+  ComputeBackend backend_;
 };
 
 }  // namespace kvault

@@ -25,30 +25,32 @@ Status CheckRopeScaling(const LlamaHparams& h) {
 }  // namespace
 
 StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const std::string& path,
-                                                       LoadMode mode) {
+                                                       LoadMode mode,
+                                                       kernels::Isa isa) {
   KV_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file,
                       GgufFile::Open(path, mode));
-  StatusOr<std::unique_ptr<LlamaModel>> model = FromGguf(std::move(file));
+  StatusOr<std::unique_ptr<LlamaModel>> model = FromGguf(std::move(file), isa);
   if (!model.ok()) return model.status().WithContext(path);
   return model;
 }
 
 namespace {
 
-// Rewrites, in place, the matrices whose kernels prefer another layout
-// (kernels::PrefersGroups16) when the file's bytes are private (a file
-// read into memory; a mapped one stays as it is). Only matrices that are
-// nothing but MatMul weights: not the token embedding, whose rows are
-// dequantized one at a time, nor an output matrix tied to it.
-Status LayOutForKernels(GgufFile& file, LlamaWeights* w) {
+// Rewrites, in place, the matrices whose kernels (those of `isa`) prefer
+// another layout (kernels::PrefersGroups16) when the file's bytes are
+// private (a file read into memory; a mapped one stays as it is). Only
+// matrices that are nothing but MatMul weights: not the token embedding,
+// whose rows are dequantized one at a time, nor an output matrix tied to
+// it.
+Status LayOutForKernels(GgufFile& file, kernels::Isa isa, LlamaWeights* w) {
   std::vector<kernels::MatrixView*> views;
   for (LayerWeights& l : w->layers) {
     for (kernels::MatrixView* m :
          {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
-      if (kernels::PrefersGroups16(*m)) views.push_back(m);
+      if (kernels::PrefersGroups16(*m, isa)) views.push_back(m);
     }
   }
-  if (!w->output_tied && kernels::PrefersGroups16(w->output)) {
+  if (!w->output_tied && kernels::PrefersGroups16(w->output, isa)) {
     views.push_back(&w->output);
   }
   if (views.empty()) return Status::Ok();
@@ -69,7 +71,7 @@ Status LayOutForKernels(GgufFile& file, LlamaWeights* w) {
 }  // namespace
 
 StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::FromGguf(
-    std::unique_ptr<GgufFile> file) {
+    std::unique_ptr<GgufFile> file, kernels::Isa isa) {
   std::unique_ptr<LlamaModel> model(new LlamaModel());
   KV_ASSIGN_OR_RETURN(model->hparams_, ReadLlamaHparams(*file));
   KV_ASSIGN_OR_RETURN(model->arch_, FindArchSpec(model->hparams_.architecture));
@@ -92,7 +94,7 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::FromGguf(
     }
   }
   model->fingerprint_ = ComputeModelFingerprint(*file);
-  KV_RETURN_IF_ERROR(LayOutForKernels(*file, &model->weights_));
+  KV_RETURN_IF_ERROR(LayOutForKernels(*file, isa, &model->weights_));
   model->file_ = std::move(file);
   return model;
 }

@@ -14,8 +14,8 @@
 #include "kv/kv_layout.h"
 #include "kv/model_fingerprint.h"
 #include "model/arch_spec.h"
-#include "model/ggml_compat.h"
 #include "model/gguf_file.h"
+#include "model/kernels/kernels.h"
 #include "model/llama_hparams.h"
 #include "model/llama_weights.h"
 #include "model/tokenizer.h"
@@ -27,12 +27,15 @@ class LlamaModel {
   // Loads the GGUF at `path` (read into memory by default, see LoadMode)
   // and validates it (hparams, architecture, every tensor's name, shape and
   // type, tokenizer); errors name the path. Unimplemented names an
-  // unsupported architecture or tensor type.
+  // unsupported architecture or tensor type. Matrices are laid out for the
+  // kernels of `isa` (the ComputeBackendOptions::isa that will run it),
+  // where a file read into memory allows it.
   static StatusOr<std::unique_ptr<LlamaModel>> Load(
-      const std::string& path, LoadMode mode = LoadMode::kRead);
+      const std::string& path, LoadMode mode = LoadMode::kRead,
+      kernels::Isa isa = kernels::BestIsa());
   // Validates an already parsed file, as Load does.
   static StatusOr<std::unique_ptr<LlamaModel>> FromGguf(
-      std::unique_ptr<GgufFile> file);
+      std::unique_ptr<GgufFile> file, kernels::Isa isa = kernels::BestIsa());
 
   LlamaModel(const LlamaModel&) = delete;
   LlamaModel& operator=(const LlamaModel&) = delete;
@@ -63,12 +66,6 @@ class LlamaModel {
   // Returns the number of weight elements.
   uint64_t num_parameters() const { return num_parameters_; }
 
-  // Returns the llama.cpp build whose numerics the forward pass reproduces
-  // (NativeGgmlBuild() unless set).
-  ggml_compat::GgmlBuild ggml_build() const { return ggml_build_; }
-  // Sets it; only before the model is shared (contexts read it per pass).
-  void set_ggml_build(ggml_compat::GgmlBuild build) { ggml_build_ = build; }
-
  private:
   LlamaModel() = default;
 
@@ -81,7 +78,6 @@ class LlamaModel {
   uint64_t weight_bytes_ = 0;
   uint64_t decode_bytes_ = 0;
   uint64_t num_parameters_ = 0;
-  ggml_compat::GgmlBuild ggml_build_ = ggml_compat::NativeGgmlBuild();
 };
 
 }  // namespace kvault

@@ -82,7 +82,7 @@ inline std::vector<TokenId> SoloGreedy(const LlamaModel& model,
   options.layout = model.KvLayoutFor(dtype);
   auto cache = KvCache::Create(options);
   EXPECT_TRUE(cache.ok()) << cache.status();
-  InferenceContext context(&model, cache->get(), nullptr);
+  InferenceContext context(&model, cache->get());
   Generator generator(&context, SeqId(0));
   Sampler sampler(SamplingParams::Greedy());
   GeneratorOptions gen;

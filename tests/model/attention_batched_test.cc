@@ -19,7 +19,6 @@
 #include <gtest/gtest.h>
 
 #include "core/float16.h"
-#include "core/thread_pool.h"
 #include "kv/kv_layout.h"
 #include "kv/kv_storage.h"
 #include "model/attention.h"
@@ -120,14 +119,14 @@ class AttentionBatchedTest : public testing::Test {
   // Runs Attend (fast path) and the reference on `batch`; expects equal
   // bits, and closeness to the double-precision result.
   void ExpectMatches(const AttentionShape& s, const Batch& batch,
-                     ThreadPool* pool = nullptr) {
+                     const ComputeBackend& backend) {
     const size_t n = batch.seq_of.size();
     const std::vector<float> q = RandomQueries(s, n);
     const uint64_t q_stride = uint64_t{s.n_head} * s.head_dim_k;
     const uint64_t out_stride = uint64_t{s.n_head} * s.head_dim_v;
     std::vector<float> fast(n * out_stride, NAN);  // [n, n_head * dv]
     Attend(*storage_, kLayer, s, batch.seqs, batch.seq_of, batch.query_pos,
-           q.data(), fast.data(), pool);
+           q.data(), fast.data(), backend);
     std::vector<float> ref(n * out_stride, NAN);  // [n, n_head * dv]
     const uint32_t n_gqa = s.n_head / s.n_head_kv;
     for (size_t t = 0; t < n; ++t) {
@@ -160,6 +159,7 @@ class AttentionBatchedTest : public testing::Test {
 
   std::mt19937 rng_;
   std::unique_ptr<KvStorage> storage_;
+  const ComputeBackend backend_;  // single-threaded, the CPU's best kernels
 };
 
 TEST_F(AttentionBatchedTest, FastPathBitIdenticalToReference) {
@@ -167,9 +167,9 @@ TEST_F(AttentionBatchedTest, FastPathBitIdenticalToReference) {
   probe.n_head = 2;
   probe.n_head_kv = 2;
   probe.head_dim_k = probe.head_dim_v = 64;
-  if (!CanAttendGroupF16Fast(probe)) {
+  if (!CanAttendGroupF16Fast(probe, kernels::BestIsa())) {
     GTEST_SKIP() << "no F16 fast path on this CPU (isa "
-                 << kernels::ActiveIsa() << ")";
+                 << kernels::IsaName(kernels::BestIsa()) << ")";
   }
   uint32_t seed = 1234;
   for (uint32_t dim : {32u, 40u, 64u, 128u}) {
@@ -185,7 +185,7 @@ TEST_F(AttentionBatchedTest, FastPathBitIdenticalToReference) {
         s.n_head = kKvHeads * n_gqa;
         s.head_dim_k = s.head_dim_v = dim;
         s.scale = 1.0f / std::sqrt(static_cast<float>(dim));
-        ASSERT_TRUE(CanAttendGroupF16Fast(s));
+        ASSERT_TRUE(CanAttendGroupF16Fast(s, kernels::BestIsa()));
         // Two sequences scattered over a storage with free cells between.
         const uint64_t num_cells = 2 * len + 7;
         ASSERT_NO_FATAL_FAILURE(MakeStorage(s, num_cells));
@@ -207,13 +207,13 @@ TEST_F(AttentionBatchedTest, FastPathBitIdenticalToReference) {
         }
         prefill.seq_of.push_back(1);
         prefill.query_pos.push_back(static_cast<Pos>(len) - 1);
-        ASSERT_NO_FATAL_FAILURE(ExpectMatches(s, prefill));
+        ASSERT_NO_FATAL_FAILURE(ExpectMatches(s, prefill, backend_));
         // Decode: one query, no other query of its sequence in the batch.
         Batch decode;
         decode.seqs.push_back(prefill.seqs[0]);
         decode.seq_of.push_back(0);
         decode.query_pos.push_back(last);
-        ASSERT_NO_FATAL_FAILURE(ExpectMatches(s, decode));
+        ASSERT_NO_FATAL_FAILURE(ExpectMatches(s, decode, backend_));
       }
     }
   }
@@ -226,7 +226,9 @@ TEST_F(AttentionBatchedTest, DifferentKAndVHeadSizes) {
   s.head_dim_k = 64;
   s.head_dim_v = 32;
   s.scale = 0.125f;
-  if (!CanAttendGroupF16Fast(s)) GTEST_SKIP() << "no F16 fast path here";
+  if (!CanAttendGroupF16Fast(s, kernels::BestIsa())) {
+    GTEST_SKIP() << "no F16 fast path here";
+  }
   const uint32_t seed = 77;
   SCOPED_TRACE(testing::Message() << "seed " << seed);
   rng_.seed(seed);
@@ -240,7 +242,7 @@ TEST_F(AttentionBatchedTest, DifferentKAndVHeadSizes) {
     batch.seq_of.push_back(0);
     batch.query_pos.push_back(p);
   }
-  ASSERT_NO_FATAL_FAILURE(ExpectMatches(s, batch));
+  ASSERT_NO_FATAL_FAILURE(ExpectMatches(s, batch, backend_));
 }
 
 TEST_F(AttentionBatchedTest, ParallelRunMatchesReference) {
@@ -251,7 +253,9 @@ TEST_F(AttentionBatchedTest, ParallelRunMatchesReference) {
   s.n_head = kKvHeads * 8;
   s.head_dim_k = s.head_dim_v = 64;
   s.scale = 0.125f;
-  if (!CanAttendGroupF16Fast(s)) GTEST_SKIP() << "no F16 fast path here";
+  if (!CanAttendGroupF16Fast(s, kernels::BestIsa())) {
+    GTEST_SKIP() << "no F16 fast path here";
+  }
   const uint32_t seed = 99;
   SCOPED_TRACE(testing::Message() << "seed " << seed);
   rng_.seed(seed);
@@ -267,8 +271,8 @@ TEST_F(AttentionBatchedTest, ParallelRunMatchesReference) {
     batch.seq_of.push_back(p % 30 == 0 ? 0 : 1);
     batch.query_pos.push_back(p + 9);
   }
-  ThreadPool pool(2);
-  ASSERT_NO_FATAL_FAILURE(ExpectMatches(s, batch, &pool));
+  const ComputeBackend threads({.num_threads = 3});
+  ASSERT_NO_FATAL_FAILURE(ExpectMatches(s, batch, threads));
 }
 
 TEST_F(AttentionBatchedTest, GroupEntryPointMatchesReference) {
@@ -277,7 +281,9 @@ TEST_F(AttentionBatchedTest, GroupEntryPointMatchesReference) {
   s.n_head = kKvHeads * 2;
   s.head_dim_k = s.head_dim_v = 128;
   s.scale = 0.09f;
-  if (!CanAttendGroupF16Fast(s)) GTEST_SKIP() << "no F16 fast path here";
+  if (!CanAttendGroupF16Fast(s, kernels::BestIsa())) {
+    GTEST_SKIP() << "no F16 fast path here";
+  }
   const uint32_t seed = 5;
   SCOPED_TRACE(testing::Message() << "seed " << seed);
   rng_.seed(seed);
@@ -296,7 +302,8 @@ TEST_F(AttentionBatchedTest, GroupEntryPointMatchesReference) {
     for (Pos p : {Pos{0}, Pos{20}, Pos{32}}) {
       std::vector<float> fast(2 * 128, NAN), ref(2 * 128, NAN);
       const float* qg = &q[g * 2 * 128];
-      AttendGroupF16Fast(rows, s, seq, p, g, qg, fast.data());
+      AttendGroupF16Fast(rows, s, seq, p, g, kernels::BestIsa(), qg,
+                         fast.data());
       ReferenceGroup(*storage_, kLayer, s, seq, p, g, qg, ref.data());
       EXPECT_EQ(0, std::memcmp(fast.data(), ref.data(), fast.size() * 4))
           << "g " << g << " pos " << p;

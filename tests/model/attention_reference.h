@@ -41,8 +41,9 @@ inline void ReferenceGroup(const KvStorage& storage, uint32_t layer,
                          uint64_t{g} * dv * 2;
     for (uint32_t j = 0; j < n_gqa; ++j) {
       float* acc = out + uint64_t{j} * dv;
-      const float score =
-          ggml_compat::DotF16(k, &qs[uint64_t{j} * dk], dk) * s.scale;
+      const float score = ggml_compat::DotF16(k, &qs[uint64_t{j} * dk], dk,
+                                              kernels::Isa::kScalar) *
+                          s.scale;
       float old_scale = 1.0f, weight = 1.0f;
       if (score > max[j]) {
         old_scale = std::exp(max[j] - score);

@@ -15,7 +15,6 @@
 #include <random>
 #include <vector>
 
-#include "core/thread_pool.h"
 #include "kv/kv_storage.h"
 #include "model/attention.h"
 #include "model/attention_batched.h"
@@ -70,7 +69,7 @@ std::unique_ptr<KvStorage> RandomStorage(const AttentionShape& s,
 // queries (the batch `query_pos`, in batch order) and compares every
 // output bit with the reference.
 void ExpectTiledMatches(const Case& c, const std::vector<Pos>& query_pos,
-                        ThreadPool* pool, uint32_t seed) {
+                        const ComputeBackend& backend, uint32_t seed) {
   SCOPED_TRACE(testing::Message()
                << "dim " << c.dim << " n_gqa " << c.n_gqa << " depth "
                << c.depth << " chunk " << c.chunk << " scattered "
@@ -96,7 +95,7 @@ void ExpectTiledMatches(const Case& c, const std::vector<Pos>& query_pos,
   std::vector<float> got(query_pos.size() * out_stride, NAN);
   std::vector<float> want(got.size(), NAN);
   Attend(*storage, kLayer, s, seqs, seq_of, query_pos, q.data(), got.data(),
-         pool);
+         backend);
   for (size_t t = 0; t < query_pos.size(); ++t) {
     for (uint32_t g = 0; g < s.n_head_kv; ++g) {
       const size_t h0 = size_t{g} * c.n_gqa;
@@ -127,8 +126,12 @@ class AttentionTiledTest : public testing::Test {
     AttentionShape probe;
     probe.n_head = probe.n_head_kv = 2;
     probe.head_dim_k = probe.head_dim_v = 64;
-    if (!CanAttendGroupF16Fast(probe)) GTEST_SKIP() << "no F16 fast path";
+    if (!CanAttendGroupF16Fast(probe, kernels::BestIsa())) {
+      GTEST_SKIP() << "no F16 fast path";
+    }
   }
+
+  const ComputeBackend backend_;
 };
 
 TEST_F(AttentionTiledTest, PrefillBitIdenticalToReference) {
@@ -139,7 +142,7 @@ TEST_F(AttentionTiledTest, PrefillBitIdenticalToReference) {
         for (uint32_t chunk : {2u, 19u, 70u}) {
           const Case c{dim, n_gqa, depth, chunk, (seed & 1) == 0};
           ASSERT_NO_FATAL_FAILURE(
-              ExpectTiledMatches(c, ChunkPositions(c), nullptr, ++seed));
+              ExpectTiledMatches(c, ChunkPositions(c), backend_, ++seed));
         }
       }
     }
@@ -150,7 +153,7 @@ TEST_F(AttentionTiledTest, ScatteredAndContiguousCellsAlike) {
   for (bool scattered : {false, true}) {
     const Case c{64, 2, 150, 40, scattered};
     ASSERT_NO_FATAL_FAILURE(
-        ExpectTiledMatches(c, ChunkPositions(c), nullptr, 77));
+        ExpectTiledMatches(c, ChunkPositions(c), backend_, 77));
   }
 }
 
@@ -159,14 +162,14 @@ TEST_F(AttentionTiledTest, QueriesInAnyOrderAndBeforeEveryCell) {
   // (it sees nothing: zeros).
   const Case c{64, 4, 90, 6, true};
   ASSERT_NO_FATAL_FAILURE(ExpectTiledMatches(
-      c, {Pos{95}, Pos{3}, Pos{1}, Pos{40}, Pos{95}, Pos{64}}, nullptr, 9));
+      c, {Pos{95}, Pos{3}, Pos{1}, Pos{40}, Pos{95}, Pos{64}}, backend_, 9));
 }
 
 TEST_F(AttentionTiledTest, ThreadsChangeNothing) {
-  ThreadPool pool(3);
+  const ComputeBackend threads({.num_threads = 4});
   const Case c{64, 2, 400, 100, true};
   ASSERT_NO_FATAL_FAILURE(
-      ExpectTiledMatches(c, ChunkPositions(c), &pool, 31));
+      ExpectTiledMatches(c, ChunkPositions(c), threads, 31));
 }
 
 TEST(PositionsIncreaseTest, DetectsOrder) {

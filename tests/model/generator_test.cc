@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "core/thread_pool.h"
 #include "kv/kv_cache.h"
 #include "model/inference.h"
 #include "model/llama_model.h"
@@ -271,8 +270,7 @@ class GeneratorModelTest : public ::testing::Test {
     auto cache = KvCache::Create(options);
     EXPECT_TRUE(cache.ok()) << cache.status();
     if (!cache.ok()) return {};
-    ThreadPool pool(2);
-    InferenceContext context(model_.get(), cache->get(), &pool);
+    InferenceContext context(model_.get(), cache->get(), {.num_threads = 3});
     Generator gen(&context, SeqId(1));
     Sampler sampler(SamplingParams::Greedy());
     auto result = gen.Generate(prompt, &sampler, Options(num, chunk));

@@ -1,6 +1,7 @@
-// Tests ggml_compat: the vectorised implementations give the portable
-// reference's bits, the documented summation orders hold on inputs where
-// order is visible, and results stay close to a double-precision answer.
+// Tests ggml_compat through ComputeBackend (the forward pass's way in):
+// the vectorised implementations give the portable reference's bits, the
+// documented summation orders hold on inputs where order is visible, and
+// results stay close to a double-precision answer.
 #include "model/ggml_compat.h"
 
 #include <gtest/gtest.h>
@@ -12,7 +13,7 @@
 #include <vector>
 
 #include "core/float16.h"
-#include "core/thread_pool.h"
+#include "model/compute_backend.h"
 
 namespace kvault {
 namespace {
@@ -55,11 +56,18 @@ std::vector<float> RandomVector(size_t n, std::mt19937& rng, float scale) {
   return v;
 }
 
+// Backends of the portable reference and of the CPU's best set, one and
+// three threads (the pool splits rows into tasks).
 class GgmlCompatTest : public ::testing::Test {
  protected:
-  void TearDown() override {
-    ggml_compat::UsePortableOnly(false);
-    ggml_compat::AllowAvx512(true);
+  // y = W x on `backend`.
+  static std::vector<float> MatMul(const ComputeBackend& backend,
+                                   const Weights& w,
+                                   const std::vector<float>& x,
+                                   const std::vector<DotOrder>& order) {
+    std::vector<float> y(order.size() * w.view.rows, -1.0f);
+    backend.MatMul(w.view, x.data(), order, y.data());
+    return y;
   }
 
   // Runs MatMul portable and (where the CPU has it) vectorised, with and
@@ -67,20 +75,19 @@ class GgmlCompatTest : public ::testing::Test {
   std::vector<float> MatMulBothWays(const Weights& w,
                                     const std::vector<float>& x,
                                     const std::vector<DotOrder>& order) {
-    std::vector<float> ref(order.size() * w.view.rows);
-    ggml_compat::UsePortableOnly(true);
-    ggml_compat::MatMul(w.view, x.data(), order, ref.data(), nullptr);
-    ggml_compat::UsePortableOnly(false);
-    ThreadPool pool(2);
-    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-      std::vector<float> got(ref.size(), -1.0f);
-      ggml_compat::MatMul(w.view, x.data(), order, got.data(), p);
+    const std::vector<float> ref = MatMul(portable_, w, x, order);
+    for (const ComputeBackend* b : {&best_, &best_threads_}) {
+      const std::vector<float> got = MatMul(*b, w, x, order);
       EXPECT_EQ(0,
                 std::memcmp(got.data(), ref.data(), ref.size() * sizeof(float)))
           << "vectorised MatMul differs from the portable one";
     }
     return ref;
   }
+
+  const ComputeBackend portable_{{.isa = kernels::Isa::kScalar}};
+  const ComputeBackend best_;
+  const ComputeBackend best_threads_{{.num_threads = 3}};
 };
 
 TEST_F(GgmlCompatTest, MatMulVectorisedMatchesPortableAndIsAccurate) {
@@ -122,6 +129,11 @@ TEST_F(GgmlCompatTest, MatMulVectorisedMatchesPortableAndIsAccurate) {
 // sizes covering every partial token tile, row counts with partial row
 // tiles, and with and without a pool (which splits rows into tasks).
 TEST_F(GgmlCompatTest, Avx512TilesMatchAvx2AndPortableBitForBit) {
+  const ComputeBackend avx2_only({.ggml_avx512 = false});
+  const ComputeBackend avx2_only_threads(
+      {.num_threads = 3, .ggml_avx512 = false});
+  const ComputeBackend* const kBackends[] = {&avx2_only, &avx2_only_threads,
+                                             &best_, &best_threads_};
   uint32_t seed = 1000;
   for (GgmlType type : {GgmlType::kF32, GgmlType::kF16}) {
     for (int64_t cols : {8, 72, 1032}) {
@@ -136,20 +148,13 @@ TEST_F(GgmlCompatTest, Avx512TilesMatchAvx2AndPortableBitForBit) {
           std::vector<DotOrder> order(n, DotOrder::kGemm);
           if (n > 2) order[1] = DotOrder::kGemv;
           const std::vector<float> x = RandomVector(n * cols, rng, 1);
-          ThreadPool pool(2);
-          std::vector<float> ref(n * rows);
-          ggml_compat::UsePortableOnly(true);
-          ggml_compat::MatMul(w.view, x.data(), order, ref.data(), nullptr);
-          ggml_compat::UsePortableOnly(false);
-          for (bool avx512 : {false, true}) {
-            ggml_compat::AllowAvx512(avx512);
-            for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-              std::vector<float> got(ref.size(), -1.0f);
-              ggml_compat::MatMul(w.view, x.data(), order, got.data(), p);
-              ASSERT_EQ(0, std::memcmp(got.data(), ref.data(),
-                                       ref.size() * sizeof(float)))
-                  << "avx512 " << avx512 << " pool " << (p != nullptr);
-            }
+          const std::vector<float> ref = MatMul(portable_, w, x, order);
+          for (const ComputeBackend* b : kBackends) {
+            const std::vector<float> got = MatMul(*b, w, x, order);
+            ASSERT_EQ(0, std::memcmp(got.data(), ref.data(),
+                                     ref.size() * sizeof(float)))
+                << "avx512 " << b->options().ggml_avx512 << " threads "
+                << b->options().num_threads;
           }
         }
       }
@@ -161,19 +166,14 @@ TEST_F(GgmlCompatTest, TokenResultDependsOnlyOnItsOrder) {
   std::mt19937 rng(99);
   const Weights w = MakeWeights(GgmlType::kF32, 9, 64, rng);
   const std::vector<float> x = RandomVector(64, rng, 1);
-  std::vector<float> alone_gemv(9), alone_gemm(9);
-  ggml_compat::MatMul(w.view, x.data(), std::vector{DotOrder::kGemv},
-                      alone_gemv.data(), nullptr);
-  ggml_compat::MatMul(w.view, x.data(), std::vector{DotOrder::kGemm},
-                      alone_gemm.data(), nullptr);
+  const std::vector<float> alone_gemv = MatMul(best_, w, x, {DotOrder::kGemv});
+  const std::vector<float> alone_gemm = MatMul(best_, w, x, {DotOrder::kGemm});
   // The same token second in a batch of three gives the same bits.
   std::vector<float> xs = RandomVector(3 * 64, rng, 1);
   std::copy(x.begin(), x.end(), xs.begin() + 64);
   for (DotOrder o : {DotOrder::kGemv, DotOrder::kGemm}) {
-    std::vector<float> y(3 * 9);
-    ggml_compat::MatMul(w.view, xs.data(),
-                        std::vector{DotOrder::kGemm, o, DotOrder::kGemv},
-                        y.data(), nullptr);
+    const std::vector<float> y =
+        MatMul(best_, w, xs, {DotOrder::kGemm, o, DotOrder::kGemv});
     const std::vector<float>& want =
         o == DotOrder::kGemv ? alone_gemv : alone_gemm;
     EXPECT_EQ(0, std::memcmp(&y[9], want.data(), 9 * sizeof(float)));
@@ -194,18 +194,16 @@ TEST_F(GgmlCompatTest, SummationOrdersAreGgmls) {
   std::memcpy(bytes.data(), w.data(), bytes.size());
   kernels::MatrixView view{GgmlType::kF32, 1, 32, bytes.data(), 32 * 4};
   for (bool portable : {true, false}) {
-    ggml_compat::UsePortableOnly(portable);
+    const ComputeBackend& backend = portable ? portable_ : best_;
     float y = -1;
-    ggml_compat::MatMul(view, x.data(), std::vector{DotOrder::kGemm}, &y,
-                        nullptr);
+    backend.MatMul(view, x.data(), std::vector{DotOrder::kGemm}, &y);
     // t0 = big + 1 = big (rounded), t2 = -big: sum 0; a left-to-right sum
     // would give 1.
     EXPECT_EQ(y, 0.0f) << "portable " << portable;
     // kGemv (one 32-value step): lanes reduced (t0 + t1) + (t2 + t3) with
     // t_i = l_i + l_i+4: t0 = big + 1 -> big, t2 = -big: 0 again.
     float g = -1;
-    ggml_compat::MatMul(view, x.data(), std::vector{DotOrder::kGemv}, &g,
-                        nullptr);
+    backend.MatMul(view, x.data(), std::vector{DotOrder::kGemv}, &g);
     EXPECT_EQ(g, 0.0f) << "portable " << portable;
   }
 }
@@ -223,10 +221,9 @@ TEST_F(GgmlCompatTest, F32TailIsUnfused) {
   std::memcpy(bytes.data(), w.data(), bytes.size());
   kernels::MatrixView view{GgmlType::kF32, 1, 33, bytes.data(), 33 * 4};
   for (bool portable : {true, false}) {
-    ggml_compat::UsePortableOnly(portable);
+    const ComputeBackend& backend = portable ? portable_ : best_;
     float y = -1;
-    ggml_compat::MatMul(view, x.data(), std::vector{DotOrder::kGemv}, &y,
-                        nullptr);
+    backend.MatMul(view, x.data(), std::vector{DotOrder::kGemv}, &y);
     const float product = w[32] * x[32];  // rounded first: unfused
     EXPECT_EQ(y, -1.0f + product) << "portable " << portable;
     EXPECT_NE(y, std::fma(w[32], x[32], -1.0f));
@@ -245,10 +242,11 @@ TEST_F(GgmlCompatTest, SwiGluVectorisedMatchesPortableAndIsAccurate) {
       if (n > 2) gate[2] = -200.0f;
       const std::vector<float> up = RandomVector(n, rng, 1);
       std::vector<float> ref(n), got(n);
-      ggml_compat::UsePortableOnly(true);
-      ggml_compat::SwiGlu(gate.data(), up.data(), n, build, ref.data());
-      ggml_compat::UsePortableOnly(false);
-      ggml_compat::SwiGlu(gate.data(), up.data(), n, build, got.data());
+      const ComputeBackend portable(
+          {.isa = kernels::Isa::kScalar, .ggml_build = build});
+      const ComputeBackend best({.ggml_build = build});
+      portable.SwiGlu(gate.data(), up.data(), n, ref.data());
+      best.SwiGlu(gate.data(), up.data(), n, got.data());
       EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), n * sizeof(float)))
           << "n " << n << " build " << static_cast<int>(build);
       for (int64_t i = 0; i < n; ++i) {
@@ -269,9 +267,10 @@ TEST_F(GgmlCompatTest, SwiGluBuildsDifferInTheLastBits) {
   const std::vector<float> gate = RandomVector(n, rng, 4);
   const std::vector<float> up(n, 1.0f);
   std::vector<float> avx2(n), avx512(n);
-  ggml_compat::SwiGlu(gate.data(), up.data(), n, GgmlBuild::kAvx2, avx2.data());
-  ggml_compat::SwiGlu(gate.data(), up.data(), n, GgmlBuild::kAvx512,
-                      avx512.data());
+  const ComputeBackend avx2_build({.ggml_build = GgmlBuild::kAvx2});
+  const ComputeBackend avx512_build({.ggml_build = GgmlBuild::kAvx512});
+  avx2_build.SwiGlu(gate.data(), up.data(), n, avx2.data());
+  avx512_build.SwiGlu(gate.data(), up.data(), n, avx512.data());
   int64_t num_different = 0;
   for (int64_t i = 0; i < n; ++i) {
     num_different += avx2[i] != avx512[i];
@@ -298,11 +297,12 @@ TEST_F(GgmlCompatTest, DotF16MatchesMatMulGemvOnOneRow) {
     const Weights k = MakeWeights(GgmlType::kF16, 1, n, rng);
     std::vector<float> q = RandomVector(n, rng, 1);
     for (float& v : q) v = HalfToFloat(FloatToHalf(v));
-    float via_matmul = 0;
-    ggml_compat::MatMul(k.view, q.data(), std::vector{DotOrder::kGemv},
-                        &via_matmul, nullptr);
-    EXPECT_EQ(ggml_compat::DotF16(k.bytes.data(), q.data(), n), via_matmul)
-        << "n " << n;
+    for (const ComputeBackend* b : {&portable_, &best_}) {
+      float via_matmul = 0;
+      b->MatMul(k.view, q.data(), std::vector{DotOrder::kGemv}, &via_matmul);
+      EXPECT_EQ(b->DotF16(k.bytes.data(), q.data(), n), via_matmul)
+          << "n " << n;
+    }
   }
 }
 

@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "core/thread_pool.h"
 #include "model/ggml_compat.h"
 #include "model/inference.h"
 
@@ -35,7 +34,7 @@ struct GoldenSpec {
   std::string name;         // file stem in models/ and golden/
   int exact_tokens;         // leading gen_ids that must match exactly
   double tol;               // bound on each compared logprob; < 0: not checked
-  bool portable;            // ggml_compat's portable code instead of AVX2
+  bool portable;            // the portable kernels (Isa::kScalar), not SIMD
   int tol_steps = 1 << 30;  // only the first tol_steps steps' logprobs
   // The llama.cpp build that recorded the golden: the top-level ones an
   // AVX2 build (b10587), golden/kquant an AVX-512 one (b10573).
@@ -61,11 +60,7 @@ GoldenSpec K(const std::string& type, int exact_tokens = 64, double tol = 1e-3,
       ggml_compat::GgmlBuild::kAvx512};
 }
 
-class GoldenTest : public ::testing::TestWithParam<GoldenSpec> {
- protected:
-  void SetUp() override { ggml_compat::UsePortableOnly(GetParam().portable); }
-  void TearDown() override { ggml_compat::UsePortableOnly(false); }
-};
+class GoldenTest : public ::testing::TestWithParam<GoldenSpec> {};
 
 TEST_P(GoldenTest, GreedyGenerationMatchesLlamaCpp) {
   const GoldenSpec& spec = GetParam();
@@ -75,13 +70,15 @@ TEST_P(GoldenTest, GreedyGenerationMatchesLlamaCpp) {
       !std::filesystem::exists(golden_path)) {
     GTEST_SKIP() << "missing " << model_path << " or " << golden_path;
   }
-  auto model = LlamaModel::Load(model_path);
+  ComputeBackendOptions compute;
+  compute.num_threads = 3;
+  if (spec.portable) compute.isa = kernels::Isa::kScalar;
+  compute.ggml_build = spec.build;
+  auto model = LlamaModel::Load(model_path, LoadMode::kRead, compute.isa);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  (*model)->set_ggml_build(spec.build);
   std::ifstream in(golden_path);
   const nlohmann::json golden = nlohmann::json::parse(in);
   const size_t n_vocab = (*model)->n_vocab();
-  ThreadPool pool(2);
   for (const auto& c : golden.at("cases")) {
     SCOPED_TRACE("prompt: " + c.at("prompt").get<std::string>());
     const auto prompt = c.at("prompt_ids").get<std::vector<TokenId>>();
@@ -94,7 +91,7 @@ TEST_P(GoldenTest, GreedyGenerationMatchesLlamaCpp) {
     options.layout = (*model)->KvLayoutFor(KvDtype::kF16);
     auto cache = KvCache::Create(options);
     ASSERT_TRUE(cache.ok());
-    InferenceContext ctx(model->get(), cache->get(), &pool);
+    InferenceContext ctx(model->get(), cache->get(), compute);
     std::vector<BatchToken> batch;
     for (size_t i = 0; i < prompt.size(); ++i) {
       batch.push_back(

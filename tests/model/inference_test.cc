@@ -15,7 +15,6 @@
 
 #include "core/fault_injecting_env.h"
 #include "core/memory_file.h"
-#include "core/thread_pool.h"
 #include "kv/state_file.h"
 #include "model/gen_model.h"
 #include "model/gguf_file.h"
@@ -140,13 +139,13 @@ TEST_P(PagingTest, FragmentedCacheGivesBitIdenticalLogits) {
 
   auto contiguous =
       MakeCache(*model, num_pages, page_size, dtype, KvPolicy::kContiguous);
-  InferenceContext ctx_a(model.get(), contiguous.get(), nullptr);
+  InferenceContext ctx_a(model.get(), contiguous.get());
   GenRun a = Generate(ctx_a, SeqId(1), prompt, num_gen);
   EXPECT_TRUE(PagesContiguous(*contiguous, SeqId(1)));
 
   auto fragmented = MakeCache(*model, 2 * num_pages, page_size, dtype);
   Fragment(*fragmented);
-  InferenceContext ctx_b(model.get(), fragmented.get(), nullptr);
+  InferenceContext ctx_b(model.get(), fragmented.get());
   GenRun b = Generate(ctx_b, SeqId(1), prompt, num_gen);
   ASSERT_GT(fragmented->table().Pages(SeqId(1)).size(), 1u);
   EXPECT_FALSE(PagesContiguous(*fragmented, SeqId(1)));
@@ -174,7 +173,7 @@ std::vector<GenRun> RunAlone(const LlamaModel& model,
   std::vector<GenRun> runs;
   for (const auto& prompt : prompts) {
     auto cache = MakeCache(model, 16, 16);
-    InferenceContext ctx(&model, cache.get(), nullptr);
+    InferenceContext ctx(&model, cache.get());
     runs.push_back(Generate(ctx, SeqId(1), prompt, num_gen));
   }
   return runs;
@@ -189,7 +188,7 @@ TEST(InferenceTest, BatchedSequencesMatchEachAlone) {
   const size_t n_vocab = model->n_vocab();
 
   auto cache = MakeCache(*model, 32, 16);
-  InferenceContext ctx(model.get(), cache.get(), nullptr);
+  InferenceContext ctx(model.get(), cache.get());
   std::vector<BatchToken> batch;  // all prefills in one batch
   for (size_t s = 0; s < prompts.size(); ++s) {
     for (size_t i = 0; i < prompts[s].size(); ++i) {
@@ -235,13 +234,13 @@ TEST(InferenceTest, MixedPrefillAndDecodeBatch) {
 
   // Reference: each alone; the shorts' next token after their prompts.
   auto ref_cache = MakeCache(*model, 16, 16);
-  InferenceContext ref(model.get(), ref_cache.get(), nullptr);
+  InferenceContext ref(model.get(), ref_cache.get());
   GenRun ref_long = Generate(ref, SeqId(1), long_prompt, 0);
   GenRun ref_a = Generate(ref, SeqId(2), short_a, 1);
   GenRun ref_b = Generate(ref, SeqId(3), short_b, 1);
 
   auto cache = MakeCache(*model, 16, 16);
-  InferenceContext ctx(model.get(), cache.get(), nullptr);
+  InferenceContext ctx(model.get(), cache.get());
   Generate(ctx, SeqId(2), short_a, 0);
   Generate(ctx, SeqId(3), short_b, 0);
   std::vector<BatchToken> batch;
@@ -272,11 +271,11 @@ TEST(InferenceTest, SaveRestoreIntoFragmentedPoolIsInvisible) {
   const auto prompt = Prompt(11, 7);
   const int k = 4, more = 4;
   auto ref_cache = MakeCache(*model, 8, 4);
-  InferenceContext ref(model.get(), ref_cache.get(), nullptr);
+  InferenceContext ref(model.get(), ref_cache.get());
   GenRun whole = Generate(ref, SeqId(1), prompt, k + more);
 
   auto cache = MakeCache(*model, 8, 4);
-  InferenceContext ctx(model.get(), cache.get(), nullptr);
+  InferenceContext ctx(model.get(), cache.get());
   GenRun first = Generate(ctx, SeqId(1), prompt, k);
   FaultInjectingEnv env;
   ASSERT_TRUE(env.CreateDir("/state").ok());
@@ -293,7 +292,7 @@ TEST(InferenceTest, SaveRestoreIntoFragmentedPoolIsInvisible) {
   cache.reset();
   EXPECT_FALSE(PagesContiguous(*frag, SeqId(1)));
   // The last generated token is not in the cache yet: continue from it.
-  InferenceContext ctx2(model.get(), frag.get(), nullptr);
+  InferenceContext ctx2(model.get(), frag.get());
   const Pos pos = static_cast<Pos>(prompt.size() + k);
   GenRun second =
       Generate(ctx2, SeqId(1), {first.tokens.back()}, more - 1, pos);
@@ -314,12 +313,11 @@ TEST(InferenceTest, PrefillSplitAndThreadsAreInvisible) {
   const auto prompt = Prompt(19, 8);
   const size_t n_vocab = model->n_vocab();
   auto cache_a = MakeCache(*model, 8, 16);
-  InferenceContext a(model.get(), cache_a.get(), nullptr);
+  InferenceContext a(model.get(), cache_a.get());
   GenRun one_batch = Generate(a, SeqId(1), prompt, 3);
 
-  ThreadPool pool(2);
   auto cache_b = MakeCache(*model, 8, 16);
-  InferenceContext b(model.get(), cache_b.get(), &pool);
+  InferenceContext b(model.get(), cache_b.get(), {.num_threads = 3});
   std::vector<float> logits;
   for (size_t i = 0; i < prompt.size(); ++i) {
     auto l = b.Decode(std::vector<BatchToken>{
@@ -344,7 +342,7 @@ TEST(InferenceTest, EveryWeightTypeTracksF32) {
   auto last_logits = [&](GgmlType type) {
     auto model = MakeModel(type);
     auto cache = MakeCache(*model, 4, 16);
-    InferenceContext ctx(model.get(), cache.get(), nullptr);
+    InferenceContext ctx(model.get(), cache.get());
     GenRun run = Generate(ctx, SeqId(1), prompt, 0);
     const size_t n_vocab = model->n_vocab();
     return std::vector<float>(run.logits.end() - n_vocab, run.logits.end());
@@ -381,13 +379,13 @@ TEST(InferenceTest, DefragDuringBatchAppendIsInvisible) {
   const auto prompt_a = Prompt(4, 10);
   const auto prompt_b = Prompt(8, 11);
   auto ref_cache = MakeCache(*model, 8, 4);
-  InferenceContext ref(model.get(), ref_cache.get(), nullptr);
+  InferenceContext ref(model.get(), ref_cache.get());
   GenRun ref_a = Generate(ref, SeqId(1), prompt_a, 1);
   GenRun ref_b = Generate(ref, SeqId(2), prompt_b, 0);
 
   auto cache =
       MakeCache(*model, 6, 4, KvDtype::kF16, KvPolicy::kContiguousDefrag);
-  InferenceContext ctx(model.get(), cache.get(), nullptr);
+  InferenceContext ctx(model.get(), cache.get());
   const std::vector<TokenPos> page(4, TokenPos{1, 0});
   auto fill = [&](uint32_t seq) {
     std::vector<TokenPos> p = page;
@@ -452,7 +450,7 @@ TEST(RopeTest, RotatesPairsByPositionTimesFrequency) {
 TEST(InferenceTest, RejectsBadBatchesWithoutTouchingTheCache) {
   auto model = MakeModel();
   auto cache = MakeCache(*model, 4, 4);
-  InferenceContext ctx(model.get(), cache.get(), nullptr);
+  InferenceContext ctx(model.get(), cache.get());
   EXPECT_EQ(ctx.Decode({}).status().code(), StatusCode::kInvalidArgument);
   const TokenId too_big = static_cast<TokenId>(model->n_vocab());
   EXPECT_EQ(ctx.Decode(std::vector<BatchToken>{{SeqId(1), too_big, 0}})
@@ -490,7 +488,7 @@ TEST(InferenceTest, RejectsCacheOfAnotherShape) {
   auto model = MakeModel();
   auto other = MakeModel(GgmlType::kF32, 4);
   auto cache = MakeCache(*other, 4, 4);
-  InferenceContext ctx(model.get(), cache.get(), nullptr);
+  InferenceContext ctx(model.get(), cache.get());
   auto result = ctx.Decode(std::vector<BatchToken>{{SeqId(1), 5, 0, true}});
   EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(cache->table().Length(SeqId(1)), 0u);
@@ -504,7 +502,7 @@ TEST(InferenceTest, DiscardRangeMovesCellsAndRotatesKeys) {
   auto model = MakeModel();
   const std::vector<TokenId> prompt = Prompt(40, 5);
   auto cache = MakeCache(*model, 8, 16, KvDtype::kF32);
-  InferenceContext ctx(model.get(), cache.get(), nullptr);
+  InferenceContext ctx(model.get(), cache.get());
   Generate(ctx, SeqId(0), prompt, 0);
   const KvStorage& storage = *cache->storage();
   const uint64_t k_elems = storage.layout().k_row_elems();
@@ -531,7 +529,7 @@ TEST(InferenceTest, DiscardRangeMovesCellsAndRotatesKeys) {
   // sees the token and its position).
   std::vector<TokenId> fresh(prompt.begin() + 20, prompt.end());
   auto fresh_cache = MakeCache(*model, 8, 16, KvDtype::kF32);
-  InferenceContext fresh_ctx(model.get(), fresh_cache.get(), nullptr);
+  InferenceContext fresh_ctx(model.get(), fresh_cache.get());
   Generate(fresh_ctx, SeqId(0), fresh, 0, 4);
   const KvStorage& fresh_storage = *fresh_cache->storage();
   for (size_t i = 4; i < 24; ++i) {

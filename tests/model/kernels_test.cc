@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/thread_pool.h"
 #include "model/ggml_types.h"
+#include "model/kernels/compute_pool.h"
 #include "model/kernels/quant_scalar.h"
 #include "model/quantize.h"
 
@@ -79,42 +79,30 @@ std::vector<float> EffectiveActivations(GgmlType type,
   return back;
 }
 
-std::vector<float> RunMatMul(const MatrixView& w, const std::vector<float>& x,
-                             int64_t num_tokens, ThreadPool* pool = nullptr) {
+std::vector<float> RunMatMul(const Kernels& kernels, const MatrixView& w,
+                             const std::vector<float>& x, int64_t num_tokens,
+                             ComputePool* pool = nullptr) {
   std::vector<float> y(num_tokens * w.rows, std::nanf(""));
-  MatMul(w, x.data(), num_tokens, y.data(), pool);
+  kernels.MatMul(w, x.data(), num_tokens, y.data(), pool);
   return y;
 }
 
-// Selects `isa` for the test's duration, restoring the default after.
-class IsaScope {
- public:
-  explicit IsaScope(std::string_view isa) { EXPECT_TRUE(UseKernelIsa(isa)); }
-  ~IsaScope() { UseScalarKernels(false); }
-};
-
-TEST(KernelsTest, ScalarToggleAndIsaList) {
-  const std::vector<std::string_view> isas = SupportedIsas();
+TEST(KernelsTest, IsaListAndNames) {
+  const std::vector<Isa> isas = SupportedIsas();
   ASSERT_FALSE(isas.empty());
-  EXPECT_EQ(isas.front(), "scalar");
-  UseScalarKernels(true);
-  EXPECT_EQ(ActiveIsa(), "scalar");
-  UseScalarKernels(false);
-  if (std::getenv("KVAULT_KERNELS") == nullptr) {
-    EXPECT_EQ(ActiveIsa(), isas.back());
+  EXPECT_EQ(isas.front(), Isa::kScalar);
+  EXPECT_EQ(BestIsa(), isas.back());
+  EXPECT_EQ(IsaFromName("neon-on-x86-no-such-isa"), std::nullopt);
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    EXPECT_EQ(IsaFromName(IsaName(isa)), isa);
   }
-  EXPECT_FALSE(UseKernelIsa("neon-on-x86-no-such-isa"));
-  for (std::string_view isa : isas) {
-    ASSERT_TRUE(UseKernelIsa(isa));
-    EXPECT_EQ(ActiveIsa(), isa);
-  }
-  UseScalarKernels(false);
+  for (Isa isa : isas) EXPECT_EQ(Kernels(isa).isa(), isa);
 }
 
 // The scalar reference against a double-precision product of what the
 // weights and (quantized) activations decode to: checks block layouts.
 TEST(KernelsTest, ScalarMatMulMatchesDequantizedProduct) {
-  UseScalarKernels(true);
+  const Kernels scalar(Isa::kScalar);
   for (GgmlType type : kAllTypes) {
     const uint32_t seed = 1234 + static_cast<uint32_t>(type);
     SCOPED_TRACE("type " + std::string(GgmlTypeName(type)) + " seed " +
@@ -123,7 +111,7 @@ TEST(KernelsTest, ScalarMatMulMatchesDequantizedProduct) {
     const int64_t rows = 5, cols = 96, num_tokens = 3;
     TestMatrix m = MakeMatrix(type, rows, cols, rng);
     const std::vector<float> x = RandomVector(num_tokens * cols, rng);
-    const std::vector<float> y = RunMatMul(m.view, x, num_tokens);
+    const std::vector<float> y = RunMatMul(scalar, m.view, x, num_tokens);
     for (int64_t t = 0; t < num_tokens; ++t) {
       const std::vector<float> xt = EffectiveActivations(
           type,
@@ -139,20 +127,21 @@ TEST(KernelsTest, ScalarMatMulMatchesDequantizedProduct) {
       }
     }
   }
-  UseScalarKernels(false);
 }
 
 // Every SIMD MatMul against the scalar reference, odd shapes included.
 TEST(KernelsTest, SimdMatMulMatchesScalar) {
   const int64_t kCols[] = {32, 64, 96, 4096 + 32};
   const int64_t kRows[] = {1, 3, 4, 5, 17, 67};
-  for (std::string_view isa : SupportedIsas()) {
-    if (isa == "scalar") continue;
+  const Kernels scalar(Isa::kScalar);
+  for (Isa isa : SupportedIsas()) {
+    if (isa == Isa::kScalar) continue;
+    const Kernels simd(isa);
     for (GgmlType type : kAllTypes) {
       for (int64_t cols : kCols) {
         for (int64_t rows : kRows) {
           const uint32_t seed = static_cast<uint32_t>(cols * 131 + rows);
-          SCOPED_TRACE(std::string(isa) + " " +
+          SCOPED_TRACE(std::string(IsaName(isa)) + " " +
                        std::string(GgmlTypeName(type)) + " rows " +
                        std::to_string(rows) + " cols " + std::to_string(cols) +
                        " seed " + std::to_string(seed));
@@ -160,10 +149,9 @@ TEST(KernelsTest, SimdMatMulMatchesScalar) {
           TestMatrix m = MakeMatrix(type, rows, cols, rng);
           const int64_t num_tokens = 1 + rows % 9;
           const std::vector<float> x = RandomVector(num_tokens * cols, rng);
-          UseScalarKernels(true);
-          const std::vector<float> want = RunMatMul(m.view, x, num_tokens);
-          IsaScope scope(isa);
-          const std::vector<float> got = RunMatMul(m.view, x, num_tokens);
+          const std::vector<float> want =
+              RunMatMul(scalar, m.view, x, num_tokens);
+          const std::vector<float> got = RunMatMul(simd, m.view, x, num_tokens);
           for (size_t i = 0; i < got.size(); ++i) {
             // Per-element error bound: relative to sum |w| |x| (~cols / 4).
             const float tol = 2e-6f * static_cast<float>(cols);
@@ -178,21 +166,21 @@ TEST(KernelsTest, SimdMatMulMatchesScalar) {
 // Float types need no block multiple: columns not a multiple of 8 / 16
 // exercise the SIMD tails.
 TEST(KernelsTest, SimdFloatMatMulOddColumns) {
-  for (std::string_view isa : SupportedIsas()) {
-    if (isa == "scalar") continue;
+  const Kernels scalar(Isa::kScalar);
+  for (Isa isa : SupportedIsas()) {
+    if (isa == Isa::kScalar) continue;
+    const Kernels simd(isa);
     for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16}) {
       for (int64_t cols : {1, 7, 9, 17, 33, 100}) {
         const uint32_t seed = static_cast<uint32_t>(cols);
-        SCOPED_TRACE(std::string(isa) + " " + std::string(GgmlTypeName(type)) +
-                     " cols " + std::to_string(cols) + " seed " +
-                     std::to_string(seed));
+        SCOPED_TRACE(std::string(IsaName(isa)) + " " +
+                     std::string(GgmlTypeName(type)) + " cols " +
+                     std::to_string(cols) + " seed " + std::to_string(seed));
         std::mt19937 rng(seed);
         TestMatrix m = MakeMatrix(type, 6, cols, rng);
         const std::vector<float> x = RandomVector(5 * cols, rng);
-        UseScalarKernels(true);
-        const std::vector<float> want = RunMatMul(m.view, x, 5);
-        IsaScope scope(isa);
-        const std::vector<float> got = RunMatMul(m.view, x, 5);
+        const std::vector<float> want = RunMatMul(scalar, m.view, x, 5);
+        const std::vector<float> got = RunMatMul(simd, m.view, x, 5);
         for (size_t i = 0; i < got.size(); ++i) {
           ASSERT_NEAR(got[i], want[i], 1e-5f * static_cast<float>(cols) + 1e-6f)
               << "index " << i;
@@ -205,33 +193,34 @@ TEST(KernelsTest, SimdFloatMatMulOddColumns) {
 // The determinism contract: y[t, r] is bit-identical whether token t is
 // alone or in a batch of any size, and for any thread count.
 TEST(KernelsTest, MatMulIsBatchAndThreadInvariant) {
-  ThreadPool pool1(1);
-  ThreadPool pool3(3);
-  for (std::string_view isa : SupportedIsas()) {
-    IsaScope scope(isa);
+  ComputePool pool1(1);
+  ComputePool pool3(3);
+  for (Isa isa : SupportedIsas()) {
+    const Kernels k(isa);
     for (GgmlType type : kAllTypes) {
       const uint32_t seed = 99 + static_cast<uint32_t>(type);
-      SCOPED_TRACE(std::string(isa) + " " + std::string(GgmlTypeName(type)) +
-                   " seed " + std::to_string(seed));
+      SCOPED_TRACE(std::string(IsaName(isa)) + " " +
+                   std::string(GgmlTypeName(type)) + " seed " +
+                   std::to_string(seed));
       std::mt19937 rng(seed);
       // 4128 f32 columns make the token chunk 15 rows: 37 tokens cross it.
       const int64_t rows = 67, cols = 4096 + 32, num_tokens = 37;
       TestMatrix m = MakeMatrix(type, rows, cols, rng);
       const std::vector<float> x = RandomVector(num_tokens * cols, rng, 3.0f);
-      const std::vector<float> batch = RunMatMul(m.view, x, num_tokens);
-      EXPECT_EQ(RunMatMul(m.view, x, num_tokens, &pool1), batch);
-      EXPECT_EQ(RunMatMul(m.view, x, num_tokens, &pool3), batch);
+      const std::vector<float> batch = RunMatMul(k, m.view, x, num_tokens);
+      EXPECT_EQ(RunMatMul(k, m.view, x, num_tokens, &pool1), batch);
+      EXPECT_EQ(RunMatMul(k, m.view, x, num_tokens, &pool3), batch);
       for (int64_t t = 0; t < num_tokens; ++t) {
         const std::vector<float> xt(x.begin() + t * cols,
                                     x.begin() + (t + 1) * cols);
         const std::vector<float> alone =
-            RunMatMul(m.view, xt, 1, t % 2 == 0 ? &pool3 : nullptr);
+            RunMatMul(k, m.view, xt, 1, t % 2 == 0 ? &pool3 : nullptr);
         ASSERT_EQ(0, std::memcmp(alone.data(), batch.data() + t * rows,
                                  rows * sizeof(float)))
             << "token " << t;
       }
       // A prefix batch (different tiling of the tail) agrees too.
-      const std::vector<float> prefix = RunMatMul(m.view, x, 6, &pool1);
+      const std::vector<float> prefix = RunMatMul(k, m.view, x, 6, &pool1);
       ASSERT_EQ(0, std::memcmp(prefix.data(), batch.data(),
                                prefix.size() * sizeof(float)));
     }
@@ -241,12 +230,13 @@ TEST(KernelsTest, MatMulIsBatchAndThreadInvariant) {
 // Rows may sit further apart than their packed size (a view into a larger
 // tensor); every ISA must honour row_bytes.
 TEST(KernelsTest, MatMulHonoursRowStride) {
-  for (std::string_view isa : SupportedIsas()) {
-    IsaScope scope(isa);
+  for (Isa isa : SupportedIsas()) {
+    const Kernels k(isa);
     for (GgmlType type : kAllTypes) {
       const uint32_t seed = 7 + static_cast<uint32_t>(type);
-      SCOPED_TRACE(std::string(isa) + " " + std::string(GgmlTypeName(type)) +
-                   " seed " + std::to_string(seed));
+      SCOPED_TRACE(std::string(IsaName(isa)) + " " +
+                   std::string(GgmlTypeName(type)) + " seed " +
+                   std::to_string(seed));
       std::mt19937 rng(seed);
       const int64_t rows = 9, cols = 64, num_tokens = 5;
       TestMatrix m = MakeMatrix(type, rows, cols, rng);
@@ -260,8 +250,8 @@ TEST(KernelsTest, MatMulHonoursRowStride) {
       view.data = spaced.data();
       view.row_bytes = padded;
       const std::vector<float> x = RandomVector(num_tokens * cols, rng);
-      EXPECT_EQ(RunMatMul(view, x, num_tokens),
-                RunMatMul(m.view, x, num_tokens));
+      EXPECT_EQ(RunMatMul(k, view, x, num_tokens),
+                RunMatMul(k, m.view, x, num_tokens));
     }
   }
 }
@@ -270,7 +260,7 @@ TEST(KernelsTest, MatMulEmptyIsNoOp) {
   std::mt19937 rng(5);
   TestMatrix m = MakeMatrix(GgmlType::kF32, 3, 32, rng);
   std::vector<float> y = {42.0f};
-  MatMul(m.view, nullptr, 0, y.data(), nullptr);
+  Kernels(BestIsa()).MatMul(m.view, nullptr, 0, y.data(), nullptr);
   EXPECT_EQ(y[0], 42.0f);
 }
 

@@ -131,12 +131,28 @@ TEST(LlamaModelTest, ReadModelLaysOutQ4KForTheKernels) {
     EXPECT_EQ(m.layout, kernels::WeightLayout::kRows);
     if (r.type != GgmlType::kQ4_K) continue;
     ++num_q4k;
-    const bool avx512 = kernels::ActiveIsa() == "avx512";
+    const bool avx512 = kernels::BestIsa() == kernels::Isa::kAvx512;
     EXPECT_EQ(r.layout, avx512 ? kernels::WeightLayout::kGroups16
                                : kernels::WeightLayout::kRows);
   }
   EXPECT_GT(num_q4k, 0);
   EXPECT_EQ((*read)->weights().token_embd.layout, kernels::WeightLayout::kRows);
+}
+
+// The layout follows the kernels the model is loaded for: AVX2's and the
+// scalar ones read kRows.
+TEST(LlamaModelTest, LayoutFollowsTheLoadIsa) {
+  const std::string path = kShared + "/models/kquant/st260K-x4.q4_k_m.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
+  for (kernels::Isa isa : kernels::SupportedIsas()) {
+    if (isa == kernels::Isa::kAvx512) continue;
+    auto model = LlamaModel::Load(path, LoadMode::kRead, isa);
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    for (const LayerWeights& l : (*model)->weights().layers) {
+      EXPECT_EQ(l.wq.layout, kernels::WeightLayout::kRows)
+          << kernels::IsaName(isa);
+    }
+  }
 }
 
 TEST(LlamaModelTest, MissingOutputIsTiedToEmbedding) {

@@ -126,9 +126,7 @@ TEST(QuantKernelsTest, ScalarMatMulIsTheDequantizedProduct) {
       std::vector<float> x(num_tokens * w.cols);
       for (float& v : x) v = dist(rng);
       std::vector<float> y(num_tokens * w.rows);
-      UseScalarKernels(true);
-      MatMul(w, x.data(), num_tokens, y.data(), nullptr);
-      UseScalarKernels(false);
+      Kernels(Isa::kScalar).MatMul(w, x.data(), num_tokens, y.data(), nullptr);
       // Q8_1's s = d * sum(q) is stored as f16: the min term carries its
       // rounding (2^-11 relative).
       const bool q8_1 = t.type == GgmlType::kQ4_1 || t.type == GgmlType::kQ5_1;
@@ -154,8 +152,9 @@ TEST(QuantKernelsTest, ScalarMatMulIsTheDequantizedProduct) {
 // scalar one does, so that they agree bit for bit.
 // Every kernel does but the AVX2 Q8_0 and Q4_0 ones (an older 8-lane
 // order; within 1e-5 relative).
-bool SumsInGgmlOrder(GgmlType type, std::string_view isa) {
-  return isa != "avx2" || (type != GgmlType::kQ8_0 && type != GgmlType::kQ4_0);
+bool SumsInGgmlOrder(GgmlType type, Isa isa) {
+  return isa != Isa::kAvx2 ||
+         (type != GgmlType::kQ8_0 && type != GgmlType::kQ4_0);
 }
 
 TEST(QuantKernelsTest, SimdMatMulMatchesScalarOnRealBlocks) {
@@ -174,13 +173,13 @@ TEST(QuantKernelsTest, SimdMatMulMatchesScalarOnRealBlocks) {
         // Both orders, mixed in one call.
         std::vector<DotOrder> orders(num_tokens, DotOrder::kGemm);
         for (int64_t t = 1; t < num_tokens; t += 3) orders[t] = DotOrder::kGemv;
-        UseScalarKernels(true);
-        MatMul(w, x.data(), num_tokens, want.data(), nullptr, orders);
-        for (std::string_view isa : SupportedIsas()) {
-          SCOPED_TRACE(c.stem + " " + t.name + " " + std::string(isa) +
+        Kernels(Isa::kScalar)
+            .MatMul(w, x.data(), num_tokens, want.data(), nullptr, orders);
+        for (Isa isa : SupportedIsas()) {
+          SCOPED_TRACE(c.stem + " " + t.name + " " + std::string(IsaName(isa)) +
                        " tokens " + std::to_string(num_tokens));
-          ASSERT_TRUE(UseKernelIsa(isa));
-          MatMul(w, x.data(), num_tokens, got.data(), nullptr, orders);
+          Kernels(isa).MatMul(w, x.data(), num_tokens, got.data(), nullptr,
+                              orders);
           for (size_t i = 0; i < got.size(); ++i) {
             if (SumsInGgmlOrder(t.type, isa)) {
               ASSERT_EQ(std::bit_cast<uint32_t>(got[i]),
@@ -192,7 +191,6 @@ TEST(QuantKernelsTest, SimdMatMulMatchesScalarOnRealBlocks) {
             }
           }
         }
-        UseScalarKernels(false);
       }
     }
   }
@@ -225,12 +223,12 @@ TEST(QuantKernelsTest, Groups16LayoutGivesTheSameProducts) {
         std::vector<DotOrder> orders(num_tokens, DotOrder::kGemm);
         orders.back() = DotOrder::kGemv;
         std::vector<float> want(num_tokens * rows.rows), got(want.size());
-        for (std::string_view isa : SupportedIsas()) {
-          SCOPED_TRACE(t.name + " " + std::string(isa) + " tokens " +
+        for (Isa isa : SupportedIsas()) {
+          SCOPED_TRACE(t.name + " " + std::string(IsaName(isa)) + " tokens " +
                        std::to_string(num_tokens));
-          ASSERT_TRUE(UseKernelIsa(isa));
-          MatMul(rows, x.data(), num_tokens, want.data(), nullptr, orders);
-          MatMul(groups, x.data(), num_tokens, got.data(), nullptr, orders);
+          const Kernels k(isa);
+          k.MatMul(rows, x.data(), num_tokens, want.data(), nullptr, orders);
+          k.MatMul(groups, x.data(), num_tokens, got.data(), nullptr, orders);
           if (SumsInGgmlOrder(type, isa)) {
             ASSERT_EQ(0, std::memcmp(want.data(), got.data(),
                                      want.size() * sizeof(float)));
@@ -240,7 +238,6 @@ TEST(QuantKernelsTest, Groups16LayoutGivesTheSameProducts) {
             }
           }
         }
-        UseScalarKernels(false);
       }
       ++num_checked;
     }
@@ -268,8 +265,9 @@ TEST(QuantKernelsTest, Q4KAndQ2KOrdersDiffer) {
     for (float& v : x) v = dist(rng);
     std::vector<float> gemv(w.rows), gemm(w.rows);
     const DotOrder kGemm[] = {DotOrder::kGemm};
-    MatMul(w, x.data(), 1, gemv.data(), nullptr);
-    MatMul(w, x.data(), 1, gemm.data(), nullptr, kGemm);
+    const Kernels best(BestIsa());
+    best.MatMul(w, x.data(), 1, gemv.data(), nullptr);
+    best.MatMul(w, x.data(), 1, gemm.data(), nullptr, kGemm);
     int num_different = 0;
     for (int64_t r = 0; r < w.rows; ++r) {
       num_different += gemv[r] != gemm[r];
@@ -295,12 +293,11 @@ TEST(QuantKernelsTest, Q8KQuantizersAgreeWithTheScalarOne) {
   x[5 * kBlockK + 200] = -1e30f;
   std::vector<std::byte> want(6 * q8_k::kBytes), got(want.size());
   QuantizeRowQ8_K(x.data(), x.size(), want.data());
-  for (std::string_view isa : SupportedIsas()) {
-    ASSERT_TRUE(UseKernelIsa(isa));
-    QuantizeQ8_K(x.data(), x.size(), got.data());
-    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size())) << isa;
+  for (Isa isa : SupportedIsas()) {
+    Kernels(isa).QuantizeQ8_K(x.data(), x.size(), got.data());
+    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size()))
+        << IsaName(isa);
   }
-  UseScalarKernels(false);
 }
 
 TEST(QuantKernelsTest, Q8KQuantizerKeepsScaleSignAndSums) {

@@ -19,7 +19,6 @@
 #include <string>
 #include <vector>
 
-#include "core/thread_pool.h"
 #include "model/ggml_compat.h"
 #include "model/inference.h"
 #include "model/llama_model.h"
@@ -112,8 +111,6 @@ class SamplerGoldenTest : public ::testing::Test {
     auto model = LlamaModel::Load(model_path_);
     ASSERT_TRUE(model.ok()) << model.status().ToString();
     model_ = std::move(*model);
-    // The reference is llama.cpp's AVX-512 build.
-    model_->set_ggml_build(ggml_compat::GgmlBuild::kAvx512);
     vocab_ = std::make_unique<TokenizerSamplerVocab>(&model_->tokenizer());
   }
 
@@ -124,7 +121,9 @@ class SamplerGoldenTest : public ::testing::Test {
   std::string model_path_;
   std::unique_ptr<LlamaModel> model_;
   std::unique_ptr<TokenizerSamplerVocab> vocab_;
-  ThreadPool pool_{2};
+  // The reference is llama.cpp's AVX-512 build.
+  const ComputeBackendOptions compute_{
+      .num_threads = 3, .ggml_build = ggml_compat::GgmlBuild::kAvx512};
 };
 
 size_t SamplerGoldenTest::Replay(const json& c) {
@@ -146,7 +145,7 @@ size_t SamplerGoldenTest::Replay(const json& c) {
   options.layout = model_->KvLayoutFor(KvDtype::kF16);
   auto cache = KvCache::Create(options);
   EXPECT_TRUE(cache.ok());
-  InferenceContext ctx(model_.get(), cache->get(), &pool_);
+  InferenceContext ctx(model_.get(), cache->get(), compute_);
   std::vector<BatchToken> batch;
   for (size_t i = 0; i < prompt.size(); ++i) {
     batch.push_back(

@@ -1,10 +1,6 @@
 #include "model/kernels/compute_pool.h"
 
 #include <chrono>
-#include <cstdlib>
-#include <string_view>
-#include <map>
-#include <memory>
 
 #include "core/check.h"
 
@@ -45,7 +41,8 @@ thread_local bool t_in_pool_work = false;
 
 }  // namespace
 
-ComputePool::ComputePool(size_t num_workers) {
+ComputePool::ComputePool(size_t num_workers, bool spin)
+    : spin_time_(spin ? kSpinTime : std::chrono::microseconds(0)) {
   KV_CHECK_GE(num_workers, 1u) << "a ComputePool needs a worker";
   workers_.reserve(num_workers);
   for (size_t i = 0; i < num_workers; ++i) {
@@ -85,7 +82,7 @@ void ComputePool::WorkerLoop() {
   uint64_t seen = 0;
   for (;;) {
     uint64_t gen = generation_.load(std::memory_order_acquire);
-    const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
+    const auto spin_until = std::chrono::steady_clock::now() + spin_time_;
     for (uint32_t k = 1; gen == seen; ++k) {
       WaitStep(k);
       if (k % 64 == 0 && std::chrono::steady_clock::now() > spin_until) {
@@ -127,21 +124,6 @@ void ComputePool::Run(size_t n, Fn fn, const void* ctx) {
   for (uint32_t k = 0; num_done_.load(std::memory_order_acquire) < n; ++k) {
     WaitStep(k);
   }
-}
-
-ComputePool* ComputePool::Shared(size_t num_workers) {
-  static const bool kOff = [] {
-    const char* env = std::getenv("KVAULT_COMPUTE_POOL");
-    return env != nullptr && std::string_view(env) == "off";
-  }();
-  if (kOff) return nullptr;
-  static std::mutex mu;
-  // Never destroyed: workers may still be spinning at exit.
-  static auto* pools = new std::map<size_t, std::unique_ptr<ComputePool>>;
-  std::lock_guard<std::mutex> lock(mu);
-  std::unique_ptr<ComputePool>& pool = (*pools)[num_workers];
-  if (pool == nullptr) pool = std::make_unique<ComputePool>(num_workers);
-  return pool.get();
 }
 
 }  // namespace kvault::kernels

@@ -1,6 +1,6 @@
 // ComputePool: persistent workers for the short data-parallel loops of a
 // forward pass (a decode step runs ~60 MatMuls of a few microseconds each).
-// Unlike ThreadPool, which hands every loop to sleeping workers through a
+// Unlike a thread pool that hands every loop to sleeping workers through a
 // queue and condition variables (tens of microseconds to wake them), the
 // workers spin for a while after each loop waiting for the next one, then
 // sleep on a futex, so back-to-back loops start in well under a microsecond.
@@ -8,6 +8,7 @@
 #define KVAULT_MODEL_KERNELS_COMPUTE_POOL_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -21,8 +22,11 @@ class ComputePool {
   // A loop body: fn(ctx, i) for one index i.
   using Fn = void (*)(const void* ctx, size_t i);
 
-  // Starts `num_workers` (>= 1) worker threads.
-  explicit ComputePool(size_t num_workers);
+  // Starts `num_workers` (>= 1) worker threads. With `spin` an idle worker
+  // spins for a while before sleeping (the point of this pool); without,
+  // it sleeps almost at once, which suits oversubscribed machines, where
+  // spinning workers take cores from the threads they wait for.
+  explicit ComputePool(size_t num_workers, bool spin = true);
   // Stops and joins the workers. No Run may be in progress.
   ~ComputePool();
   ComputePool(const ComputePool&) = delete;
@@ -44,18 +48,12 @@ class ComputePool {
         &fn);
   }
 
-  // Returns the process-wide pool with `num_workers` workers, created on
-  // first use and kept for the life of the process; null when the
-  // environment sets KVAULT_COMPUTE_POOL=off (callers then use their
-  // ThreadPool: for comparing the two, and for oversubscribed machines,
-  // where spinning workers lose to sleeping ones).
-  static ComputePool* Shared(size_t num_workers);
-
  private:
   void WorkerLoop();
   // Claims and runs indices of the current loop until none are left.
   void RunIndices();
 
+  const std::chrono::microseconds spin_time_;  // before an idle worker sleeps
   std::mutex run_mu_;  // one Run at a time; others run inline
   // Bumped to publish a loop (and to stop); workers wait for it to change.
   std::atomic<uint64_t> generation_{0};

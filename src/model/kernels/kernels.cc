@@ -1,14 +1,11 @@
 #include "model/kernels/kernels.h"
 
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "core/check.h"
 #include "core/float16.h"
-#include "core/thread_pool.h"
 #include "kv/kv_dtype.h"
 #include "model/kernels/compute_pool.h"
 #include "model/kernels/kernel_table.h"
@@ -85,44 +82,27 @@ const KernelTable* MergedAvx512Table() {
   return &kMerged;
 }
 
-// Returns the table named `name` when compiled in and supported, else null.
-const KernelTable* TableByName(std::string_view name) {
-  if (name == "scalar") return ScalarKernelTable();
-  if (name == "avx2" && CpuHasAvx2() && Avx2KernelTable() != nullptr) {
-    return MergedAvx2Table();
-  }
-  if (name == "avx512" && CpuHasAvx512() && Avx512KernelTable() != nullptr &&
-      Avx2KernelTable() != nullptr) {
-    return MergedAvx512Table();
+// Returns the table of `isa` when compiled in and supported, else null.
+const KernelTable* TableFor(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar:
+      return ScalarKernelTable();
+    case Isa::kAvx2:
+      if (CpuHasAvx2() && Avx2KernelTable() != nullptr) {
+        return MergedAvx2Table();
+      }
+      return nullptr;
+    case Isa::kAvx512:
+      if (CpuHasAvx512() && Avx512KernelTable() != nullptr &&
+          Avx2KernelTable() != nullptr) {
+        return MergedAvx512Table();
+      }
+      return nullptr;
   }
   return nullptr;
 }
 
-// The best table the CPU supports; KVAULT_KERNELS=scalar|avx2|avx512 picks
-// a lower one (e.g. to measure the AVX2 path on an AVX-512 machine).
-const KernelTable* BestTable() {
-  static const KernelTable* const kBest = [] {
-    if (const char* env = std::getenv("KVAULT_KERNELS")) {
-      if (const KernelTable* t = TableByName(env)) return t;
-    }
-    for (std::string_view name : {"avx512", "avx2"}) {
-      if (const KernelTable* t = TableByName(name)) return t;
-    }
-    return ScalarKernelTable();
-  }();
-  return kBest;
-}
-
-std::atomic<const KernelTable*> g_table{nullptr};
-
-const KernelTable& Table() {
-  const KernelTable* t = g_table.load(std::memory_order_relaxed);
-  if (t == nullptr) {
-    t = BestTable();
-    g_table.store(t, std::memory_order_relaxed);
-  }
-  return *t;
-}
+constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
 
 // The activation format a weight kind pairs with (see quant_scalar.h).
 // BF16 weights take activations rounded to bf16 (kept as f32 values), as
@@ -198,18 +178,18 @@ void RoundToBf16(const float* x, int64_t n, std::byte* out) {
 }
 
 // The quantizer of `activation` and its bytes for `cols` values.
-QuantizeFn ActivationQuantizer(Activation activation, int64_t cols,
-                               size_t* row_bytes) {
+QuantizeFn ActivationQuantizer(const KernelTable& table, Activation activation,
+                               int64_t cols, size_t* row_bytes) {
   switch (activation) {
     case Activation::kQ8_0:
       *row_bytes = cols / kQ8_0BlockElems * kQ8_0BlockBytes;
-      return Table().quantize_q8_0;
+      return table.quantize_q8_0;
     case Activation::kQ8_1:
       *row_bytes = cols / kBlock32 * q8_1::kBytes;
-      return Table().quantize_q8_1;
+      return table.quantize_q8_1;
     case Activation::kQ8_K:
       *row_bytes = cols / kBlockK * q8_k::kBytes;
-      return Table().quantize_q8_k;
+      return table.quantize_q8_k;
     case Activation::kBf16:
       *row_bytes = cols * sizeof(float);
       return RoundToBf16;
@@ -220,28 +200,22 @@ QuantizeFn ActivationQuantizer(Activation activation, int64_t cols,
   return nullptr;
 }
 
-// Runs fn(i) for i < n on as many threads as `pool` has (and the caller),
-// or inline without one. The loops run on the spinning ComputePool of that
-// size rather than on `pool` itself: waking ThreadPool's sleeping workers
-// costs more than a decode step's small MatMuls take.
+// Runs fn(i) for i < n on `pool`'s workers and the caller, or inline
+// without a pool.
 template <typename Fn>
-void RunParallel(ThreadPool* pool, int64_t n, const Fn& fn) {
+void RunParallel(ComputePool* pool, int64_t n, const Fn& fn) {
   if (pool == nullptr || n <= 1) {
     for (int64_t i = 0; i < n; ++i) fn(i);
     return;
   }
-  auto body = [&fn](size_t i) { fn(static_cast<int64_t>(i)); };
-  if (ComputePool* compute = ComputePool::Shared(pool->num_threads())) {
-    compute->ParallelFor(static_cast<size_t>(n), body);
-  } else {
-    pool->ParallelFor(0, static_cast<size_t>(n), body);
-  }
+  pool->ParallelFor(static_cast<size_t>(n),
+                    [&fn](size_t i) { fn(static_cast<int64_t>(i)); });
 }
 
 // Quantizes every token row of x with `quantize_fn` into rows of `qx`.
 void QuantizeActivations(QuantizeFn quantize_fn, const float* x, int64_t cols,
                          int64_t num_tokens, std::byte* qx, size_t q_row_bytes,
-                         ThreadPool* pool) {
+                         ComputePool* pool) {
   auto quantize = [&](int64_t t) {
     quantize_fn(x + t * cols, cols, qx + t * q_row_bytes);
   };
@@ -269,7 +243,7 @@ struct QuantizedCache {
 // this thread's next call.
 const std::byte* QuantizedActivations(QuantizeFn quantize_fn, const float* x,
                                       int64_t cols, int64_t num_tokens,
-                                      size_t q_row_bytes, ThreadPool* pool) {
+                                      size_t q_row_bytes, ComputePool* pool) {
   thread_local QuantizedCache cache;
   const size_t num_values = static_cast<size_t>(cols * num_tokens);
   if (cache.quantize_fn == quantize_fn && cache.x == x && cache.cols == cols &&
@@ -288,32 +262,72 @@ const std::byte* QuantizedActivations(QuantizeFn quantize_fn, const float* x,
   return cache.quantized.data();
 }
 
+// The rows MatMul's kernels read for x: x itself for f32 activations, else
+// x quantized to `activation`'s format. Sets *row_bytes to a row's bytes.
+const std::byte* MatMulActivations(const KernelTable& table,
+                                   Activation activation, const float* x,
+                                   int64_t cols, int64_t num_tokens,
+                                   ComputePool* pool, size_t* row_bytes) {
+  const QuantizeFn quantize =
+      ActivationQuantizer(table, activation, cols, row_bytes);
+  if (quantize == nullptr) return reinterpret_cast<const std::byte*>(x);
+  const int64_t block = activation == Activation::kQ8_K   ? kBlockK
+                        : activation == Activation::kBf16 ? 1
+                                                          : kBlock32;
+  KV_CHECK_EQ(cols % block, 0) << "quantized MatMul cols";
+  return QuantizedActivations(quantize, x, cols, num_tokens, *row_bytes, pool);
+}
+
+// Rows per work item for `rows` rows on `pool` (or one thread): about
+// kChunksPerThread items per thread, a multiple of kRowChunk.
+int64_t RowsPerChunk(int64_t rows, const ComputePool* pool) {
+  const int64_t num_threads =
+      pool == nullptr ? 1 : static_cast<int64_t>(pool->num_workers()) + 1;
+  const int64_t num_chunks_wanted = num_threads * kChunksPerThread;
+  const int64_t chunk = (rows + num_chunks_wanted - 1) / num_chunks_wanted;
+  return std::max<int64_t>(kRowChunk,
+                           (chunk + kRowChunk - 1) / kRowChunk * kRowChunk);
+}
+
 }  // namespace
 
-std::string_view ActiveIsa() { return Table().name; }
-
-void UseScalarKernels(bool scalar) {
-  g_table.store(scalar ? ScalarKernelTable() : BestTable(),
-                std::memory_order_relaxed);
+std::string_view IsaName(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar:
+      return "scalar";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
+  }
+  return "?";
 }
 
-bool UseKernelIsa(std::string_view name) {
-  const KernelTable* t = TableByName(name);
-  if (t == nullptr) return false;
-  g_table.store(t, std::memory_order_relaxed);
-  return true;
+std::optional<Isa> IsaFromName(std::string_view name) {
+  for (Isa isa : kAllIsas) {
+    if (IsaName(isa) == name) return isa;
+  }
+  return std::nullopt;
 }
 
-std::vector<std::string_view> SupportedIsas() {
-  std::vector<std::string_view> isas = {"scalar"};
-  for (std::string_view name : {"avx2", "avx512"}) {
-    if (TableByName(name) != nullptr) isas.push_back(name);
+std::vector<Isa> SupportedIsas() {
+  std::vector<Isa> isas;
+  for (Isa isa : kAllIsas) {
+    if (TableFor(isa) != nullptr) isas.push_back(isa);
   }
   return isas;
 }
 
-void MatMul(const MatrixView& w, const float* x, int64_t num_tokens, float* y,
-            ThreadPool* pool, std::span<const DotOrder> orders) {
+Isa BestIsa() { return SupportedIsas().back(); }
+
+Kernels::Kernels(Isa isa) : isa_(isa), table_(TableFor(isa)) {
+  KV_CHECK(table_ != nullptr)
+      << "kernel set " << IsaName(isa) << " not supported here";
+}
+
+void Kernels::MatMul(const MatrixView& w, const float* x, int64_t num_tokens,
+                     float* y, ComputePool* pool,
+                     std::span<const DotOrder> orders) const {
   if (w.rows <= 0 || num_tokens <= 0) return;
   KV_CHECK(orders.empty() || std::ssize(orders) == num_tokens)
       << "MatMul orders";
@@ -326,45 +340,28 @@ void MatMul(const MatrixView& w, const float* x, int64_t num_tokens, float* y,
   args.y = y;
   args.y_stride = w.rows;
   args.orders = orders.empty() ? nullptr : orders.data();
-  size_t x_row_bytes = 0;
-  const QuantizeFn quantize =
-      ActivationQuantizer(kind.activation, w.cols, &x_row_bytes);
-  args.x_row_bytes = x_row_bytes;
-  if (quantize != nullptr) {
-    const int64_t block = kind.activation == Activation::kQ8_K   ? kBlockK
-                          : kind.activation == Activation::kBf16 ? 1
-                                                                 : kBlock32;
-    KV_CHECK_EQ(w.cols % block, 0) << "quantized MatMul cols";
-    args.x = QuantizedActivations(quantize, x, w.cols, num_tokens, x_row_bytes,
-                                  pool);
-  } else {
-    args.x = reinterpret_cast<const std::byte*>(x);
-  }
-  const MatMulRowsFn rows_fn = Table().matmul[kind.kind];
+  args.x = MatMulActivations(*table_, kind.activation, x, w.cols, num_tokens,
+                             pool, &args.x_row_bytes);
+  const MatMulRowsFn rows_fn = table_->matmul[kind.kind];
   // Even a spinning pool costs ~a microsecond per loop; tiny products
   // (stories260K's) are faster on one thread. Results do not change.
   if (w.rows * w.cols * num_tokens < kMinParallelMacs) pool = nullptr;
-  const int64_t num_threads =
-      pool == nullptr ? 1 : static_cast<int64_t>(pool->num_threads()) + 1;
-  const int64_t num_chunks_wanted = num_threads * kChunksPerThread;
-  int64_t chunk = (w.rows + num_chunks_wanted - 1) / num_chunks_wanted;
-  chunk = std::max<int64_t>(kRowChunk,
-                            (chunk + kRowChunk - 1) / kRowChunk * kRowChunk);
+  const int64_t chunk = RowsPerChunk(w.rows, pool);
   const int64_t num_chunks = (w.rows + chunk - 1) / chunk;
   RunParallel(pool, num_chunks, [&](int64_t i) {
     rows_fn(args, i * chunk, std::min(w.rows, (i + 1) * chunk));
   });
 }
 
-bool PrefersGroups16(const MatrixView& w) {
-  if (w.layout != WeightLayout::kRows ||
+bool PrefersGroups16(const MatrixView& w, Isa isa) {
+  if (isa != Isa::kAvx512 || w.layout != WeightLayout::kRows ||
       (w.type != GgmlType::kQ4_K && w.type != GgmlType::kQ4_0)) {
     return false;
   }
   const GgmlTypeInfo& info = GetGgmlTypeInfo(w.type);
   const int64_t dense_row_bytes =
       w.cols / info.block_size * int64_t{info.bytes_per_block};
-  return ActiveIsa() == "avx512" && w.rows % 16 == 0 &&
+  return w.rows % 16 == 0 &&
          static_cast<int64_t>(w.row_bytes) == dense_row_bytes &&
          (info.bytes_per_block - Groups16HeadBytes(w.type)) % 4 == 0;
 }
@@ -399,43 +396,46 @@ void RewriteAsGroups16(std::span<std::byte> bytes, MatrixView* w) {
   w->layout = WeightLayout::kGroups16;
 }
 
-void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
-             float* out) {
-  Table().rms_norm(x, weight, n, eps, out);
+void Kernels::RmsNorm(const float* x, const float* weight, int64_t n, float eps,
+                      float* out) const {
+  table_->rms_norm(x, weight, n, eps, out);
 }
 
-void Softmax(float* x, int64_t n) { Table().softmax(x, n); }
+void Kernels::Softmax(float* x, int64_t n) const { table_->softmax(x, n); }
 
-void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
-  Table().silu_mul(gate, up, n, out);
+void Kernels::SiluMul(const float* gate, const float* up, int64_t n,
+                      float* out) const {
+  table_->silu_mul(gate, up, n, out);
 }
 
-float DotF32(const float* a, const float* b, int64_t n) {
-  return Table().dot_f32(a, b, n);
+float Kernels::DotF32(const float* a, const float* b, int64_t n) const {
+  return table_->dot_f32(a, b, n);
 }
 
-void Axpy(float a, const float* x, int64_t n, float* y) {
-  Table().axpy(a, x, n, y);
+void Kernels::Axpy(float a, const float* x, int64_t n, float* y) const {
+  table_->axpy(a, x, n, y);
 }
 
-float DotF16F32(const std::byte* a, const float* b, int64_t n) {
-  return Table().dot_f16_f32(a, b, n);
+float Kernels::DotF16F32(const std::byte* a, const float* b, int64_t n) const {
+  return table_->dot_f16_f32(a, b, n);
 }
 
-void AxpyF16(float s, const std::byte* x, int64_t n, float* y) {
-  Table().axpy_f16(s, x, n, y);
+void Kernels::AxpyF16(float s, const std::byte* x, int64_t n, float* y) const {
+  table_->axpy_f16(s, x, n, y);
 }
 
-void ExpF32(const float* x, int64_t n, float* out) { Table().exp(x, n, out); }
+void Kernels::ExpF32(const float* x, int64_t n, float* out) const {
+  table_->exp(x, n, out);
+}
 
-void QuantizeQ8_0(const float* x, int64_t n, std::byte* out) {
+void Kernels::QuantizeQ8_0(const float* x, int64_t n, std::byte* out) const {
   KV_CHECK_EQ(n % kQ8_0BlockElems, 0) << "QuantizeQ8_0 length";
-  Table().quantize_q8_0(x, n, out);
+  table_->quantize_q8_0(x, n, out);
 }
 
-void QuantizeQ8_K(const float* x, int64_t n, std::byte* out) {
+void Kernels::QuantizeQ8_K(const float* x, int64_t n, std::byte* out) const {
   KV_CHECK_EQ(n % kBlockK, 0) << "QuantizeQ8_K length";
-  Table().quantize_q8_k(x, n, out);
+  table_->quantize_q8_k(x, n, out);
 }
 
 }  // namespace kvault::kernels

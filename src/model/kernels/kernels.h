@@ -1,9 +1,10 @@
 // The compute kernels of the forward pass, behind one interface. Every
 // kernel has a scalar reference; SIMD versions (AVX2+FMA, AVX-512 where the
-// CPU has it) are chosen once at start-up by CPU detection. Shapes follow
-// ggml's convention for weights: a matrix is `rows` rows of `cols` values,
-// stored row-major in the ggml block layout of its type, so y = W x is one
-// dot product per row.
+// CPU has it) are picked by the caller, who holds the choice (a Kernels
+// value, ComputeBackend's in a forward pass). Shapes follow ggml's
+// convention for weights: a matrix is `rows` rows of `cols` values, stored
+// row-major in the ggml block layout of its type, so y = W x is one dot
+// product per row.
 //
 // Determinism contract (what "paging and batching are invisible" rests on):
 // for a given kernel table, the value computed for one output element
@@ -15,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -22,11 +24,10 @@
 #include "model/ggml_types.h"
 #include "model/kernels/dot_order.h"
 
-namespace kvault {
-class ThreadPool;
-}
-
 namespace kvault::kernels {
+
+class ComputePool;
+struct KernelTable;
 
 // How a matrix's blocks are arranged in memory.
 enum class WeightLayout : uint8_t {
@@ -53,70 +54,85 @@ struct MatrixView {
   WeightLayout layout = WeightLayout::kRows;
 };
 
-// Returns true when the active kernels multiply `w` (kRows) faster once
+// The instruction sets a kernel table exists for, in increasing order.
+enum class Isa : uint8_t { kScalar, kAvx2, kAvx512 };
+
+// Returns "scalar", "avx2" or "avx512".
+std::string_view IsaName(Isa isa);
+// Returns the set named `name`, or nullopt for a name that is none.
+std::optional<Isa> IsaFromName(std::string_view name);
+// Returns the sets this binary has and this CPU supports, kScalar first.
+std::vector<Isa> SupportedIsas();
+// Returns the best set this CPU supports (the last of SupportedIsas()).
+Isa BestIsa();
+
+// Returns true when the kernels of `isa` multiply `w` (kRows) faster once
 // rewritten as kGroups16 (today: Q4_0 and Q4_K with AVX-512 VNNI; rows a
 // multiple of 16, rows dense).
-bool PrefersGroups16(const MatrixView& w);
+bool PrefersGroups16(const MatrixView& w, Isa isa);
 // Rewrites w's bytes in place from kRows to kGroups16 and marks `w` so;
 // `bytes` is w's data, writable (w.rows * w.row_bytes bytes). Requires
-// PrefersGroups16(w) at some point (the layout is then valid on every
+// PrefersGroups16(w, isa) for some isa (the layout is then valid on every
 // ISA; others read it through the scalar kernels).
 void RewriteAsGroups16(std::span<std::byte> bytes, MatrixView* w);
 
-// Returns the name of the kernel set in use: "avx512", "avx2" or "scalar".
-std::string_view ActiveIsa();
-// Forces the scalar reference kernels (tests compare against them) or back
-// to the best the CPU supports. Not thread-safe with running kernels.
-void UseScalarKernels(bool scalar);
-// Selects the kernel set `name` ("scalar", "avx2", "avx512") when this
-// binary has it and the CPU supports it; returns false (changing nothing)
-// otherwise. Not thread-safe with running kernels.
-bool UseKernelIsa(std::string_view name);
-// Returns the kernel sets usable on this CPU, "scalar" first. The start-up
-// choice is the last one, unless the environment variable KVAULT_KERNELS
-// names another usable set.
-std::vector<std::string_view> SupportedIsas();
+// The kernels of one instruction set. A value (a table pointer), cheap to
+// copy; the choice is the caller's, so one process may run several sets
+// side by side (tests compare each with the scalar reference).
+class Kernels {
+ public:
+  // The kernels of `isa`. Requires isa in SupportedIsas().
+  explicit Kernels(Isa isa);
 
-// y[t, r] = sum_c W[r, c] * x[t, c] for t < num_tokens, r < w.rows.
-// x: [num_tokens, w.cols] f32; y: [num_tokens, w.rows] f32. Quantized
-// weights quantize x first (to Q8_0, Q8_1 or Q8_K blocks, the format
-// llama.cpp pairs with the weight type) and use integer dot products. `pool`
-// may be null (single-threaded); with a pool the rows are split over its
-// workers and the calling thread. Each y element is computed by the same
-// operations whatever num_tokens, the tiling or the split, namely those of its
-// token's order: `orders` holds num_tokens entries, or none for all kGemv.
-void MatMul(const MatrixView& w, const float* x, int64_t num_tokens, float* y,
-            ThreadPool* pool, std::span<const DotOrder> orders = {});
+  // Returns the instruction set.
+  Isa isa() const { return isa_; }
 
-// out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i], i < n.
-void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
-             float* out);
-// In place: x[i] = exp(x[i] - max) / sum, i < n.
-void Softmax(float* x, int64_t n);
-// out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)).
-void SiluMul(const float* gate, const float* up, int64_t n, float* out);
-// Returns sum_i a[i] * b[i] over f32 vectors.
-float DotF32(const float* a, const float* b, int64_t n);
-// y[i] += a * x[i].
-void Axpy(float a, const float* x, int64_t n, float* y);
-// Returns sum_i half(a[i]) * b[i]; `a` holds n IEEE fp16 values (a K row of
-// an F16 KV cache).
-float DotF16F32(const std::byte* a, const float* b, int64_t n);
-// y[i] += s * half(x[i]) (accumulating an F16 V row).
-void AxpyF16(float s, const std::byte* x, int64_t n, float* y);
-// out[i] = e^x[i], i < n (out may equal x). The SIMD sets use a polynomial
-// within ~2 ulp of std::exp (scalar: std::exp itself); e^-inf and anything
-// below -87.3 give 0. out[i] depends on x[i] only, never on n or i, so a
-// caller may batch any set of exponents (e.g. attention's online-softmax
-// rescales) without changing results.
-void ExpF32(const float* x, int64_t n, float* out);
-// Quantizes activations x[0, n) (n a multiple of 32) into n / 32 Q8_0
-// blocks at `out` (34 bytes each) the way llama.cpp's x86 build does,
-// bit-identical to QuantizeRowQ8_0Act (quant_scalar.h) on every ISA.
-void QuantizeQ8_0(const float* x, int64_t n, std::byte* out);
-// Q8_K activation blocks of x (n a multiple of 256) with the active
-// kernels (all give QuantizeRowQ8_K's bytes).
-void QuantizeQ8_K(const float* x, int64_t n, std::byte* out);
+  // y[t, r] = sum_c W[r, c] * x[t, c] for t < num_tokens, r < w.rows.
+  // x: [num_tokens, w.cols] f32; y: [num_tokens, w.rows] f32. Quantized
+  // weights quantize x first (to Q8_0, Q8_1 or Q8_K blocks, the format
+  // llama.cpp pairs with the weight type) and use integer dot products.
+  // `pool` may be null (single-threaded); with a pool the rows are split
+  // over its workers and the calling thread. Each y element is computed by
+  // the same operations whatever num_tokens, the tiling or the split,
+  // namely those of its token's order: `orders` holds num_tokens entries,
+  // or none for all kGemv.
+  void MatMul(const MatrixView& w, const float* x, int64_t num_tokens, float* y,
+              ComputePool* pool, std::span<const DotOrder> orders = {}) const;
+
+  // out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i], i < n.
+  void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
+               float* out) const;
+  // In place: x[i] = exp(x[i] - max) / sum, i < n.
+  void Softmax(float* x, int64_t n) const;
+  // out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)).
+  void SiluMul(const float* gate, const float* up, int64_t n, float* out) const;
+  // Returns sum_i a[i] * b[i] over f32 vectors.
+  float DotF32(const float* a, const float* b, int64_t n) const;
+  // y[i] += a * x[i].
+  void Axpy(float a, const float* x, int64_t n, float* y) const;
+  // Returns sum_i half(a[i]) * b[i]; `a` holds n IEEE fp16 values (a K row
+  // of an F16 KV cache).
+  float DotF16F32(const std::byte* a, const float* b, int64_t n) const;
+  // y[i] += s * half(x[i]) (accumulating an F16 V row).
+  void AxpyF16(float s, const std::byte* x, int64_t n, float* y) const;
+  // out[i] = e^x[i], i < n (out may equal x). The SIMD sets use a
+  // polynomial within ~2 ulp of std::exp (scalar: std::exp itself); e^-inf
+  // and anything below -87.3 give 0. out[i] depends on x[i] only, never on
+  // n or i, so a caller may batch any set of exponents (e.g. attention's
+  // online-softmax rescales) without changing results.
+  void ExpF32(const float* x, int64_t n, float* out) const;
+  // Quantizes activations x[0, n) (n a multiple of 32) into n / 32 Q8_0
+  // blocks at `out` (34 bytes each) the way llama.cpp's x86 build does,
+  // bit-identical to QuantizeRowQ8_0Act (quant_scalar.h) on every ISA.
+  void QuantizeQ8_0(const float* x, int64_t n, std::byte* out) const;
+  // Q8_K activation blocks of x (n a multiple of 256); every set gives
+  // QuantizeRowQ8_K's bytes.
+  void QuantizeQ8_K(const float* x, int64_t n, std::byte* out) const;
+
+ private:
+  Isa isa_;
+  const KernelTable* table_;
+};
 
 }  // namespace kvault::kernels
 

@@ -1,0 +1,87 @@
+#include "model/compute_backend.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "core/check.h"
+#include "core/log.h"
+
+namespace kvault {
+namespace {
+
+// The set KVAULT_KERNELS names when this CPU supports it, else nullopt (a
+// warning names an unknown or unsupported set, which the default replaces).
+std::optional<kernels::Isa> IsaFromEnvironment() {
+  const char* env = std::getenv("KVAULT_KERNELS");
+  if (env == nullptr) return std::nullopt;
+  const std::optional<kernels::Isa> isa = kernels::IsaFromName(env);
+  const std::vector<kernels::Isa> supported = kernels::SupportedIsas();
+  if (!isa ||
+      std::find(supported.begin(), supported.end(), *isa) == supported.end()) {
+    KV_LOG(WARNING) << "KVAULT_KERNELS=" << env
+                    << " is not a kernel set this CPU supports; using "
+                    << kernels::IsaName(kernels::BestIsa());
+    return std::nullopt;
+  }
+  return isa;
+}
+
+}  // namespace
+
+ComputeBackendOptions ComputeBackendOptions::FromEnvironment() {
+  ComputeBackendOptions options;
+  if (const std::optional<kernels::Isa> isa = IsaFromEnvironment()) {
+    options.isa = *isa;
+  }
+  const char* pool = std::getenv("KVAULT_COMPUTE_POOL");
+  options.spin_workers = pool == nullptr || std::string_view(pool) != "off";
+  return options;
+}
+
+ComputeBackend::ComputeBackend(const ComputeBackendOptions& options)
+    : options_(options),
+      kernels_(options.isa),
+      ggml_isa_(options.isa == kernels::Isa::kAvx512 && !options.ggml_avx512
+                    ? kernels::Isa::kAvx2
+                    : options.isa) {
+  KV_CHECK_GE(options.num_threads, 1u) << "a ComputeBackend needs a thread";
+  if (options.num_threads > 1) {
+    pool_ = std::make_unique<kernels::ComputePool>(options.num_threads - 1,
+                                                   options.spin_workers);
+  }
+}
+
+void ComputeBackend::MatMul(const kernels::MatrixView& w, const float* x,
+                            std::span<const kernels::DotOrder> orders,
+                            float* y) const {
+  if (ggml_compat::Supports(w.type)) {
+    ggml_compat::MatMul(w, x, orders, y, ggml_isa_, pool_.get());
+    return;
+  }
+  kernels_.MatMul(w, x, static_cast<int64_t>(orders.size()), y, pool_.get(),
+                  orders);
+}
+
+void ComputeBackend::SwiGlu(const float* gate, const float* up, int64_t n,
+                            float* out) const {
+  ggml_compat::SwiGlu(gate, up, n, options_.ggml_build, ggml_isa_, out);
+}
+
+float ComputeBackend::DotF16(const std::byte* k, const float* q,
+                             int64_t n) const {
+  return ggml_compat::DotF16(k, q, n, ggml_isa_);
+}
+
+void ComputeBackend::ParallelFor(size_t n,
+                                 const std::function<void(size_t)>& fn) const {
+  if (pool_ == nullptr) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  pool_->ParallelFor(n, fn);
+}
+
+}  // namespace kvault
