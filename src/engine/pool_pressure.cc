@@ -188,11 +188,10 @@ void Engine::Impl::DropKv(Slot& slot, const char* why) {
 }
 
 bool Engine::Impl::MakeRoomForPlan(std::vector<Part>* plan) {
-  const uint64_t page_size = cache_->pool().page_size();
   while (!plan->empty()) {
     const uint64_t need = PagesNeeded(*plan);
     if (need <= cache_->pool().num_free_pages()) return true;
-    if (vault_->MakeRoom(need * page_size, kRoomProbeSeq).ok()) return true;
+    if (vault_->MakeRoom(need).ok()) return true;
     if (FreeOneIdleSlot()) continue;
     if (PreemptYoungest()) {
       *plan = PlanBatch();

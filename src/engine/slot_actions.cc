@@ -34,7 +34,7 @@ SeqId Engine::Impl::NextScratch() {
   const uint32_t span = kRestoreScratchSeq.value() - kFirstScratchSeq.value();
   while (true) {
     const SeqId seq(kFirstScratchSeq.value() + next_scratch_++ % span);
-    if (!scratch_slot_.contains(seq) && seq != kRoomProbeSeq) return seq;
+    if (!scratch_slot_.contains(seq)) return seq;
   }
 }
 

@@ -74,9 +74,7 @@ KvVault::KvVault(KvCache* cache, const KvVaultOptions& options,
       policy_(std::move(policy)) {}
 
 std::string KvVault::SeqLabel(SeqId seq) {
-  // The room probe stands for a whole batch, not a sequence; raw scratch
-  // ids read as garbage in a log line.
-  if (seq == kRoomProbeSeq) return "no sequence";
+  // Raw scratch ids read as garbage in a log line.
   if (IsScratchSeq(seq)) {
     return "scratch#" + std::to_string(seq.value() - kFirstScratchSeq.value());
   }
@@ -141,49 +139,19 @@ RestoreOptions KvVault::RoomForRestore(SeqId target, SeqId scratch,
                                        std::vector<Eviction>* evicted) {
   RestoreOptions options;
   options.make_room = [this, target, scratch, evicted](uint64_t num_tokens) {
-    const std::string what = "restore into " + Name(target);
-    Status room = MakeRoomFor(scratch, num_tokens, target, what, evicted);
-    if (room.ok() || !TargetPagesWouldFit(target, scratch, num_tokens)) {
-      return room;
-    }
-    // The target's old contents are about to be replaced, so its pages
-    // count as room too: spill them (a failed restore leaves them spilled,
-    // to come back on the slot's next use; a commit discards the copy).
-    StatusOr<Eviction> own = EvictForRestore(target);
-    if (!own.ok()) {
-      return room.WithContext("spilling the target's own KV failed too (" +
-                              std::string(own.status().message()) + ")");
-    }
-    evicted->push_back(*own);
-    return MakeRoomFor(scratch, num_tokens, target, what, evicted);
+    const uint64_t num_pages = cache_->table().PagesToGrow(scratch, num_tokens);
+    const RoomRequest request{num_pages,
+                              {target, scratch},
+                              target,
+                              "restore into " + Name(target) + " needs " +
+                                  std::to_string(num_tokens) + " cells (" +
+                                  std::to_string(num_pages) + " pages)"};
+    return MakeRoomFor(request, evicted);
   };
   // No tier could take the target's old KV: the restore may still replace
   // it in place, verifying the whole file before the old cells go.
   options.reuse_target_pages = true;
   return options;
-}
-
-bool KvVault::TargetPagesWouldFit(SeqId target, SeqId scratch,
-                                  uint64_t num_cells) const {
-  // Check first, as MakeRoomFor does: nothing moves unless it is enough.
-  if (!cache_->table().Contains(target) ||
-      StateBytes(target) > MaxTierBudget()) {
-    return false;
-  }
-  std::vector<SeqId> all = Candidates(scratch, target);
-  all.push_back(target);
-  return cache_->pool().num_free_pages() + PagesFreedByEvicting(all) >=
-         cache_->table().PagesToGrow(scratch, num_cells);
-}
-
-StatusOr<Eviction> KvVault::EvictForRestore(SeqId target) {
-  // The engine marks a restore's target active against other evictions;
-  // the restore itself may move it out.
-  const bool active = MetaOf(target).active;
-  meta_[target].active = false;
-  StatusOr<Eviction> evicted = Evict(target);
-  meta_[target].active = active;
-  return evicted;
 }
 
 StatusOr<VaultRestoreResult> KvVault::FinishRestore(
@@ -204,73 +172,122 @@ StatusOr<VaultRestoreResult> KvVault::FinishRestore(
   return result;
 }
 
-Status KvVault::MakeRoom(uint64_t num_cells, SeqId exclude) {
+Status KvVault::MakeRoom(uint64_t num_pages, std::span<const SeqId> protect) {
+  const RoomRequest request{
+      num_pages,
+      {protect.begin(), protect.end()},
+      std::nullopt,
+      "making room for " + std::to_string(num_pages) + " pages"};
   std::vector<Eviction> evicted;
-  const std::string what =
-      IsScratchSeq(exclude)
-          ? "room for " + std::to_string(num_cells) + " cells"
-          : "append to " + Name(exclude);
-  Status status = MakeRoomFor(exclude, num_cells, exclude, what, &evicted);
+  Status status = MakeRoomFor(request, &evicted);
   last_evictions_ = std::move(evicted);
   return status;
 }
 
-Status KvVault::MakeRoomFor(SeqId grow, uint64_t num_cells, SeqId protect,
-                            std::string_view what,
+// The room ladder, in the manner of LevelDB's MakeRoomForWrite: every turn
+// takes the first rung that applies, and only the last one gives up.
+Status KvVault::MakeRoomFor(const RoomRequest& request,
                             std::vector<Eviction>* evicted) {
-  if (HasRoom(grow, num_cells)) return Status::Ok();
-  const std::vector<SeqId> order = Candidates(grow, protect);
-  const uint64_t needed = cache_->table().PagesToGrow(grow, num_cells);
-  const uint64_t num_free = cache_->pool().num_free_pages();
-  const uint64_t evictable = PagesFreedByEvicting(order);
-  if (num_free + evictable < needed) {
-    return ResourceExhaustedError(
-        std::string(what) + " needs " + std::to_string(num_cells) + " cells (" +
-        std::to_string(needed) + " pages); free " + std::to_string(num_free) +
-        " pages, evictable " + std::to_string(evictable) + " pages");
-  }
+  std::vector<SeqId> order;  // what to evict, in turn
+  bool checked = false;
+  size_t next = 0;
   Status first_error;
-  for (SeqId seq : order) {
-    if (HasRoom(grow, num_cells)) return Status::Ok();
-    StatusOr<Eviction> eviction = Evict(seq);
-    if (eviction.ok()) {
-      evicted->push_back(*eviction);
-      continue;
+  while (true) {
+    if (CanPlace(request.num_pages)) {
+      return Status::Ok();
+    } else if (!checked) {
+      // Check first: nothing moves unless evicting would be enough.
+      order = Candidates(request.protect);
+      KV_RETURN_IF_ERROR(CheckRoomReachable(request, &order, evicted));
+      checked = true;
+    } else if (next < order.size()) {
+      const SeqId seq = order[next++];
+      StatusOr<Eviction> eviction = EvictForRoom(seq, request);
+      if (eviction.ok()) {
+        evicted->push_back(*eviction);
+        continue;
+      }
+      // The sequence stays resident; later candidates may still free enough.
+      KV_LOG(WARNING) << request.need << ": could not evict " << Name(seq)
+                      << ": " << eviction.status();
+      if (first_error.ok()) first_error = eviction.status();
+    } else if (!first_error.ok()) {
+      return first_error.WithContext(request.need + ": evicting");
+    } else {
+      return ResourceExhaustedError(
+          request.need + "; no room after evicting " +
+          std::to_string(evicted->size()) + " sequences: " +
+          cache_->table().policy().DescribeFailure(
+              cache_->pool(), static_cast<uint32_t>(request.num_pages)));
     }
-    // The sequence stays resident; later candidates may still free enough.
-    KV_LOG(WARNING) << what << ": could not evict " << Name(seq) << ": "
-                    << eviction.status();
-    if (first_error.ok()) first_error = eviction.status();
   }
-  if (HasRoom(grow, num_cells)) return Status::Ok();
-  if (!first_error.ok()) {
-    return first_error.WithContext(std::string(what) + ": evicting");
-  }
-  return ResourceExhaustedError(
-      std::string(what) + " needs " + std::to_string(num_cells) +
-      " cells; no room after evicting " + std::to_string(evicted->size()) +
-      " sequences: " +
-      cache_->table().policy().DescribeFailure(cache_->pool(),
-                                               static_cast<uint32_t>(needed)));
 }
 
-bool KvVault::HasRoom(SeqId grow, uint64_t num_cells) const {
-  if (cache_->table().CanAppend(grow, num_cells)) return true;
-  // This policy defragments when a placement fails, so free pages suffice.
-  return cache_->MayMoveCellsOnAppend() &&
-         cache_->pool().num_free_pages() >=
-             cache_->table().PagesToGrow(grow, num_cells);
+Status KvVault::CheckRoomReachable(const RoomRequest& request,
+                                   std::vector<SeqId>* order,
+                                   std::vector<Eviction>* evicted) {
+  const uint64_t num_free = cache_->pool().num_free_pages();
+  const uint64_t evictable = PagesFreedByEvicting(*order);
+  const bool own = request.own.has_value() && Spillable(*request.own);
+  if (num_free + evictable >= request.num_pages) {
+    // The target's pages are the last resort should evictions fail.
+    if (own) order->push_back(*request.own);
+    return Status::Ok();
+  }
+  const Status short_of_room = ResourceExhaustedError(
+      request.need + "; free " + std::to_string(num_free) +
+      " pages, evictable " + std::to_string(evictable) + " pages");
+  if (!own) return short_of_room;
+  std::vector<SeqId> with_own = *order;
+  with_own.push_back(*request.own);
+  if (num_free + PagesFreedByEvicting(with_own) < request.num_pages) {
+    return short_of_room;
+  }
+  // Only with the target's own pages is it enough: they go first (a failed
+  // restore leaves them spilled, to come back on the slot's next use; a
+  // commit discards the copy).
+  StatusOr<Eviction> spilled = EvictForRoom(*request.own, request);
+  if (!spilled.ok()) {
+    return short_of_room.WithContext(
+        "spilling the target's own KV failed too (" +
+        std::string(spilled.status().message()) + ")");
+  }
+  evicted->push_back(*spilled);
+  return Status::Ok();
 }
 
-std::vector<SeqId> KvVault::Candidates(SeqId grow, SeqId protect) const {
-  const uint64_t max_budget = MaxTierBudget();
+StatusOr<Eviction> KvVault::EvictForRoom(SeqId seq,
+                                         const RoomRequest& request) {
+  if (seq != request.own) return Evict(seq);
+  // The engine marks a restore's target active against other evictions;
+  // the restore itself may move it out.
+  const bool active = MetaOf(seq).active;
+  meta_[seq].active = false;
+  StatusOr<Eviction> evicted = Evict(seq);
+  meta_[seq].active = active;
+  return evicted;
+}
+
+bool KvVault::CanPlace(uint64_t num_pages) const {
+  const PagePool& pool = cache_->pool();
+  if (num_pages > pool.num_free_pages()) return false;
+  // Such an Append defragments when a placement fails: free pages suffice.
+  if (cache_->MayMoveCellsOnAppend()) return true;
+  return cache_->table()
+      .policy()
+      .Choose(pool, static_cast<uint32_t>(num_pages))
+      .has_value();
+}
+
+std::vector<SeqId> KvVault::Candidates(std::span<const SeqId> protect) const {
   std::vector<SeqUsage> usages;
   for (SeqId seq : cache_->table().SequenceIds()) {
-    const uint64_t num_cells = cache_->table().Length(seq);
-    if (seq == grow || seq == protect || IsScratchSeq(seq) || num_cells == 0 ||
-        StateBytes(seq) > max_budget) {
+    if (IsScratchSeq(seq) ||
+        std::find(protect.begin(), protect.end(), seq) != protect.end()) {
       continue;
     }
+    const uint64_t num_cells = cache_->table().Length(seq);
+    if (num_cells == 0 || !Spillable(seq)) continue;
     const SeqMeta meta = MetaOf(seq);
     usages.push_back(SeqUsage{seq, meta.last_use, num_cells, meta.active});
   }
@@ -281,7 +298,11 @@ std::vector<SeqId> KvVault::Candidates(SeqId grow, SeqId protect) const {
   return order;
 }
 
-uint64_t KvVault::PagesFreedByEvicting(const std::vector<SeqId>& seqs) const {
+bool KvVault::Spillable(SeqId seq) const {
+  return cache_->table().Contains(seq) && StateBytes(seq) <= MaxTierBudget();
+}
+
+uint64_t KvVault::PagesFreedByEvicting(std::span<const SeqId> seqs) const {
   // A shared page frees only when every sequence holding it goes.
   std::unordered_map<uint32_t, uint32_t> holders;  // page -> evicted holders
   for (SeqId seq : seqs) {

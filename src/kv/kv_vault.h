@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,10 +46,6 @@
 #include "kv/state_file.h"
 
 namespace kvault {
-
-// A sequence id no slot or restore uses: asks MakeRoom for room for a
-// whole batch (engines skip it when they hand out scratch ids).
-inline constexpr SeqId kRoomProbeSeq{0xFFFFFF80u};
 
 struct KvVaultOptions {
   Env* env = nullptr;  // null: Env::Default()
@@ -109,7 +106,7 @@ class KvVault {
       std::unique_ptr<EvictionPolicy> policy = nullptr);
 
   // Returns the name of `seq` in messages: "seq#N", or "scratch#K" for a
-  // restore scratch id and "no sequence" for the engine's room probe.
+  // restore scratch id.
   static std::string SeqLabel(SeqId seq);
   // Marks `seq` as used now (the LRU clock).
   void Touch(SeqId seq);
@@ -172,10 +169,12 @@ class KvVault {
   // when it is already resident, NotFound when it is neither. On failure
   // the tier entry stays.
   StatusOr<std::optional<VaultRestoreResult>> EnsureResident(SeqId seq);
-  // Evicts idle sequences other than `exclude` until `exclude` can grow by
-  // `num_cells` cells; ResourceExhausted (evicting nothing) when even
-  // evicting all of them is not enough.
-  Status MakeRoom(uint64_t num_cells, SeqId exclude);
+  // Evicts idle sequences (not active, not scratch, not in `protect`) in
+  // the eviction policy's order until `num_pages` pages can be placed: that
+  // many free pages (under contiguous placement, one run of them).
+  // ResourceExhausted, evicting nothing, when even evicting every candidate
+  // would not free enough. Sets last_evictions().
+  Status MakeRoom(uint64_t num_pages, std::span<const SeqId> protect = {});
   // Drops `seq` from the cache and every tier (an explicit user erase).
   Status Erase(SeqId seq);
 
@@ -212,31 +211,45 @@ class KvVault {
           std::unique_ptr<EvictionPolicy> policy);
 
   // --- Room in the pool (kv_vault.cc) -------------------------------------
-  // Returns restore options whose make_room evicts for a restore into
+  // What MakeRoomFor is asked for.
+  struct RoomRequest {
+    uint64_t num_pages = 0;      // pages to place
+    std::vector<SeqId> protect;  // never evicted as candidates
+    // A restore's target (also protected): its old pages are replaced
+    // anyway, so they count as room when the candidates fall short.
+    std::optional<SeqId> own;
+    std::string need;  // how errors start: "restore into seq#2 needs ..."
+  };
+  // Returns restore options whose make_room makes room for a restore into
   // `target` reserving under `scratch`, recording evictions in `*evicted`.
   RestoreOptions RoomForRestore(SeqId target, SeqId scratch,
                                 std::vector<Eviction>* evicted);
-  // True when free pages plus evicting every candidate and `target` itself
-  // (resident, within a tier budget) would give `scratch` `num_cells`.
-  bool TargetPagesWouldFit(SeqId target, SeqId scratch,
-                           uint64_t num_cells) const;
-  // Spills the restore target `target` even when it is marked active.
-  StatusOr<Eviction> EvictForRestore(SeqId target);
   // Books a finished restore into `seq`: counters, last_evictions(), Touch;
   // on failure adds the evictions to the error.
   StatusOr<VaultRestoreResult> FinishRestore(
       SeqId seq, const StatusOr<RestoreResult>& restored,
       std::vector<Eviction> evicted);
-  // Evicts idle sequences (never `protect`, `grow` or scratch) until `grow`
-  // can take `num_cells` more cells; appends each eviction to `evicted`.
-  Status MakeRoomFor(SeqId grow, uint64_t num_cells, SeqId protect,
-                     std::string_view what, std::vector<Eviction>* evicted);
-  // Returns true when `grow` can take `num_cells` more cells now.
-  bool HasRoom(SeqId grow, uint64_t num_cells) const;
-  // Returns the evictable sequences, in eviction order.
-  std::vector<SeqId> Candidates(SeqId grow, SeqId protect) const;
+  // The room ladder: evicts until request.num_pages can be placed,
+  // appending each eviction to `evicted`; see kv_vault.cc.
+  Status MakeRoomFor(const RoomRequest& request,
+                     std::vector<Eviction>* evicted);
+  // The ladder's check-first rung: ResourceExhausted unless evicting all of
+  // `order` (and the target's own pages) would free enough; spills the
+  // target now when it must go first, else queues it last in `order`.
+  Status CheckRoomReachable(const RoomRequest& request,
+                            std::vector<SeqId>* order,
+                            std::vector<Eviction>* evicted);
+  // Evicts `seq` for `request` (its own target even when marked active).
+  StatusOr<Eviction> EvictForRoom(SeqId seq, const RoomRequest& request);
+  // Returns true when `num_pages` pages can be placed now.
+  bool CanPlace(uint64_t num_pages) const;
+  // Returns the idle resident sequences not in `protect`, in eviction order.
+  std::vector<SeqId> Candidates(std::span<const SeqId> protect) const;
+  // Returns true when evicting `seq` is possible: resident and within a tier
+  // budget.
+  bool Spillable(SeqId seq) const;
   // Returns how many pages evicting all of `seqs` would free.
-  uint64_t PagesFreedByEvicting(const std::vector<SeqId>& seqs) const;
+  uint64_t PagesFreedByEvicting(std::span<const SeqId> seqs) const;
   void RemoveFromTiers(SeqId seq, std::string_view why);
   SeqMeta MetaOf(SeqId seq) const;
 

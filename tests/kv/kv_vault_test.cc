@@ -463,19 +463,47 @@ TEST_F(KvVaultTest, SequenceLargerThanEveryTierIsNotEvictable) {
   EXPECT_TRUE(vault_->SpilledSequences().empty());
 }
 
-TEST_F(KvVaultTest, MakeRoomEvictsForAnAppendInLruOrder) {
+TEST_F(KvVaultTest, MakeRoomEvictsIdleSequencesInLruOrder) {
   MakeVault(1 << 20, 0);
   AddSequences({1, 2, 3, 4, 5}, 12);  // 15 of 16 pages
   vault_->Touch(SeqId(1));            // now seq 2 is least recently used
-  ASSERT_TRUE(vault_->MakeRoom(8, SeqId(5)).ok());
+  ASSERT_TRUE(vault_->MakeRoom(2).ok());
   EXPECT_EQ(Ids(vault_->last_evictions()), std::vector<uint32_t>{2});
-  AppendRandom(cache_.get(), SeqId(5), 8, 7);
-  EXPECT_TRUE(vault_->MakeRoom(0, SeqId(5)).ok());
+  EXPECT_EQ(cache_->pool().num_free_pages(), 4u);
+  AppendRandom(cache_.get(), SeqId(5), 8, 7);  // takes the 2 pages
+  EXPECT_TRUE(vault_->MakeRoom(0).ok());
+  EXPECT_TRUE(vault_->MakeRoom(2).ok());  // already free: evicts nothing
   EXPECT_TRUE(vault_->last_evictions().empty());
-  auto refused = vault_->MakeRoom(64, SeqId(5));
+  for (uint32_t id : {1, 2, 3, 4}) ExpectIntact(id);
+}
+
+// Protected and active sequences are never evicted, whatever their place in
+// the LRU order; a request even every candidate cannot meet evicts nothing.
+TEST_F(KvVaultTest, MakeRoomHonoursProtectAndActiveAndRefusesWholly) {
+  MakeVault(1 << 20, 0);
+  AddSequences({1, 2, 3, 4, 5}, 12);  // LRU order 1..5; 1 page free
+  vault_->SetActive(SeqId(2), true);
+  const std::vector<SeqId> protect = {SeqId(1), SeqId(3)};
+  ASSERT_TRUE(vault_->MakeRoom(4, protect).ok());
+  EXPECT_EQ(Ids(vault_->last_evictions()), std::vector<uint32_t>{4});
+  EXPECT_EQ(cache_->pool().num_free_pages(), 4u);
+
+  const state_test::CacheSnapshot before = state_test::TakeSnapshot(*cache_);
+  const Status refused = vault_->MakeRoom(8, protect);  // 4 free + seq 5's 3
   EXPECT_TRUE(refused.IsResourceExhausted()) << refused;
-  EXPECT_NE(refused.message().find("append to seq#5"), std::string::npos);
+  EXPECT_EQ(refused.message(),
+            "making room for 8 pages; free 4 pages, evictable 3 pages");
   EXPECT_TRUE(vault_->last_evictions().empty());
+  EXPECT_EQ(
+      state_test::DiffSnapshots(before, state_test::TakeSnapshot(*cache_)), "");
+
+  ASSERT_TRUE(vault_->MakeRoom(7, protect).ok());
+  EXPECT_EQ(Ids(vault_->last_evictions()), std::vector<uint32_t>{5});
+  for (uint32_t id : {1, 2, 3}) {
+    EXPECT_TRUE(cache_->table().Contains(SeqId(id))) << id;
+  }
+  vault_->SetActive(SeqId(2), false);
+  for (uint32_t id : {4, 5}) ExpectIntact(id);
 }
 
 TEST_F(KvVaultTest, EraseDropsFromCacheAndTiers) {
@@ -521,9 +549,9 @@ TEST_F(KvVaultTest, BeginRestoreEvictsIdleSequencesAndEndRestoreBooksIt) {
   EXPECT_TRUE(vault_->Save(kScratchA, "/saved/s").status().IsNotFound());
   EXPECT_TRUE(vault_->SnapshotForSave(kScratchA).status().IsNotFound());
   EXPECT_EQ(vault_->Erase(kScratchA).code(), StatusCode::kInvalidArgument);
-  EXPECT_TRUE(vault_->MakeRoom(4 * 4, SeqId(20)).ok());  // evicts 3 and 4
+  EXPECT_TRUE(vault_->MakeRoom(4).ok());  // evicts 3 and 4
   EXPECT_EQ(Ids(vault_->last_evictions()), (std::vector<uint32_t>{3, 4}));
-  EXPECT_TRUE(vault_->MakeRoom(7 * 4, SeqId(20)).IsResourceExhausted());
+  EXPECT_TRUE(vault_->MakeRoom(7).IsResourceExhausted());
   EXPECT_EQ(cache_->table().Length(kScratchA), 40u);
 
   const Status loaded = LoadOnThread(job->get());
