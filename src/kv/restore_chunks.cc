@@ -7,19 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "core/checksum.h"
+#include "kv/state_format.h"
 
 namespace kvault::state_internal {
 namespace {
 
 std::string Range(uint64_t begin, uint64_t end) {
   return "[" + std::to_string(begin) + ", " + std::to_string(end) + ")";
-}
-
-void AddToSummary(Xxh3Hasher& summary, uint64_t checksum) {
-  std::byte le[8];
-  StoreLe64(le, checksum);
-  summary.Update(le, sizeof(le));
 }
 
 // Returns the summary mismatch error of check 13, or OK.
@@ -64,9 +58,7 @@ Status VerifyChunks(const RandomAccessFile& file, const ValidatedFile& v,
                     const ChunkDoneFn& done) {
   const StateHeader& h = v.header;
   const uint64_t cell_bytes = h.layout.cell_bytes();
-  Xxh3Hasher summary;
-  AddToSummary(summary, v.header_checksum);
-  AddToSummary(summary, token_checksum);
+  std::vector<uint64_t> chunk_checksums;  // grows only as chunks verify
   for (uint64_t c = 0; c < h.num_chunks(); ++c) {
     const uint64_t t0 = c * h.tokens_per_chunk;
     const uint64_t t = h.chunk_tokens(c);
@@ -74,9 +66,10 @@ Status VerifyChunks(const RandomAccessFile& file, const ValidatedFile& v,
         buffer_for(c, t0, t).first(t * cell_bytes + 8);
     KV_ASSIGN_OR_RETURN(const uint64_t stored, ReadChunk(file, h, c, chunk));
     done(t0, t, chunk.data());
-    AddToSummary(summary, stored);
+    chunk_checksums.push_back(stored);
   }
-  return CheckSummary(v, summary.Digest());
+  return CheckSummary(
+      v, SummaryChecksum(v.header_checksum, token_checksum, chunk_checksums));
 }
 
 void ScatterChunk(std::span<const PageId> pages, uint32_t page_size,

@@ -391,4 +391,18 @@ uint64_t ChunkChecksum(std::span<const std::byte> payload, uint64_t c) {
   return Xxh3_64WithSeed(payload.data(), payload.size(), ChunkChecksumSeed(c));
 }
 
+uint64_t SummaryChecksum(uint64_t header_checksum, uint64_t token_checksum,
+                         std::span<const uint64_t> chunk_checksums) {
+  Xxh3Hasher hasher;
+  auto add = [&hasher](uint64_t checksum) {
+    std::byte le[8];
+    StoreLe64(le, checksum);
+    hasher.Update(le, sizeof(le));
+  };
+  add(header_checksum);
+  add(token_checksum);
+  for (uint64_t checksum : chunk_checksums) add(checksum);
+  return hasher.Digest();
+}
+
 }  // namespace kvault

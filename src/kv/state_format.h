@@ -120,6 +120,12 @@ void DecodeTokenRecords(std::span<const std::byte> records,
                         std::span<TokenPos> out);
 // Returns the checksum of chunk `c`'s payload (XXH3-64, seed c + 1).
 uint64_t ChunkChecksum(std::span<const std::byte> payload, uint64_t c);
+// Returns the trailer's summary checksum: XXH3-64 (seed 0) of the
+// little-endian u64s `header_checksum`, `token_checksum`, then every
+// chunk's checksum in order. The writer and check 13 both call it, so the
+// two cannot drift apart.
+uint64_t SummaryChecksum(uint64_t header_checksum, uint64_t token_checksum,
+                         std::span<const uint64_t> chunk_checksums);
 
 }  // namespace kvault
 

@@ -75,12 +75,6 @@ void GatherChunk(const KvStorage& storage, std::span<const CellRun> runs,
   }
 }
 
-void AddToSummary(Xxh3Hasher& summary, uint64_t checksum) {
-  std::byte le[8];
-  StoreLe64(le, checksum);
-  summary.Update(le, sizeof(le));
-}
-
 Status AppendAt(WritableFile* out, std::span<const std::byte> data,
                 uint64_t* offset, std::string_view what) {
   Status s = out->Append(data);
@@ -114,11 +108,12 @@ StatusOr<uint64_t> WriteTokenTable(std::span<const TokenPos> tokens,
   return checksum;
 }
 
-// Writes every chunk (payload + checksum), adding each checksum to `summary`.
+// Writes every chunk (payload + checksum), appending each checksum to
+// `checksums`.
 Status WriteChunks(const StateHeader& h, const KvStorage& storage,
                    std::span<const PageId> pages, uint32_t page_size,
                    std::span<std::byte> buffer, WritableFile* out,
-                   uint64_t* offset, Xxh3Hasher& summary) {
+                   uint64_t* offset, std::vector<uint64_t>* checksums) {
   const uint64_t cell_bytes = h.layout.cell_bytes();
   const uint64_t num_chunks = h.num_chunks();
   std::vector<CellRun> runs;
@@ -130,7 +125,7 @@ Status WriteChunks(const StateHeader& h, const KvStorage& storage,
     GatherChunk(storage, runs, payload.data());
     const uint64_t checksum = ChunkChecksum(payload, c);
     StoreLe64(payload.data() + payload.size(), checksum);
-    AddToSummary(summary, checksum);
+    checksums->push_back(checksum);
     KV_RETURN_IF_ERROR(AppendAt(
         out, buffer.first(payload.size() + 8), offset,
         "chunk " + std::to_string(c) + " of " + std::to_string(num_chunks)));
@@ -219,15 +214,16 @@ StatusOr<uint64_t> WriteSnapshot(const KvStorage& storage,
 
   uint64_t offset = 0;
   KV_RETURN_IF_ERROR(AppendAt(out, header, &offset, "header"));
-  Xxh3Hasher summary;
-  AddToSummary(summary, LoadLe64(header.data() + kStateHeaderBytes - 8));
   KV_ASSIGN_OR_RETURN(uint64_t token_checksum,
                       WriteTokenTable(snap.tokens, staging, out, &offset));
-  AddToSummary(summary, token_checksum);
+  std::vector<uint64_t> chunk_checksums;
+  chunk_checksums.reserve(h.num_chunks());
   KV_RETURN_IF_ERROR(WriteChunks(h, storage, snap.pages, snap.page_size,
-                                 staging, out, &offset, summary));
-  const auto trailer =
-      EncodeTrailer({offset + kStateTrailerBytes, summary.Digest()});
+                                 staging, out, &offset, &chunk_checksums));
+  const uint64_t summary =
+      SummaryChecksum(LoadLe64(header.data() + kStateHeaderBytes - 8),
+                      token_checksum, chunk_checksums);
+  const auto trailer = EncodeTrailer({offset + kStateTrailerBytes, summary});
   KV_RETURN_IF_ERROR(AppendAt(out, trailer, &offset, "trailer"));
   KV_CHECK_EQ(offset, h.file_bytes());
   return offset;

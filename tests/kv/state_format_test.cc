@@ -253,6 +253,20 @@ TEST(StateFormatTest, TrailerRoundTripAndCheck7) {
   EXPECT_NE(s.message().find("offset 976"), std::string::npos) << s;
 }
 
+// The spec's definition: XXH3-64, seed 0, over the little-endian u64s.
+TEST(StateFormatTest, SummaryChecksumHashesTheChecksumsInFileOrder) {
+  const uint64_t chunks[] = {0x0102030405060708u, 7u};
+  unsigned char le[4 * 8];
+  const uint64_t all[] = {0xaau, 0xbbu, chunks[0], chunks[1]};
+  for (int i = 0; i < 4; ++i) {
+    for (int b = 0; b < 8; ++b) le[8 * i + b] = (all[i] >> (8 * b)) & 0xff;
+  }
+  EXPECT_EQ(SummaryChecksum(0xaa, 0xbb, chunks), XXH3_64bits(le, sizeof(le)));
+  EXPECT_EQ(SummaryChecksum(0xaa, 0xbb, {}), XXH3_64bits(le, 16));
+  EXPECT_NE(SummaryChecksum(0xbb, 0xaa, chunks),
+            SummaryChecksum(0xaa, 0xbb, chunks));
+}
+
 TEST(StateFormatTest, ChooseTokensPerChunkBounds) {
   const KvLayout layout = state_test::SmallLayout();  // 512 bytes per cell
   ASSERT_EQ(layout.cell_bytes(), 512u);
