@@ -188,7 +188,7 @@ Status KvVault::MakeRoom(uint64_t num_pages, std::span<const SeqId> protect) {
 // takes the first rung that applies, and only the last one gives up.
 Status KvVault::MakeRoomFor(const RoomRequest& request,
                             std::vector<Eviction>* evicted) {
-  std::vector<SeqId> order = Candidates(request.protect);
+  std::vector<SeqId> order;  // what to evict, in turn
   bool checked = false;
   size_t next = 0;
   Status first_error;
@@ -197,6 +197,7 @@ Status KvVault::MakeRoomFor(const RoomRequest& request,
       return Status::Ok();
     } else if (!checked) {
       // Check first: nothing moves unless evicting would be enough.
+      order = Candidates(request.protect);
       KV_RETURN_IF_ERROR(CheckRoomReachable(request, &order, evicted));
       checked = true;
     } else if (next < order.size()) {
