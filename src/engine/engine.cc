@@ -139,7 +139,10 @@ Status Engine::Impl::Init() {
       MakeSchedulerOptions(), slot_kv_.get(), forward_.get(),
       &model_->tokenizer(), sampler_vocab_.get());
   RecoverSpilledSlots();
-  published_ = BuildSnapshot();
+  {
+    MutexLock lock(&mu_);
+    published_ = BuildSnapshot();
+  }
   io_threads_.emplace_back([this] { IoLoop(); });
   scheduler_thread_ = std::thread([this] { SchedulerLoop(); });
   return Status::Ok();
@@ -173,12 +176,12 @@ Engine::Impl::~Impl() { Shutdown(); }
 
 void Engine::Impl::Shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopped_) return;
     stopped_ = true;
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (scheduler_thread_.joinable()) scheduler_thread_.join();
 }
 
@@ -221,13 +224,13 @@ StatusOr<uint64_t> Engine::Impl::Post(
     std::function<Work(uint64_t task_id)> make) {
   uint64_t id = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_) return UnavailableError("engine is shut down");
     id = next_task_id_++;
     inbox_.work.push_back(make(id));
     wake_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   return id;
 }
 
@@ -242,11 +245,11 @@ StatusOr<uint64_t> Engine::Impl::Submit(CompletionParams params,
 
 void Engine::Impl::Cancel(uint64_t task_id) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     inbox_.cancels.insert(task_id);
     wake_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 template <typename T>
@@ -295,12 +298,12 @@ StatusOr<DefragReport> Engine::Impl::Defrag() {
 }
 
 std::vector<SlotInfo> Engine::Impl::Slots() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return published_.slots;
 }
 
 EngineMetrics Engine::Impl::Metrics() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   EngineMetrics metrics = published_.metrics;
   for (const Work& work : inbox_.work) {
     if (std::holds_alternative<CompletionWork>(work)) {
@@ -311,7 +314,7 @@ EngineMetrics Engine::Impl::Metrics() const {
 }
 
 KvMap Engine::Impl::GetKvMap() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return published_.map;
 }
 

@@ -13,17 +13,16 @@
 #ifndef KVAULT_ENGINE_ENGINE_IMPL_H_
 #define KVAULT_ENGINE_ENGINE_IMPL_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "core/mutex.h"
 #include "engine/engine.h"
 #include "engine/engine_ports.h"
 #include "engine/scheduler.h"
@@ -85,13 +84,14 @@ class Engine::Impl {
   // The checks Submit makes before queueing.
   Status ValidateParams(const CompletionParams& params) const;
   // Queues `work` for the scheduler thread; Unavailable after Shutdown.
-  StatusOr<uint64_t> Post(std::function<Work(uint64_t task_id)> make);
+  StatusOr<uint64_t> Post(std::function<Work(uint64_t task_id)> make)
+      EXCLUDES(mu_);
 
   // --- engine_loop.cc: threads, snapshots ---------------------------------
   // The scheduler thread: waits for input, feeds the scheduler, publishes.
   void SchedulerLoop();
   // Blocks until there is input or work (or a deadline); false on stop.
-  bool WaitForInput(Inbox* inbox);
+  bool WaitForInput(Inbox* inbox) EXCLUDES(mu_);
   // Hands `inbox` to the scheduler (finished I/O first).
   void Feed(Inbox inbox);
   // The I/O thread: runs queued tickets in order.
@@ -122,17 +122,17 @@ class Engine::Impl {
   std::unique_ptr<ModelForwardPass> forward_;
   std::unique_ptr<Scheduler> scheduler_;  // scheduler thread only
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;  // inbox_, wake_ or stopping_ changed
-  Inbox inbox_;
-  uint64_t next_task_id_ = 1;
-  bool wake_ = false;
-  bool stopping_ = false;
-  bool stopped_ = false;
-  Snapshot published_;
-  std::deque<IoTicket> io_queue_;
-  bool io_stopping_ = false;
-  std::condition_variable io_cv_;  // io_queue_ or io_stopping_ changed
+  mutable Mutex mu_;
+  CondVar cv_;  // inbox_, wake_ or stopping_ changed
+  Inbox inbox_ GUARDED_BY(mu_);
+  uint64_t next_task_id_ GUARDED_BY(mu_) = 1;
+  bool wake_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool stopped_ GUARDED_BY(mu_) = false;
+  Snapshot published_ GUARDED_BY(mu_);
+  std::deque<IoTicket> io_queue_ GUARDED_BY(mu_);
+  bool io_stopping_ GUARDED_BY(mu_) = false;
+  CondVar io_cv_;  // io_queue_ or io_stopping_ changed
   std::thread scheduler_thread_;
   std::vector<std::thread> io_threads_;  // one more per timed-out I/O
 };

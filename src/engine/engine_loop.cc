@@ -25,16 +25,16 @@ void Engine::Impl::SchedulerLoop() {
 }
 
 bool Engine::Impl::WaitForInput(Inbox* inbox) {
-  std::unique_lock<std::mutex> lock(mu_);
-  auto ready = [this] {
+  MutexLock lock(&mu_);
+  auto ready = [this]() REQUIRES(mu_) {
     return stopping_ || wake_ || scheduler_->HasWork();
   };
   // Slot I/O in flight: wake at its deadline even if nothing else
   // happens, so a stuck file never holds its caller forever.
   if (const auto deadline = scheduler_->jobs().NextDeadline()) {
-    cv_.wait_until(lock, *deadline, ready);
+    cv_.WaitUntil(&mu_, *deadline, ready);
   } else {
-    cv_.wait(lock, ready);
+    cv_.Wait(&mu_, ready);
   }
   if (stopping_) return false;
   wake_ = false;
@@ -67,29 +67,31 @@ void Engine::Impl::DispatchIo() {
   std::vector<IoTicket> tickets = scheduler_->jobs().TakeIo();
   if (tickets.empty()) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     io_queue_.insert(io_queue_.end(), tickets.begin(), tickets.end());
   }
-  io_cv_.notify_all();
+  io_cv_.SignalAll();
 }
 
 void Engine::Impl::IoLoop() {
   while (true) {
     IoTicket ticket;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      io_cv_.wait(lock, [this] { return io_stopping_ || !io_queue_.empty(); });
+      MutexLock lock(&mu_);
+      io_cv_.Wait(&mu_, [this]() REQUIRES(mu_) {
+        return io_stopping_ || !io_queue_.empty();
+      });
       if (io_queue_.empty()) return;
       ticket = io_queue_.front();
       io_queue_.pop_front();
     }
     Status status = ticket.job->Io();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       inbox_.io_done.emplace_back(ticket.id, std::move(status));
       wake_ = true;
     }
-    cv_.notify_all();
+    cv_.SignalAll();
   }
 }
 
@@ -100,20 +102,20 @@ void Engine::Impl::CancelEverything() {
   while (scheduler_->jobs().num_io_in_flight() > 0) {
     std::vector<std::pair<uint64_t, Status>> done;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return !inbox_.io_done.empty(); });
+      MutexLock lock(&mu_);
+      cv_.Wait(&mu_, [this]() REQUIRES(mu_) { return !inbox_.io_done.empty(); });
       done.swap(inbox_.io_done);
     }
     for (auto& [id, status] : done) scheduler_->jobs().OnIoDone(id, status);
     DispatchIo();
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     io_stopping_ = true;
     for (Work& work : inbox_.work) scheduler_->Enqueue(std::move(work));
     inbox_.work.clear();
   }
-  io_cv_.notify_all();
+  io_cv_.SignalAll();
   // A thread stuck in the filesystem was waited for above: shutting down
   // cannot free memory its I/O may still touch.
   for (std::thread& thread : io_threads_) {
@@ -129,7 +131,7 @@ void Engine::Impl::PublishAndDeliver() {
   DispatchIo();
   Snapshot snapshot = BuildSnapshot();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     published_ = std::move(snapshot);
   }
   Deliveries calls;
