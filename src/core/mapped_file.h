@@ -25,7 +25,8 @@ enum class LoadMode {
   // Read the file into private memory on transparent huge pages (where the
   // kernel grants them): costs a copy and the memory, but each TLB entry
   // then covers 2 MiB instead of 4 KiB, which speeds up streaming the bytes
-  // (a decode step reads every weight once; see docs/benchmarks.md).
+  // (a decode step reads every weight once; see docs/benchmark-log.md,
+  // 2026-12-03 17:00 UTC).
   kRead,
 };
 
