@@ -115,7 +115,7 @@ std::unique_ptr<KvCache> BuildCache(const CacheShape& shape) {
   KvCacheOptions options;
   options.num_pages = static_cast<uint32_t>(num_pages);
   options.page_size = kPageSize;
-  options.policy = "paged";
+  options.policy = KvPolicy::kPaged;
   options.layout = shape.layout;
   StatusOr<std::unique_ptr<KvCache>> cache = KvCache::Create(options);
   FUZZ_ASSERT(cache.ok());

@@ -77,7 +77,7 @@ class FaultInjectingEnv::MemSequentialFile final : public SequentialFile {
     return n;
   }
   Status Skip(uint64_t n) override {
-    std::lock_guard<std::mutex> lock(env_->mu_);
+    MutexLock lock(&env_->mu_);
     KV_RETURN_IF_ERROR(env_->CheckEpoch(epoch_, path_));
     const uint64_t size = inode_->contents.size();
     pos_ += std::min(n, size - std::min(pos_, size));
@@ -127,7 +127,7 @@ FaultInjectingEnv::~FaultInjectingEnv() = default;
 StatusOr<std::unique_ptr<WritableFile>> FaultInjectingEnv::NewWritableFile(
     const std::string& path) {
   constexpr std::string_view kOp = "open for writing";
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (current_.dirs.contains(path)) return ErrnoError(kOp, path, EISDIR);
   KV_RETURN_IF_ERROR(CheckParent(kOp, path));
   std::shared_ptr<Inode>& inode = current_.files[path];
@@ -142,7 +142,7 @@ StatusOr<std::unique_ptr<WritableFile>> FaultInjectingEnv::NewWritableFile(
 
 StatusOr<std::unique_ptr<SequentialFile>> FaultInjectingEnv::NewSequentialFile(
     const std::string& path) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   KV_ASSIGN_OR_RETURN(std::shared_ptr<Inode> inode,
                       FindFile("open for reading", path));
   return std::unique_ptr<SequentialFile>(
@@ -151,7 +151,7 @@ StatusOr<std::unique_ptr<SequentialFile>> FaultInjectingEnv::NewSequentialFile(
 
 StatusOr<std::unique_ptr<RandomAccessFile>>
 FaultInjectingEnv::NewRandomAccessFile(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   KV_ASSIGN_OR_RETURN(std::shared_ptr<Inode> inode,
                       FindFile("open for reading", path));
   const uint64_t size = inode->contents.size();
@@ -160,19 +160,19 @@ FaultInjectingEnv::NewRandomAccessFile(const std::string& path) {
 }
 
 bool FaultInjectingEnv::FileExists(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return current_.files.contains(path) || current_.dirs.contains(path);
 }
 
 StatusOr<uint64_t> FaultInjectingEnv::GetFileSize(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   KV_ASSIGN_OR_RETURN(std::shared_ptr<Inode> inode, FindFile("stat", path));
   return static_cast<uint64_t>(inode->contents.size());
 }
 
 StatusOr<std::vector<std::string>> FaultInjectingEnv::GetChildren(
     const std::string& dir) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (current_.files.contains(dir)) return ErrnoError("opendir", dir, ENOTDIR);
   if (!current_.dirs.contains(dir)) return ErrnoError("opendir", dir, ENOENT);
   std::vector<std::string> names;
@@ -190,7 +190,7 @@ StatusOr<std::vector<std::string>> FaultInjectingEnv::GetChildren(
 }
 
 Status FaultInjectingEnv::RemoveFile(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (current_.dirs.contains(path)) return ErrnoError("unlink", path, EISDIR);
   if (current_.files.erase(path) == 0) {
     KV_RETURN_IF_ERROR(CheckParent("unlink", path));
@@ -202,7 +202,7 @@ Status FaultInjectingEnv::RemoveFile(const std::string& path) {
 Status FaultInjectingEnv::RenameFile(const std::string& src,
                                      const std::string& dst) {
   const std::string what = src + " to " + dst;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (const FaultSpec* fault = Tick(Op::kRename)) {
     return InjectedFault(*fault, "rename", what);
   }
@@ -227,7 +227,7 @@ Status FaultInjectingEnv::RenameFile(const std::string& src,
 }
 
 Status FaultInjectingEnv::CreateDir(const std::string& dir) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (current_.dirs.contains(dir)) return Status::Ok();
   if (current_.files.contains(dir)) return ErrnoError("mkdir", dir, EEXIST);
   KV_RETURN_IF_ERROR(CheckParent("mkdir", dir));
@@ -236,7 +236,7 @@ Status FaultInjectingEnv::CreateDir(const std::string& dir) {
 }
 
 Status FaultInjectingEnv::SyncDir(const std::string& dir) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (const FaultSpec* fault = Tick(Op::kSyncDir)) {
     return InjectedFault(*fault, "fsync dir", dir);
   }
@@ -263,7 +263,7 @@ void FaultInjectingEnv::AdvanceMicros(uint64_t micros) {
 }
 
 void FaultInjectingEnv::SimulateCrash() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   current_ = durable_;
   PruneOrphans(current_);
   for (auto& [path, inode] : current_.files) inode->contents = inode->durable;
@@ -287,18 +287,18 @@ void FaultInjectingEnv::PruneOrphans(Namespace& ns) {
 }
 
 void FaultInjectingEnv::ClearFaults() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (Trigger& trigger : triggers_) trigger.armed = false;
 }
 
 uint64_t FaultInjectingEnv::CountOf(Op op) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return counts_[static_cast<size_t>(op)];
 }
 
 void FaultInjectingEnv::Arm(Op op, uint64_t n, const FaultSpec& spec) {
   KV_CHECK_GE(n, 1u) << "fault ordinals are 1-based";
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const size_t i = static_cast<size_t>(op);
   triggers_[i] =
       Trigger{.armed = true, .fail_at = counts_[i] + n, .spec = spec};
@@ -344,7 +344,7 @@ Status FaultInjectingEnv::CheckEpoch(uint64_t epoch,
 
 Status FaultInjectingEnv::FileAppend(const MemWritableFile& file,
                                      std::span<const std::byte> data) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   KV_RETURN_IF_ERROR(CheckEpoch(file.epoch_, file.path_));
   std::string& contents = file.inode_->contents;
   if (const FaultSpec* fault = Tick(Op::kAppend)) {
@@ -361,7 +361,7 @@ Status FaultInjectingEnv::FileAppend(const MemWritableFile& file,
 }
 
 Status FaultInjectingEnv::FileSync(const MemWritableFile& file) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   KV_RETURN_IF_ERROR(CheckEpoch(file.epoch_, file.path_));
   if (const FaultSpec* fault = Tick(Op::kSync)) {
     return InjectedFault(*fault, "fsync", file.path_);
@@ -375,7 +375,7 @@ StatusOr<size_t> FaultInjectingEnv::FileRead(uint64_t epoch,
                                              const Inode& inode,
                                              uint64_t offset,
                                              std::span<std::byte> out) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   KV_RETURN_IF_ERROR(CheckEpoch(epoch, path));
   if (const FaultSpec* fault = Tick(Op::kRead)) {
     return InjectedFault(*fault, "read", path);

@@ -36,11 +36,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 
 #include "core/env.h"
+#include "core/mutex.h"
 
 namespace kvault {
 
@@ -145,23 +145,24 @@ class FaultInjectingEnv final : public Env {
     FaultSpec spec;
   };
 
-  uint64_t CountOf(Op op) const;
-  void Arm(Op op, uint64_t n, const FaultSpec& spec);
+  uint64_t CountOf(Op op) const EXCLUDES(mu_);
+  void Arm(Op op, uint64_t n, const FaultSpec& spec) EXCLUDES(mu_);
   // Counts one call of `op`; returns the armed spec if this call must fail.
-  // Requires mu_.
-  const FaultSpec* Tick(Op op);
+  const FaultSpec* Tick(Op op) REQUIRES(mu_);
   // Returns 0 when the parent of `path` is a directory, else the errno
-  // (ENOENT, ENOTDIR) a syscall would report. Requires mu_.
-  int ParentErrno(const std::string& path) const;
-  // Returns OK when the parent of `path` is a directory. Requires mu_.
-  Status CheckParent(std::string_view op, const std::string& path) const;
+  // (ENOENT, ENOTDIR) a syscall would report.
+  int ParentErrno(const std::string& path) const REQUIRES(mu_);
+  // Returns OK when the parent of `path` is a directory.
+  Status CheckParent(std::string_view op, const std::string& path) const
+      REQUIRES(mu_);
   // Returns the inode of the regular file `path`, or the error `op` on it
-  // would get. Requires mu_.
+  // would get.
   StatusOr<std::shared_ptr<Inode>> FindFile(std::string_view op,
-                                            const std::string& path) const;
+                                            const std::string& path) const
+      REQUIRES(mu_);
   // Returns OK when a handle of crash generation `epoch` may still be used.
-  // Requires mu_.
-  Status CheckEpoch(uint64_t epoch, const std::string& path) const;
+  Status CheckEpoch(uint64_t epoch, const std::string& path) const
+      REQUIRES(mu_);
   static void PruneOrphans(Namespace& ns);
 
   // Entry points of the file handles.
@@ -172,12 +173,17 @@ class FaultInjectingEnv final : public Env {
                             const Inode& inode, uint64_t offset,
                             std::span<std::byte> out);
 
-  mutable std::mutex mu_;
-  Namespace current_;
-  Namespace durable_;
-  uint64_t epoch_ = 0;  // bumped by SimulateCrash() to orphan old handles
-  std::array<uint64_t, static_cast<size_t>(Op::kNumOps)> counts_{};
-  std::array<Trigger, static_cast<size_t>(Op::kNumOps)> triggers_{};
+  // Guards the namespaces, the counters and triggers, and the contents of
+  // every Inode (which handles share).
+  mutable Mutex mu_;
+  Namespace current_ GUARDED_BY(mu_);
+  Namespace durable_ GUARDED_BY(mu_);
+  // Bumped by SimulateCrash() to orphan old handles.
+  uint64_t epoch_ GUARDED_BY(mu_) = 0;
+  std::array<uint64_t, static_cast<size_t>(Op::kNumOps)> counts_
+      GUARDED_BY(mu_){};
+  std::array<Trigger, static_cast<size_t>(Op::kNumOps)> triggers_
+      GUARDED_BY(mu_){};
   std::atomic<uint64_t> now_micros_{0};
 };
 

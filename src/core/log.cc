@@ -11,15 +11,16 @@ namespace {
 
 std::atomic<int> g_min_level{static_cast<int>(LogLevel::kInfo)};
 
-// Guards the sink and serialises writes so lines never interleave. Function
-// statics so logging from other static initialisers is safe.
-std::mutex& SinkMutex() {
-  static std::mutex* const mu = new std::mutex();
-  return *mu;
-}
-LogSink& Sink() {
-  static LogSink* const sink = new LogSink();
-  return *sink;
+// The sink, and the lock that guards it and serialises writes so lines
+// never interleave. A function static (never destroyed) so that logging
+// from other static initialisers and destructors is safe.
+struct SinkState {
+  Mutex mu;
+  LogSink sink GUARDED_BY(mu);
+};
+SinkState& Sinks() {
+  static SinkState* const state = new SinkState();
+  return *state;
 }
 
 std::string_view BaseName(std::string_view path) {
@@ -68,14 +69,15 @@ LogLevel MinLogLevel() {
 }
 
 LogSink SetLogSink(LogSink sink) {
-  std::lock_guard<std::mutex> lock(SinkMutex());
-  return std::exchange(Sink(), std::move(sink));
+  SinkState& state = Sinks();
+  MutexLock lock(&state.mu);
+  return std::exchange(state.sink, std::move(sink));
 }
 
 ScopedLogCapture::ScopedLogCapture(LogLevel min_level)
     : previous_level_(MinLogLevel()) {
   previous_sink_ = SetLogSink([this](LogLevel, std::string_view line) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     lines_.emplace_back(line);
   });
   SetMinLogLevel(min_level);
@@ -87,7 +89,7 @@ ScopedLogCapture::~ScopedLogCapture() {
 }
 
 std::vector<std::string> ScopedLogCapture::lines() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return lines_;
 }
 
@@ -110,9 +112,10 @@ LogMessage::~LogMessage() {
   out += std::to_string(line_);
   out += "] ";
   out += stream_.str();
-  std::lock_guard<std::mutex> lock(SinkMutex());
-  if (Sink()) {
-    Sink()(level_, out);
+  SinkState& state = Sinks();
+  MutexLock lock(&state.mu);
+  if (state.sink) {
+    state.sink(level_, out);
     return;
   }
   out += '\n';

@@ -7,13 +7,13 @@
 #define KVAULT_CORE_LOG_H_
 
 #include <functional>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/check.h"
+#include "core/mutex.h"
 
 namespace kvault {
 
@@ -47,8 +47,8 @@ class ScopedLogCapture {
   std::vector<std::string> lines() const;
 
  private:
-  mutable std::mutex mu_;
-  std::vector<std::string> lines_;
+  mutable Mutex mu_;
+  std::vector<std::string> lines_ GUARDED_BY(mu_);
   LogSink previous_sink_;
   LogLevel previous_level_;
 };

@@ -34,7 +34,7 @@ EngineHost::EngineHost(std::unique_ptr<Engine> engine, Loader load,
 EngineHost::~EngineHost() { Shutdown(); }
 
 void EngineHost::SetHooks(Hooks hooks) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   hooks_ = std::move(hooks);
 }
 
@@ -49,17 +49,19 @@ EngineHost::Lease EngineHost::MakeLeaseLocked(bool waking) {
 }
 
 StatusOr<EngineHost::Lease> EngineHost::Wake() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return !loading_ || stopping_; });
+  MutexLock lock(&mu_);
+  cv_.Wait(&mu_, [this]() REQUIRES(mu_) { return !loading_ || stopping_; });
   if (stopping_) return UnavailableError("server is stopping");
   if (engine_ != nullptr) return MakeLeaseLocked(true);
   loading_ = true;
-  lock.unlock();
+  // Loads without the lock (it takes seconds); loading_ keeps a second
+  // Wake, the watcher and Shutdown waiting meanwhile.
+  mu_.Unlock();
   KV_LOG(INFO) << "waking up: loading the model";
   StatusOr<std::unique_ptr<Engine>> loaded = load_();
-  lock.lock();
+  mu_.Lock();
   loading_ = false;
-  cv_.notify_all();
+  cv_.SignalAll();
   if (!loaded.ok()) {
     KV_LOG(ERROR) << "waking up failed: " << loaded.status();
     return loaded.status();
@@ -75,33 +77,33 @@ StatusOr<EngineHost::Lease> EngineHost::Wake() {
 }
 
 EngineHost::Lease EngineHost::Peek() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (engine_ == nullptr || loading_) return Lease();
   return MakeLeaseLocked(false);
 }
 
 bool EngineHost::sleeping() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return engine_ == nullptr;
 }
 
 void EngineHost::ReleaseLease(bool waking) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   --leases_;
   if (waking) last_active_ = Clock::now();
-  cv_.notify_all();  // the watcher re-arms its deadline
+  cv_.SignalAll();  // the watcher re-arms its deadline
 }
 
 void EngineHost::Watch() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (!stopping_) {
     if (engine_ == nullptr || leases_ > 0) {
-      cv_.wait(lock);
+      cv_.Wait(&mu_);
       continue;
     }
     const Clock::time_point deadline = last_active_ + idle_;
     if (Clock::now() < deadline) {
-      cv_.wait_until(lock, deadline);
+      cv_.WaitUntil(&mu_, deadline);
       continue;
     }
     SleepLocked();
@@ -116,22 +118,23 @@ void EngineHost::SleepLocked() {
   if (hooks_.before_sleep) hooks_.before_sleep(*engine_);
   engine_->Shutdown();
   engine_.reset();
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void EngineHost::Shutdown() {
   std::unique_ptr<Engine> engine;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_ && !watcher_.joinable()) return;
     stopping_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   if (watcher_.joinable()) watcher_.join();
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return !loading_; });
-  engine = std::move(engine_);
-  lock.unlock();
+  {
+    MutexLock lock(&mu_);
+    cv_.Wait(&mu_, [this]() REQUIRES(mu_) { return !loading_; });
+    engine = std::move(engine_);
+  }
   if (engine != nullptr) engine->Shutdown();
 }
 

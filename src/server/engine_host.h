@@ -7,13 +7,12 @@
 #define KVAULT_SERVER_ENGINE_HOST_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "core/status_or.h"
+#include "core/mutex.h"
 #include "engine/engine.h"
 
 namespace kvault {
@@ -58,37 +57,37 @@ class EngineHost {
   EngineHost& operator=(const EngineHost&) = delete;
 
   // Installs the hooks (before any sleep can see the old ones).
-  void SetHooks(Hooks hooks);
+  void SetHooks(Hooks hooks) EXCLUDES(mu_);
   // Returns a lease on the engine, loading it first when asleep (one load
   // at a time; others wait for it). The load's error, or Unavailable after
   // Shutdown.
-  StatusOr<Lease> Wake();
+  StatusOr<Lease> Wake() EXCLUDES(mu_);
   // Returns a lease when awake (not loading), else an empty one; it does
   // not count as activity, so read-only requests let the server sleep.
-  Lease Peek();
+  Lease Peek() EXCLUDES(mu_);
   // Returns true while the engine is unloaded.
-  bool sleeping() const;
+  bool sleeping() const EXCLUDES(mu_);
   // Stops the watcher, then shuts down and frees the engine; Wake fails
   // afterwards. Idempotent.
-  void Shutdown();
+  void Shutdown() EXCLUDES(mu_);
 
  private:
-  void Watch();
-  void SleepLocked();
-  void ReleaseLease(bool waking);
-  Lease MakeLeaseLocked(bool waking);
+  void Watch() EXCLUDES(mu_);
+  void SleepLocked() REQUIRES(mu_);
+  void ReleaseLease(bool waking) EXCLUDES(mu_);
+  Lease MakeLeaseLocked(bool waking) REQUIRES(mu_);
 
   const Loader load_;
   const std::chrono::milliseconds idle_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::unique_ptr<Engine> engine_;  // null while asleep
-  Hooks hooks_;
-  int leases_ = 0;
-  bool loading_ = false;
-  bool stopping_ = false;
-  Clock::time_point last_active_;
-  std::thread watcher_;
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::unique_ptr<Engine> engine_ GUARDED_BY(mu_);  // null while asleep
+  Hooks hooks_ GUARDED_BY(mu_);
+  int leases_ GUARDED_BY(mu_) = 0;
+  bool loading_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  Clock::time_point last_active_ GUARDED_BY(mu_);
+  std::thread watcher_;  // started by the constructor, joined by Shutdown
 };
 
 }  // namespace kvault

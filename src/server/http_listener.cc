@@ -130,18 +130,23 @@ Status HttpListener::Bind() {
 HttpListener::~HttpListener() { Stop(milliseconds(0)); }
 
 void HttpListener::Stop(milliseconds grace) {
-  std::lock_guard<std::mutex> stop_lock(stop_mu_);
+  MutexLock stop_lock(&stop_mu_);
   if (stopped_) return;
   stopped_ = true;
   stop_.Trigger(grace);
   if (acceptor_.joinable()) acceptor_.join();
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    cv_.notify_all();
+    // Under the lock: a worker between its stopping() check and its wait
+    // would otherwise miss this wake-up.
+    MutexLock lock(&mu_);
+    cv_.SignalAll();
   }
   for (std::thread& t : workers_) t.join();
-  for (const Ready& r : queue_) close(r.fd);
-  queue_.clear();
+  {
+    MutexLock lock(&mu_);
+    for (const Ready& r : queue_) close(r.fd);
+    queue_.clear();
+  }
   if (listen_fd_ >= 0) close(listen_fd_);
   listen_fd_ = -1;
 }
@@ -242,15 +247,20 @@ bool HttpListener::ReadWaiting(Waiting& w) {
 }
 
 void HttpListener::Dispatch(Ready ready) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (busy_ >= options_.max_connections) {
-    lock.unlock();
+  bool full = false;
+  {
+    MutexLock lock(&mu_);
+    full = busy_ >= options_.max_connections;
+    if (!full) {
+      ++busy_;
+      queue_.push_back(std::move(ready));
+    }
+  }
+  if (full) {
     Reject(ready.fd);
     return;
   }
-  ++busy_;
-  queue_.push_back(std::move(ready));
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void HttpListener::Reject(int fd) {
@@ -294,8 +304,10 @@ void HttpListener::WorkerLoop() {
   while (true) {
     Ready ready;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return !queue_.empty() || stop_.stopping(); });
+      MutexLock lock(&mu_);
+      cv_.Wait(&mu_, [this]() REQUIRES(mu_) {
+        return !queue_.empty() || stop_.stopping();
+      });
       if (queue_.empty()) return;
       ready = std::move(queue_.front());
       queue_.pop_front();
@@ -303,7 +315,7 @@ void HttpListener::WorkerLoop() {
     HttpConnection(ready.fd, options_.connection, *callbacks_, &stop_,
                    ready.received)
         .Serve();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     --busy_;
   }
 }

@@ -14,15 +14,14 @@
 #define KVAULT_SERVER_HTTP_LISTENER_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status_or.h"
 #include "server/http_connection.h"
 #include "server/http_socket.h"
@@ -51,7 +50,7 @@ class HttpListener {
   // Stops accepting, closes connections waiting for input, lets responses
   // in progress write for at most `grace` more, and joins every thread.
   // Idempotent.
-  void Stop(std::chrono::milliseconds grace);
+  void Stop(std::chrono::milliseconds grace) EXCLUDES(stop_mu_, mu_);
 
  private:
   struct Lingering {
@@ -76,14 +75,14 @@ class HttpListener {
   void AcceptReady();
   // Reads what `w` has sent; returns false when it is to be closed.
   bool ReadWaiting(Waiting& w);
-  void Dispatch(Ready ready);
+  void Dispatch(Ready ready) EXCLUDES(mu_);
   // Answers 503 too_many_connections and closes `fd` after a short linger.
   void Reject(int fd);
   // Sends `response` (best effort), then lingers and closes `fd`.
   void Refuse(int fd, const std::string& response);
   void DrainLingering(const std::vector<bool>& readable);
   void DispatchWaiting(const std::vector<bool>& readable);
-  void WorkerLoop();
+  void WorkerLoop() EXCLUDES(mu_);
 
   ListenerOptions options_;
   const HttpCallbacks* callbacks_;
@@ -95,12 +94,12 @@ class HttpListener {
   std::vector<Lingering> lingering_;           // acceptor thread only
   std::vector<Waiting> waiting_;               // acceptor thread only
   HttpClock::time_point accept_paused_until_;  // acceptor thread only
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Ready> queue_;  // not yet taken by a worker
-  uint32_t busy_ = 0;      // queued + being served
-  std::mutex stop_mu_;
-  bool stopped_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<Ready> queue_ GUARDED_BY(mu_);  // not yet taken by a worker
+  uint32_t busy_ GUARDED_BY(mu_) = 0;        // queued + being served
+  Mutex stop_mu_;  // serialises Stop
+  bool stopped_ GUARDED_BY(stop_mu_) = false;
 };
 
 }  // namespace kvault

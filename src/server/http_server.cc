@@ -5,7 +5,6 @@
 #include <exception>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 
 #include "core/log.h"
 #include "server/http_auth.h"
@@ -73,7 +72,7 @@ class HttpServer::Impl {
   HttpRouter router_;
   HttpCallbacks callbacks_;
   std::unique_ptr<HttpListener> listener_;
-  std::mutex stop_mu_;
+  Mutex stop_mu_;  // serialises Stop
 };
 
 // Runs on the request head, before any body byte is read: CORS headers go
@@ -248,7 +247,7 @@ void HttpServer::Impl::SetEngineHost(EngineHost* host) {
   host->SetHooks(
       {.before_sleep =
            [&state](Engine& engine) {
-             std::lock_guard<std::mutex> lock(state.metrics_mu);
+             MutexLock lock(&state.metrics_mu);
              EngineMetrics m = engine.Metrics();
              AddCounters(state.counter_base, &m);
              state.counter_base = m;  // only its counters are used
@@ -258,7 +257,7 @@ void HttpServer::Impl::SetEngineHost(EngineHost* host) {
            },
        .after_wake =
            [&state](Engine& engine) {
-             std::lock_guard<std::mutex> lock(state.metrics_mu);
+             MutexLock lock(&state.metrics_mu);
              state.asleep_metrics.reset();
              state.asleep_slots.clear();
              state.engine.store(&engine);
@@ -268,7 +267,7 @@ void HttpServer::Impl::SetEngineHost(EngineHost* host) {
 }
 
 void HttpServer::Impl::Stop() {
-  std::lock_guard<std::mutex> lock(stop_mu_);
+  MutexLock lock(&stop_mu_);
   if (state_.stopping.exchange(true)) return;  // streams and waiters cancel
   listener_->Stop(milliseconds(state_.options.stop_grace_ms));
   KV_LOG(INFO) << "HTTP server stopped";

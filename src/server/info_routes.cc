@@ -145,7 +145,7 @@ void MetricsSnapshot(ServerState& state, EngineMetrics* m,
   EngineHost::Lease lease;  // keeps a sleeping server's engine alive
   const Engine* engine = state.engine.load();
   if (state.host != nullptr) engine = (lease = state.host->Peek()).engine();
-  std::lock_guard<std::mutex> lock(state.metrics_mu);
+  MutexLock lock(&state.metrics_mu);
   if (engine == nullptr) {
     *m = state.asleep_metrics.value_or(EngineMetrics());
     *slots = state.asleep_slots;
@@ -174,7 +174,7 @@ void HandleMetrics(ServerState& state, Response& res) {
   EngineMetrics window;
   {
     // As llama-server, each scrape starts a new throughput window.
-    std::lock_guard<std::mutex> lock(state.metrics_mu);
+    MutexLock lock(&state.metrics_mu);
     window = CounterDelta(metrics, state.last_scrape);
     state.last_scrape = metrics;
   }

@@ -9,12 +9,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <vector>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/mutex.h"
 #include "engine/engine.h"
 #include "server/chat_format.h"
 #include "server/chat_template.h"
@@ -57,11 +57,11 @@ struct ServerState {
   // /metrics' memory (under metrics_mu): the counters at the last scrape,
   // for the throughput window; the counters of engines unloaded by sleep;
   // while asleep, what the engine showed on entering sleep.
-  std::mutex metrics_mu;
-  EngineMetrics last_scrape;
-  EngineMetrics counter_base;
-  std::optional<EngineMetrics> asleep_metrics;
-  std::vector<SlotInfo> asleep_slots;
+  Mutex metrics_mu;
+  EngineMetrics last_scrape GUARDED_BY(metrics_mu);
+  EngineMetrics counter_base GUARDED_BY(metrics_mu);
+  std::optional<EngineMetrics> asleep_metrics GUARDED_BY(metrics_mu);
+  std::vector<SlotInfo> asleep_slots GUARDED_BY(metrics_mu);
 };
 
 // Returns true for the endpoints that answer without waking a sleeping

@@ -11,34 +11,35 @@ std::string SseData(const nlohmann::json& j) {
 bool QueueSink::OnToken(const TokenEvent& event) {
   if (client_gone_.load()) return false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     items_.push_back(Item{event, std::nullopt, std::nullopt});
   }
-  cv_.notify_one();
+  cv_.Signal();
   return true;
 }
 
 void QueueSink::OnPromptProgress(const PromptProgress& progress) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     items_.push_back(Item{std::nullopt, std::nullopt, progress});
   }
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void QueueSink::OnDone(const StatusOr<CompletionResult>& result) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     items_.push_back(Item{std::nullopt, result, std::nullopt});
     finished_ = true;
   }
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 std::vector<QueueSink::Item> QueueSink::Wait(
     std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, timeout, [this] { return !items_.empty(); });
+  MutexLock lock(&mu_);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  cv_.WaitUntil(&mu_, deadline, [this]() REQUIRES(mu_) { return !items_.empty(); });
   std::vector<Item> out;
   out.reserve(items_.size());
   for (Item& item : items_) out.push_back(std::move(item));
@@ -47,7 +48,7 @@ std::vector<QueueSink::Item> QueueSink::Wait(
 }
 
 bool QueueSink::finished() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return finished_;
 }
 

@@ -11,16 +11,15 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/mutex.h"
 #include "engine/engine.h"
 
 namespace kvault {
@@ -42,27 +41,29 @@ class QueueSink : public CompletionSink {
   };
 
   // Queues the token; returns false once the client is gone.
-  bool OnToken(const TokenEvent& event) override;
+  bool OnToken(const TokenEvent& event) override EXCLUDES(mu_);
   // Queues the progress report.
-  void OnPromptProgress(const PromptProgress& progress) override;
+  void OnPromptProgress(const PromptProgress& progress) override
+      EXCLUDES(mu_);
   // Queues the result and wakes the waiter.
-  void OnDone(const StatusOr<CompletionResult>& result) override;
+  void OnDone(const StatusOr<CompletionResult>& result) override
+      EXCLUDES(mu_);
 
   // Waits up to `timeout` for items and returns those queued (possibly
   // none), oldest first.
-  std::vector<Item> Wait(std::chrono::milliseconds timeout);
+  std::vector<Item> Wait(std::chrono::milliseconds timeout) EXCLUDES(mu_);
   // Makes every later OnToken return false (the client went away).
   void MarkClientGone() { client_gone_.store(true); }
   // Returns true once MarkClientGone was called.
   bool client_gone() const { return client_gone_.load(); }
   // Returns true once OnDone was called (its item may still be queued).
-  bool finished() const;
+  bool finished() const EXCLUDES(mu_);
 
  private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Item> items_;
-  bool finished_ = false;
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<Item> items_ GUARDED_BY(mu_);
+  bool finished_ GUARDED_BY(mu_) = false;
   std::atomic<bool> client_gone_{false};
 };
 

@@ -52,7 +52,7 @@ ComputePool::ComputePool(size_t num_workers, bool spin)
 
 ComputePool::~ComputePool() {
   {
-    std::lock_guard<std::mutex> lock(run_mu_);
+    MutexLock lock(&run_mu_);
     stopping_ = true;
     generation_.fetch_add(1);
     generation_.notify_all();
@@ -104,8 +104,10 @@ void ComputePool::WorkerLoop() {
 }
 
 void ComputePool::Run(size_t n, Fn fn, const void* ctx) {
-  std::unique_lock<std::mutex> lock(run_mu_, std::try_to_lock);
-  if (n <= 1 || t_in_pool_work || !lock.owns_lock()) {
+  // Inline: a trivial loop, a nested call from pool work, or another Run
+  // in progress.
+  const bool inline_only = n <= 1 || t_in_pool_work;
+  if (inline_only || !run_mu_.TryLock()) {
     for (size_t i = 0; i < n; ++i) fn(ctx, i);
     return;
   }
@@ -124,6 +126,7 @@ void ComputePool::Run(size_t n, Fn fn, const void* ctx) {
   for (uint32_t k = 0; num_done_.load(std::memory_order_acquire) < n; ++k) {
     WaitStep(k);
   }
+  run_mu_.Unlock();
 }
 
 }  // namespace kvault::kernels

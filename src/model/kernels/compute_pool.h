@@ -11,9 +11,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "core/mutex.h"
 
 namespace kvault::kernels {
 
@@ -39,7 +40,7 @@ class ComputePool {
   // calling thread; returns when all calls have returned. Thread-safe: when
   // another thread is inside Run (or a worker calls it), the loop runs on
   // the calling thread alone.
-  void Run(size_t n, Fn fn, const void* ctx);
+  void Run(size_t n, Fn fn, const void* ctx) EXCLUDES(run_mu_);
 
   // Calls fn(i) for every i in [0, n) as Run does.
   template <typename F>
@@ -54,7 +55,9 @@ class ComputePool {
   void RunIndices();
 
   const std::chrono::microseconds spin_time_;  // before an idle worker sleeps
-  std::mutex run_mu_;  // one Run at a time; others run inline
+  // One Run at a time; others run inline. Held by the Run that writes fn_
+  // and ctx_; the workers read those without it, ordered by work_ (below).
+  Mutex run_mu_;
   // Bumped to publish a loop (and to stop); workers wait for it to change.
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint32_t> num_sleeping_{0};
@@ -69,6 +72,8 @@ class ComputePool {
   // thread holding a claim (so never while Run rewrites them).
   Fn fn_ = nullptr;
   const void* ctx_ = nullptr;
+  // Set under run_mu_ by the destructor; workers read it after seeing the
+  // generation bump that publishes it.
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };
