@@ -1,5 +1,6 @@
 // KvVault: creation, bookkeeping, restores and making room in the pool.
-// Spilling to the tiers lives in kv_vault_spill.cc.
+// Evicting to the tiers lives in kv_vault_spill.cc, the tiers themselves in
+// spill_tiers.cc.
 #include "kv/kv_vault.h"
 
 #include <algorithm>
@@ -15,6 +16,23 @@ namespace kvault {
 namespace {
 
 std::string Name(SeqId seq) { return KvVault::SeqLabel(seq); }
+
+// Opens the tiers `options` asks for, in spill order: RAM, then disk.
+StatusOr<std::vector<std::unique_ptr<SpillTier>>> OpenTiers(
+    Env* env, const KvVaultOptions& options, const KvLayout& layout) {
+  std::vector<std::unique_ptr<SpillTier>> tiers;
+  if (options.ram_budget_bytes > 0) {
+    tiers.push_back(std::make_unique<RamTier>(options.ram_budget_bytes));
+  }
+  if (!options.disk_dir.empty()) {
+    KV_ASSIGN_OR_RETURN(
+        std::unique_ptr<DiskTier> disk,
+        DiskTier::Open(env, options.disk_dir, options.disk_budget_bytes, layout,
+                       options.fingerprint, options.save.sync));
+    tiers.push_back(std::move(disk));
+  }
+  return tiers;
+}
 
 // Returns "seq#1 -> ram, seq#2 -> disk".
 std::string Describe(const std::vector<Eviction>& evicted) {
@@ -41,21 +59,12 @@ StatusOr<std::unique_ptr<KvVault>> KvVault::Create(
                                 " needs disk_budget_bytes > 0");
   }
   if (policy == nullptr) policy = MakeLruEvictionPolicy();
+  Env* env = options.env != nullptr ? options.env : Env::Default();
+  KV_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<SpillTier>> tiers,
+                      OpenTiers(env, options, cache->storage()->layout()));
   std::unique_ptr<KvVault> vault(
-      new KvVault(cache, options, std::move(policy)));
-  if (options.ram_budget_bytes > 0) {
-    vault->tiers_.push_back(
-        std::make_unique<RamTier>(options.ram_budget_bytes));
-  }
-  if (!options.disk_dir.empty()) {
-    KV_ASSIGN_OR_RETURN(
-        std::unique_ptr<DiskTier> disk,
-        DiskTier::Open(vault->env_, options.disk_dir, options.disk_budget_bytes,
-                       cache->storage()->layout(), options.fingerprint,
-                       options.save.sync));
-    vault->tiers_.push_back(std::move(disk));
-  }
-  vault->counters_.resize(vault->tiers_.size());
+      new KvVault(cache, env, options, std::move(policy),
+                  SpillTiers(std::move(tiers), options.allow_drops)));
   const std::vector<SeqId> recovered = vault->SpilledSequences();
   if (!recovered.empty()) {
     KV_LOG(INFO) << "KvVault: " << recovered.size()
@@ -64,14 +73,14 @@ StatusOr<std::unique_ptr<KvVault>> KvVault::Create(
   return vault;
 }
 
-KvVault::KvVault(KvCache* cache, const KvVaultOptions& options,
-                 std::unique_ptr<EvictionPolicy> policy)
+KvVault::KvVault(KvCache* cache, Env* env, const KvVaultOptions& options,
+                 std::unique_ptr<EvictionPolicy> policy, SpillTiers spill_tiers)
     : cache_(cache),
-      env_(options.env != nullptr ? options.env : Env::Default()),
+      env_(env),
       fingerprint_(options.fingerprint),
       save_options_(options.save),
-      allow_drops_(options.allow_drops),
-      policy_(std::move(policy)) {}
+      policy_(std::move(policy)),
+      spill_tiers_(std::move(spill_tiers)) {}
 
 std::string KvVault::SeqLabel(SeqId seq) {
   // Raw scratch ids read as garbage in a log line.
@@ -102,7 +111,7 @@ StatusOr<VaultRestoreResult> KvVault::Restore(SeqId seq,
   StatusOr<RestoreResult> restored = RestoreSequenceFromFile(
       env_, path, fingerprint_, seq, cache_,
       RoomForRestore(seq, kRestoreScratchSeq, &evicted));
-  if (restored.ok()) RemoveFromTiers(seq, "restored from " + path);
+  if (restored.ok()) spill_tiers_.DiscardStale(seq, "restored from " + path);
   return FinishRestore(seq, restored, std::move(evicted));
 }
 
@@ -110,25 +119,19 @@ StatusOr<std::optional<VaultRestoreResult>> KvVault::EnsureResident(SeqId seq) {
   if (cache_->table().Contains(seq)) {
     return std::optional<VaultRestoreResult>();
   }
-  std::optional<size_t> t = TierOf(seq);
+  std::optional<size_t> t = spill_tiers_.TierOf(seq);
   if (!t) {
     return NotFoundError(Name(seq) + " is neither resident nor spilled");
   }
   const std::string where = "bringing back " + Name(seq) + " from the " +
-                            std::string(tiers_[*t]->name()) + " tier";
-  StatusOr<std::unique_ptr<RandomAccessFile>> file = tiers_[*t]->Open(seq);
+                            std::string(spill_tiers_.TierName(*t)) + " tier";
+  StatusOr<std::unique_ptr<RandomAccessFile>> file = spill_tiers_.Open(*t, seq);
   if (!file.ok()) return file.status().WithContext(where);
   std::vector<Eviction> evicted;
   StatusOr<RestoreResult> restored =
       RestoreSequence(**file, fingerprint_, seq, cache_,
                       RoomForRestore(seq, kRestoreScratchSeq, &evicted));
-  if (restored.ok()) {
-    ++counters_[*t].num_bring_backs;
-    KV_LOG(INFO) << "brought back " << Name(seq) << " (" << restored->num_tokens
-                 << " tokens, " << restored->bytes_read << " bytes) from the "
-                 << tiers_[*t]->name() << " tier";
-    RemoveFromTiers(seq, "brought back");
-  }
+  if (restored.ok()) spill_tiers_.BroughtBack(*t, seq, *restored);
   StatusOr<VaultRestoreResult> result =
       FinishRestore(seq, restored, std::move(evicted));
   if (!result.ok()) return result.status().WithContext(where);
@@ -299,7 +302,8 @@ std::vector<SeqId> KvVault::Candidates(std::span<const SeqId> protect) const {
 }
 
 bool KvVault::Spillable(SeqId seq) const {
-  return cache_->table().Contains(seq) && StateBytes(seq) <= MaxTierBudget();
+  return cache_->table().Contains(seq) &&
+         StateBytes(seq) <= spill_tiers_.MaxTierBudget();
 }
 
 uint64_t KvVault::PagesFreedByEvicting(std::span<const SeqId> seqs) const {
@@ -323,51 +327,24 @@ Status KvVault::Erase(SeqId seq) {
   }
   cache_->RemoveSequence(seq);
   meta_.erase(seq);
-  Status first_error;
-  for (auto& tier : tiers_) {
-    Status removed = tier->Remove(seq);
-    if (first_error.ok()) first_error = removed;
-  }
-  return first_error.WithContext("erasing " + Name(seq));
-}
-
-void KvVault::RemoveFromTiers(SeqId seq, std::string_view why) {
-  for (auto& tier : tiers_) {
-    Status removed = tier->Remove(seq);
-    if (!removed.ok()) {
-      // Only a stale copy is left behind; it occupies budget until replaced.
-      KV_LOG(WARNING) << Name(seq) << " " << why << ": removing its "
-                      << tier->name() << " tier entry failed: " << removed;
-    }
-  }
+  return spill_tiers_.Erase(seq).WithContext("erasing " + Name(seq));
 }
 
 bool KvVault::IsSpilled(SeqId seq) const {
-  return !cache_->table().Contains(seq) && TierOf(seq).has_value();
+  return !cache_->table().Contains(seq) && spill_tiers_.TierOf(seq).has_value();
 }
 
 std::vector<SeqId> KvVault::SpilledSequences() const {
   std::vector<SeqId> out;
-  for (const auto& tier : tiers_) {
-    for (const SpillEntryInfo& e : tier->Entries()) {
-      if (!cache_->table().Contains(e.seq)) out.push_back(e.seq);
-    }
+  for (SeqId seq : spill_tiers_.Sequences()) {
+    if (!cache_->table().Contains(seq)) out.push_back(seq);
   }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 
 VaultStats KvVault::Stats() const {
   VaultStats stats;
-  for (size_t t = 0; t < tiers_.size(); ++t) {
-    const SpillTier& tier = *tiers_[t];
-    const TierCounters& c = counters_[t];
-    stats.tiers.push_back(TierStats{
-        std::string(tier.name()), tier.budget_bytes(), tier.used_bytes(),
-        tier.Entries().size(), c.num_spills, c.spilled_bytes, c.num_bring_backs,
-        c.num_demotions, c.num_drops, c.dropped_bytes});
-  }
+  stats.tiers = spill_tiers_.Stats();
   stats.restores_ok = restores_ok_;
   stats.restores_failed = restores_failed_;
   stats.evictions = evictions_;

@@ -7,7 +7,10 @@
 // entries to disk; only when every tier is over budget is the least recently
 // used spilled entry dropped, which is counted and logged. A spilled
 // sequence comes back through the same validated restore path as a user's
-// saved slot (EnsureResident), without recompute.
+// saved slot (EnsureResident), without recompute. Which tier takes an
+// entry and what is demoted or dropped for it are decided by SpillTiers
+// (spill_tiers.h), which owns the tiers; the vault decides what leaves the
+// pool and when.
 //
 // Atomicity: a restore checks that free pages plus the pages evicting every
 // candidate would free can hold it before it evicts anything; a failed
@@ -42,7 +45,7 @@
 #include "kv/kv_cache.h"
 #include "kv/model_fingerprint.h"
 #include "kv/restore_job.h"
-#include "kv/spill_tier.h"
+#include "kv/spill_tiers.h"
 #include "kv/state_file.h"
 
 namespace kvault {
@@ -74,19 +77,6 @@ struct Eviction {
 // A restore's result plus the sequences evicted to make room for it.
 struct VaultRestoreResult : RestoreResult {
   std::vector<Eviction> evicted;
-};
-
-struct TierStats {
-  std::string name;
-  uint64_t budget_bytes = 0;
-  uint64_t used_bytes = 0;
-  uint64_t num_entries = 0;
-  uint64_t num_spills = 0;       // entries stored (evictions and demotions in)
-  uint64_t spilled_bytes = 0;    // their bytes
-  uint64_t num_bring_backs = 0;  // entries restored into the cache
-  uint64_t num_demotions = 0;    // entries moved from here to the next tier
-  uint64_t num_drops = 0;        // entries discarded: every tier over budget
-  uint64_t dropped_bytes = 0;
 };
 
 struct VaultStats {
@@ -198,17 +188,9 @@ class KvVault {
     uint64_t last_use = 0;
     bool active = false;
   };
-  struct TierCounters {
-    uint64_t num_spills = 0;
-    uint64_t spilled_bytes = 0;
-    uint64_t num_bring_backs = 0;
-    uint64_t num_demotions = 0;
-    uint64_t num_drops = 0;
-    uint64_t dropped_bytes = 0;
-  };
 
-  KvVault(KvCache* cache, const KvVaultOptions& options,
-          std::unique_ptr<EvictionPolicy> policy);
+  KvVault(KvCache* cache, Env* env, const KvVaultOptions& options,
+          std::unique_ptr<EvictionPolicy> policy, SpillTiers spill_tiers);
 
   // --- Room in the pool (kv_vault.cc) -------------------------------------
   // What MakeRoomFor is asked for.
@@ -250,35 +232,19 @@ class KvVault {
   bool Spillable(SeqId seq) const;
   // Returns how many pages evicting all of `seqs` would free.
   uint64_t PagesFreedByEvicting(std::span<const SeqId> seqs) const;
-  void RemoveFromTiers(SeqId seq, std::string_view why);
+  // Returns `seq`'s LRU stamp and active flag (defaults when unknown).
   SeqMeta MetaOf(SeqId seq) const;
 
   // --- Spilling (kv_vault_spill.cc) ---------------------------------------
   // Returns the size of `seq`'s state file as WriteSequenceState writes it.
   uint64_t StateBytes(SeqId seq) const;
-  // Returns the largest tier budget (0 without tiers).
-  uint64_t MaxTierBudget() const;
-  // Returns the index of the first tier holding `seq`.
-  std::optional<size_t> TierOf(SeqId seq) const;
-  // Writes resident `seq` (`num_bytes` <= tier t's budget) into tier `t`,
-  // making room there first, then removes it from the cache.
-  StatusOr<Eviction> SpillInto(size_t t, SeqId seq, uint64_t num_bytes);
-  // Frees room for `num_bytes` of `incoming` in tier `t` by demoting (or,
-  // from the last tier, dropping) its least recently used entries.
-  Status MakeTierRoom(size_t t, uint64_t num_bytes, SeqId incoming);
-  // Moves `entry` from tier `t` to tier t + 1.
-  Status Demote(size_t t, const SpillEntryInfo& entry);
-  // Discards `entry` from tier `t`, counting and logging it.
-  Status Drop(size_t t, const SpillEntryInfo& entry);
 
   KvCache* cache_;
   Env* env_;
   ModelFingerprint fingerprint_;
   SaveOptions save_options_;
-  bool allow_drops_ = true;
   std::unique_ptr<EvictionPolicy> policy_;
-  std::vector<std::unique_ptr<SpillTier>> tiers_;  // spill order
-  std::vector<TierCounters> counters_;             // [tiers_.size()]
+  SpillTiers spill_tiers_;
   std::map<SeqId, SeqMeta> meta_;
   uint64_t clock_ = 0;
   uint64_t restores_ok_ = 0;

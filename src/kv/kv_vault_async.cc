@@ -65,7 +65,7 @@ StatusOr<VaultRestoreResult> KvVault::EndRestore(
   StatusOr<RestoreResult> restored =
       load_status.ok() ? job->Commit() : StatusOr<RestoreResult>(load_status);
   if (restored.ok()) {
-    RemoveFromTiers(seq, "restored from " + pending.path);
+    spill_tiers_.DiscardStale(seq, "restored from " + pending.path);
   } else if (!pending.path.empty()) {
     restored = restored.status().WithContext(pending.path);
   }

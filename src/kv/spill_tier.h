@@ -1,9 +1,10 @@
 // SpillTier: a place outside the KV pool where evicted sequences are kept as
 // complete state files (docs/state_file_format.md), so they can be restored
 // later through the same path as a user's saved slot, without recompute.
-// Tiers are ordered by the vault (host RAM first, then disk); each has a byte
-// budget its entries never exceed. A tier never drops an entry on its own:
-// the vault decides what is demoted or dropped, and reports it.
+// Tiers are ordered by SpillTiers (host RAM first, then disk); each has a
+// byte budget its entries never exceed. A tier never drops an entry on its
+// own: SpillTiers (spill_tiers.h) decides what is demoted or dropped, and
+// reports it.
 // Not thread-safe: the caller serialises every call.
 #ifndef KVAULT_KV_SPILL_TIER_H_
 #define KVAULT_KV_SPILL_TIER_H_
