@@ -54,6 +54,7 @@ inline constexpr char kReasonConflictingContentLength[] = "conflicting_content_l
 inline constexpr char kReasonContentLengthWithChunked[] = "content_length_with_chunked";
 inline constexpr char kReasonInvalidTransferEncoding[] = "invalid_transfer_encoding";
 inline constexpr char kReasonTooManyConnections[] = "too_many_connections";
+inline constexpr char kReasonOutOfDescriptors[] = "out_of_descriptors";
 
 // Slots and their actions.
 inline constexpr char kReasonInvalidSlotId[] = "invalid_slot_id";
@@ -96,7 +97,7 @@ inline constexpr char kReasonMethodNotAllowed[] = "method_not_allowed";
 inline constexpr char kReasonNoSlotAvailable[] = "no_slot_available";
 
 // Every reason above, for checks over the catalogue.
-inline constexpr std::array<std::string_view, 73> kAllReasons = {
+inline constexpr std::array<std::string_view, 74> kAllReasons = {
     kReasonMalformedJson,
     kReasonJsonTooLarge,
     kReasonJsonTooDeep,
@@ -136,6 +137,7 @@ inline constexpr std::array<std::string_view, 73> kAllReasons = {
     kReasonContentLengthWithChunked,
     kReasonInvalidTransferEncoding,
     kReasonTooManyConnections,
+    kReasonOutOfDescriptors,
     kReasonInvalidSlotId,
     kReasonSlotOutOfRange,
     kReasonInvalidAction,

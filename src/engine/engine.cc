@@ -10,6 +10,99 @@
 #include "engine/engine_impl.h"
 
 namespace kvault {
+namespace {
+
+// Returns the scheduler's options for engine options `o` and a model of
+// hyperparameters `h`.
+SchedulerOptions MakeSchedulerOptions(const EngineOptions& o,
+                                      const LlamaHparams& h) {
+  SchedulerOptions s;
+  s.n_slots = o.n_slots;
+  s.max_batch_tokens = o.max_batch_tokens;
+  s.prefill_chunk = o.prefill_chunk;
+  s.on_kv_full = o.on_kv_full;
+  s.generation.ctx_per_slot = o.ctx_per_slot;
+  s.generation.context_shift = o.context_shift;
+  s.generation.n_ctx_train = h.n_ctx_train;
+  s.jobs.io_timeout_ms = o.slot_io_timeout_ms;
+  s.jobs.max_stuck = o.n_slots;
+  const uint64_t q_width = uint64_t{h.n_head} * h.n_embd_head_k;
+  const uint64_t weights_per_layer =
+      uint64_t{h.n_embd} * (q_width + 2 * uint64_t{h.n_embd_k_gqa()}) +
+      uint64_t{h.n_head} * h.n_embd_head_v * h.n_embd +
+      3 * uint64_t{h.n_embd} * h.n_ff;
+  s.pacer = PrefillPacer(o.prefill_step_share,
+                         TokenCellsForShape(weights_per_layer, h.n_head,
+                                            h.n_embd_head_k, h.n_embd_head_v));
+  return s;
+}
+
+// InvalidArgument (reason slot_out_of_range) for a slot index not under
+// `n_slots`.
+Status CheckSlot(uint32_t slot, uint32_t n_slots) {
+  if (slot < n_slots) return Status::Ok();
+  return InvalidArgumentError("slot " + std::to_string(slot) +
+                              " out of range [0, " + std::to_string(n_slots) +
+                              ")")
+      .WithReason(kReasonSlotOutOfRange);
+}
+
+// The checks Submit makes before queueing: slot, prompt length and ids,
+// sampling settings.
+Status ValidateParams(const CompletionParams& params,
+                      const EngineOptions& options, TokenId n_vocab) {
+  if (params.slot) {
+    KV_RETURN_IF_ERROR(CheckSlot(*params.slot, options.n_slots));
+  }
+  if (params.prompt.empty()) {
+    return InvalidArgumentError("empty prompt").WithReason(kReasonEmptyPrompt);
+  }
+  if (params.prompt.size() > options.ctx_per_slot) {
+    return InvalidArgumentError("prompt of " +
+                                std::to_string(params.prompt.size()) +
+                                " tokens exceeds the slot context of " +
+                                std::to_string(options.ctx_per_slot))
+        .WithReason(kReasonPromptTooLong);
+  }
+  for (size_t i = 0; i < params.prompt.size(); ++i) {
+    const TokenId t = params.prompt[i];
+    if (t < 0 || t >= n_vocab) {
+      return InvalidArgumentError("prompt token " + std::to_string(i) + " = " +
+                                  std::to_string(t) + " out of range [0, " +
+                                  std::to_string(n_vocab) + ")")
+          .WithReason(kReasonInvalidToken);
+    }
+  }
+  return params.sampling.Validate();
+}
+
+// Takes back the slots a disk tier kept from an earlier run; drops (with a
+// warning) what cannot come back and what belongs to no slot.
+void RecoverSpilledSlots(KvVault& vault, const KvCache& cache,
+                         Scheduler& scheduler) {
+  const size_t num_slots = scheduler.state().slots.size();
+  for (SeqId seq : vault.SpilledSequences()) {
+    if (seq.value() < num_slots) {
+      StatusOr<std::optional<VaultRestoreResult>> back =
+          vault.EnsureResident(seq);
+      if (back.ok()) {
+        Slot probe(seq.value());
+        RefreshCached(cache, probe);
+        KV_LOG(INFO) << "slot " << seq.value() << ": recovered "
+                     << probe.cached.size() << " tokens from the disk tier";
+        scheduler.AdoptRecovered(seq.value(), std::move(probe.cached));
+        continue;
+      }
+      KV_LOG(WARNING) << "slot " << seq.value()
+                      << ": dropping the KV an earlier run spilled: "
+                      << back.status();
+    }
+    Status erased = vault.Erase(seq);
+    if (!erased.ok()) KV_LOG(WARNING) << erased;
+  }
+}
+
+}  // namespace
 
 StatusOr<OnKvFull> ParseOnKvFull(std::string_view text) {
   if (text == "refuse") return OnKvFull::kRefuse;
@@ -133,43 +226,21 @@ Status Engine::Impl::Init() {
   context_ =
       std::make_unique<InferenceContext>(model_.get(), cache_.get(), compute);
   slot_kv_ = std::make_unique<VaultSlotKv>(vault_.get(), cache_.get());
-  forward_ = std::make_unique<ModelForwardPass>(context_.get(),
-                                                model_->n_vocab());
+  forward_ =
+      std::make_unique<ModelForwardPass>(context_.get(), model_->n_vocab());
   scheduler_ = std::make_unique<Scheduler>(
-      MakeSchedulerOptions(), slot_kv_.get(), forward_.get(),
-      &model_->tokenizer(), sampler_vocab_.get());
-  RecoverSpilledSlots();
+      MakeSchedulerOptions(o, model_->hparams()), slot_kv_.get(),
+      forward_.get(), &model_->tokenizer(), sampler_vocab_.get());
+  RecoverSpilledSlots(*vault_, *cache_, *scheduler_);
   {
     MutexLock lock(&mu_);
-    published_ = BuildSnapshot();
+    published_ =
+        BuildEngineSnapshot(*scheduler_, *vault_, *cache_, o.ctx_per_slot);
   }
-  io_threads_.emplace_back([this] { IoLoop(); });
+  io_ = std::make_unique<IoPool>(
+      [this](uint64_t id, Status status) { OnIoDone(id, std::move(status)); });
   scheduler_thread_ = std::thread([this] { SchedulerLoop(); });
   return Status::Ok();
-}
-
-SchedulerOptions Engine::Impl::MakeSchedulerOptions() const {
-  const EngineOptions& o = options_;
-  const LlamaHparams& h = model_->hparams();
-  SchedulerOptions s;
-  s.n_slots = o.n_slots;
-  s.max_batch_tokens = o.max_batch_tokens;
-  s.prefill_chunk = o.prefill_chunk;
-  s.on_kv_full = o.on_kv_full;
-  s.generation.ctx_per_slot = o.ctx_per_slot;
-  s.generation.context_shift = o.context_shift;
-  s.generation.n_ctx_train = h.n_ctx_train;
-  s.jobs.io_timeout_ms = o.slot_io_timeout_ms;
-  s.jobs.max_stuck = o.n_slots;
-  const uint64_t q_width = uint64_t{h.n_head} * h.n_embd_head_k;
-  const uint64_t weights_per_layer =
-      uint64_t{h.n_embd} * (q_width + 2 * uint64_t{h.n_embd_k_gqa()}) +
-      uint64_t{h.n_head} * h.n_embd_head_v * h.n_embd +
-      3 * uint64_t{h.n_embd} * h.n_ff;
-  s.pacer = PrefillPacer(o.prefill_step_share,
-                         TokenCellsForShape(weights_per_layer, h.n_head,
-                                            h.n_embd_head_k, h.n_embd_head_v));
-  return s;
 }
 
 Engine::Impl::~Impl() { Shutdown(); }
@@ -186,39 +257,6 @@ void Engine::Impl::Shutdown() {
 }
 
 // --- Impl: the public API ----------------------------------------------------
-
-Status Engine::Impl::CheckSlot(uint32_t slot) const {
-  if (slot < options_.n_slots) return Status::Ok();
-  return InvalidArgumentError("slot " + std::to_string(slot) +
-                              " out of range [0, " +
-                              std::to_string(options_.n_slots) + ")")
-      .WithReason(kReasonSlotOutOfRange);
-}
-
-Status Engine::Impl::ValidateParams(const CompletionParams& params) const {
-  if (params.slot) KV_RETURN_IF_ERROR(CheckSlot(*params.slot));
-  if (params.prompt.empty()) {
-    return InvalidArgumentError("empty prompt").WithReason(kReasonEmptyPrompt);
-  }
-  if (params.prompt.size() > options_.ctx_per_slot) {
-    return InvalidArgumentError(
-               "prompt of " + std::to_string(params.prompt.size()) +
-               " tokens exceeds the slot context of " +
-               std::to_string(options_.ctx_per_slot))
-        .WithReason(kReasonPromptTooLong);
-  }
-  const TokenId n_vocab = static_cast<TokenId>(model_->n_vocab());
-  for (size_t i = 0; i < params.prompt.size(); ++i) {
-    const TokenId t = params.prompt[i];
-    if (t < 0 || t >= n_vocab) {
-      return InvalidArgumentError("prompt token " + std::to_string(i) + " = " +
-                                  std::to_string(t) + " out of range [0, " +
-                                  std::to_string(n_vocab) + ")")
-          .WithReason(kReasonInvalidToken);
-    }
-  }
-  return params.sampling.Validate();
-}
 
 StatusOr<uint64_t> Engine::Impl::Post(
     std::function<Work(uint64_t task_id)> make) {
@@ -237,7 +275,8 @@ StatusOr<uint64_t> Engine::Impl::Post(
 StatusOr<uint64_t> Engine::Impl::Submit(CompletionParams params,
                                         std::shared_ptr<CompletionSink> sink) {
   if (sink == nullptr) return InvalidArgumentError("Submit: null sink");
-  KV_RETURN_IF_ERROR(ValidateParams(params));
+  KV_RETURN_IF_ERROR(ValidateParams(params, options_,
+                                    static_cast<TokenId>(model_->n_vocab())));
   return Post([&](uint64_t id) -> Work {
     return CompletionWork{id, std::move(params), std::move(sink)};
   });
@@ -269,15 +308,15 @@ StatusOr<T> Engine::Impl::RunAction(
 
 StatusOr<SlotSaveResult> Engine::Impl::SaveSlot(uint32_t slot,
                                                 const std::string& path) {
-  KV_RETURN_IF_ERROR(CheckSlot(slot));
+  KV_RETURN_IF_ERROR(CheckSlot(slot, options_.n_slots));
   return RunAction<SlotSaveResult>(slot, [&](Reply<SlotSaveResult> reply) {
     return NewSaveJob(target(), slot, path, std::move(reply));
   });
 }
 
-StatusOr<SlotRestoreResult> Engine::Impl::RestoreSlot(
-    uint32_t slot, const std::string& path) {
-  KV_RETURN_IF_ERROR(CheckSlot(slot));
+StatusOr<SlotRestoreResult> Engine::Impl::RestoreSlot(uint32_t slot,
+                                                      const std::string& path) {
+  KV_RETURN_IF_ERROR(CheckSlot(slot, options_.n_slots));
   return RunAction<SlotRestoreResult>(
       slot, [&](Reply<SlotRestoreResult> reply) {
         return NewRestoreJob(target(), slot, path, std::move(reply));
@@ -285,7 +324,7 @@ StatusOr<SlotRestoreResult> Engine::Impl::RestoreSlot(
 }
 
 StatusOr<uint64_t> Engine::Impl::EraseSlot(uint32_t slot) {
-  KV_RETURN_IF_ERROR(CheckSlot(slot));
+  KV_RETURN_IF_ERROR(CheckSlot(slot, options_.n_slots));
   return RunAction<uint64_t>(slot, [&](Reply<uint64_t> reply) {
     return NewEraseJob(target(), slot, std::move(reply));
   });

@@ -1,15 +1,16 @@
 // Engine::Impl: the threads around the Scheduler. engine.cc builds
 // everything and holds the public API; engine_loop.cc runs the scheduler
-// thread (waiting for input, feeding the scheduler, publishing), the I/O
-// threads, shutdown and the snapshots readers see.
+// thread (waiting for input, feeding the scheduler, publishing) and
+// shutdown. The I/O threads are an IoPool (io_pool.h); the snapshot readers
+// see is built by engine_snapshot.h.
 //
 // Threading: the scheduler thread alone touches the Scheduler, the
 // KvCache, the KvVault and the InferenceContext. mu_ guards what other
-// threads hand in (work, cancels, finished I/O), the I/O queue, the stop
-// flags and the published snapshot, which readers (Slots, Metrics,
-// GetKvMap) copy; the scheduler thread publishes after every step and
-// before it delivers results, so a caller that saw OnDone or a slot
-// action's result reads statistics at least that fresh.
+// threads hand in (work, cancels, finished I/O), the stop flags and the
+// published snapshot, which readers (Slots, Metrics, GetKvMap) copy; the
+// scheduler thread publishes after every step and before it delivers
+// results, so a caller that saw OnDone or a slot action's result reads
+// statistics at least that fresh.
 #ifndef KVAULT_ENGINE_ENGINE_IMPL_H_
 #define KVAULT_ENGINE_ENGINE_IMPL_H_
 
@@ -25,6 +26,8 @@
 #include "core/mutex.h"
 #include "engine/engine.h"
 #include "engine/engine_ports.h"
+#include "engine/engine_snapshot.h"
+#include "engine/io_pool.h"
 #include "engine/scheduler.h"
 #include "engine/slot_jobs.h"
 #include "model/inference.h"
@@ -56,12 +59,6 @@ class Engine::Impl {
   const EngineOptions& options() const { return options_; }
 
  private:
-  // What readers see; rebuilt by the scheduler thread.
-  struct Snapshot {
-    std::vector<SlotInfo> slots;
-    EngineMetrics metrics;  // pool and vault included
-    KvMap map;
-  };
   // What other threads handed in since the scheduler thread last looked.
   struct Inbox {
     std::deque<Work> work;
@@ -71,18 +68,12 @@ class Engine::Impl {
 
   Impl(std::unique_ptr<LlamaModel> model, const EngineOptions& options);
   Status Init();
-  // Returns the scheduler's options for these engine options.
-  SchedulerOptions MakeSchedulerOptions() const;
 
   // --- engine.cc: the public API -----------------------------------------
   // Queues the job `make(reply)` builds and blocks until it answered.
   template <typename T>
   StatusOr<T> RunAction(std::optional<uint32_t> slot,
                         std::function<std::unique_ptr<SlotJob>(Reply<T>)> make);
-  // InvalidArgument (reason slot_out_of_range) for a bad slot index.
-  Status CheckSlot(uint32_t slot) const;
-  // The checks Submit makes before queueing.
-  Status ValidateParams(const CompletionParams& params) const;
   // Queues `work` for the scheduler thread; Unavailable after Shutdown.
   StatusOr<uint64_t> Post(std::function<Work(uint64_t task_id)> make)
       EXCLUDES(mu_);
@@ -94,22 +85,16 @@ class Engine::Impl {
   bool WaitForInput(Inbox* inbox) EXCLUDES(mu_);
   // Hands `inbox` to the scheduler (finished I/O first).
   void Feed(Inbox inbox);
-  // The I/O thread: runs queued tickets in order.
-  void IoLoop();
+  // Hands a finished I/O ticket to the scheduler thread (I/O threads).
+  void OnIoDone(uint64_t ticket_id, Status status) EXCLUDES(mu_);
   // Queues the I/O the scheduler's jobs asked for.
   void DispatchIo();
   // Ends everything at shutdown: lets I/O in flight finish, then cancels.
   void CancelEverything();
   // Rebuilds the snapshot, then runs the deferred sink calls and replies.
   void PublishAndDeliver();
-  // Returns what readers see now (scheduler thread).
-  Snapshot BuildSnapshot() const;
-  // Returns the page -> slot map (restores in flight: their target slot).
-  KvMap BuildKvMap() const;
   // Returns what slot jobs work on.
   JobTarget target() const { return {vault_.get(), cache_.get()}; }
-  // Takes back the slots a disk tier kept from an earlier run.
-  void RecoverSpilledSlots();
 
   std::unique_ptr<LlamaModel> model_;
   // Token texts for DRY's sequence breakers and infill.
@@ -129,12 +114,9 @@ class Engine::Impl {
   bool wake_ GUARDED_BY(mu_) = false;
   bool stopping_ GUARDED_BY(mu_) = false;
   bool stopped_ GUARDED_BY(mu_) = false;
-  Snapshot published_ GUARDED_BY(mu_);
-  std::deque<IoTicket> io_queue_ GUARDED_BY(mu_);
-  bool io_stopping_ GUARDED_BY(mu_) = false;
-  CondVar io_cv_;  // io_queue_ or io_stopping_ changed
+  EngineSnapshot published_ GUARDED_BY(mu_);
+  std::unique_ptr<IoPool> io_;  // built by Init; scheduler thread after
   std::thread scheduler_thread_;
-  std::vector<std::thread> io_threads_;  // one more per timed-out I/O
 };
 
 }  // namespace kvault

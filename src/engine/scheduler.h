@@ -68,6 +68,7 @@ class Scheduler {
 
   // Slot-action I/O, for the engine's I/O threads.
   JobRunner& jobs() { return jobs_; }
+  const JobRunner& jobs() const { return jobs_; }
   // What the engine publishes and delivers.
   SchedulerState& state() { return state_; }
   const SchedulerState& state() const { return state_; }

@@ -24,9 +24,11 @@ void HandleMessages(ServerState& state, const HttpRequest& req,
   ctx.tool_names = request->tool_names;
   ctx.prompt_tokens = request->completion.params.prompt.size();
   RunCompletion(
-      state, engine, request->completion,
+      state, engine, req, request->completion,
       std::make_unique<AnthropicStreamFormatter>(ctx),
-      [&ctx](const CompletionResult& r) { return AnthropicMessageJson(r, ctx); },
+      [&ctx](const CompletionResult& r) {
+        return AnthropicMessageJson(r, ctx);
+      },
       res);
 }
 
@@ -34,9 +36,8 @@ void HandleCountTokens(ServerState& state, const HttpRequest& req,
                        HttpResponse& res) {
   StatusOr<json> body = ParseJsonObject(req.body);
   if (!body.ok()) return ReplyStatus(res, body.status());
-  StatusOr<json> out =
-      AnthropicCountTokens(*body, state.engine.load()->model().tokenizer(),
-                           state.chat_format);
+  StatusOr<json> out = AnthropicCountTokens(
+      *body, state.engine.load()->model().tokenizer(), state.chat_format);
   if (!out.ok()) return ReplyStatus(res, out.status());
   ReplyJson(res, *out);
 }

@@ -23,12 +23,12 @@ bool IsLlama(Api api) { return api == Api::kLlama || api == Api::kInfill; }
 
 // llama-server's answer to a prompt that leaves no room in a slot.
 HttpError ExceedContextError(size_t n_prompt, uint32_t n_ctx) {
-  HttpError e = MakeHttpError(
-      400, kErrExceedContext,
-      "request (" + std::to_string(n_prompt) +
-          " tokens) exceeds the available context size (" +
-          std::to_string(n_ctx) + " tokens), try increasing it",
-      "prompt_too_long");
+  HttpError e =
+      MakeHttpError(400, kErrExceedContext,
+                    "request (" + std::to_string(n_prompt) +
+                        " tokens) exceeds the available context size (" +
+                        std::to_string(n_ctx) + " tokens), try increasing it",
+                    "prompt_too_long");
   e.details = {{"n_prompt_tokens", n_prompt}, {"n_ctx", n_ctx}};
   return e;
 }
@@ -108,8 +108,9 @@ std::unique_ptr<StreamFormatter> MakeFormatter(Api api, ServerState& state,
 }
 
 json ApiResultJson(Api api, ServerState& state, const CompletionRequest& req,
-                const CompletionResult& result,
-                const std::vector<TokenEvent>& events, const Engine& engine) {
+                   const CompletionResult& result,
+                   const std::vector<TokenEvent>& events,
+                   const Engine& engine) {
   switch (api) {
     case Api::kLlama:
     case Api::kInfill:
@@ -132,8 +133,8 @@ json ResultJson(Api api, ServerState& state, const CompletionRequest& req,
                 const std::vector<TokenEvent>& events, const Engine& engine) {
   json out = ApiResultJson(api, state, req, result, events, engine);
   if (!IsLlama(api) && (req.verbose || state.options.verbose)) {
-    out["__verbose"] = CompletionResponseJson(req, result, events,
-                                              engine.model().tokenizer());
+    out["__verbose"] =
+        CompletionResponseJson(req, result, events, engine.model().tokenizer());
   }
   return out;
 }
@@ -157,8 +158,7 @@ bool IsPromptList(const json& prompt) {
 // (llama-server).
 StatusOr<std::vector<json>> SplitTasks(Api api, const json& body) {
   int64_t n = 1;
-  KV_RETURN_IF_ERROR(
-      ReadInt(body, IsLlama(api) ? "n_cmpl" : "n", 1, 128, &n));
+  KV_RETURN_IF_ERROR(ReadInt(body, IsLlama(api) ? "n_cmpl" : "n", 1, 128, &n));
   std::vector<json> prompts;
   const json* prompt = api == Api::kOaiChat || api == Api::kInfill
                            ? nullptr
@@ -189,8 +189,10 @@ void HandleTasks(Api api, ServerState& state, Engine* engine,
   std::vector<std::shared_ptr<QueueSink>> sinks;
   std::vector<uint64_t> tasks;
   for (const CompletionRequest& r : requests) {
-    sinks.push_back(std::make_shared<QueueSink>());
-    StatusOr<uint64_t> task = engine->Submit(r.params, sinks.back());
+    StatusOr<std::shared_ptr<QueueSink>> sink = QueueSink::Create();
+    StatusOr<uint64_t> task =
+        sink.ok() ? engine->Submit(r.params, *sink) : sink.status();
+    if (sink.ok()) sinks.push_back(*sink);
     if (!task.ok()) {
       for (uint64_t t : tasks) engine->Cancel(t);
       return ReplyStatus(res, task.status());
@@ -200,9 +202,8 @@ void HandleTasks(Api api, ServerState& state, Engine* engine,
   json out = json::array();
   for (size_t i = 0; i < tasks.size(); ++i) {
     std::vector<TokenEvent> events;
-    StatusOr<CompletionResult> result = WaitForResult(
-        engine, tasks[i], sinks[i].get(), state.stopping, &events,
-        req.client_gone);
+    StatusOr<CompletionResult> result =
+        WaitForResult(engine, tasks[i], sinks[i].get(), req, &events);
     if (!result.ok()) {
       for (size_t j = i + 1; j < tasks.size(); ++j) engine->Cancel(tasks[j]);
       return ReplyStatus(res, result.status());
@@ -217,9 +218,10 @@ void HandleTasks(Api api, ServerState& state, Engine* engine,
       json choice = one["choices"][0];
       choice["index"] = i;
       out["choices"].push_back(std::move(choice));
-      for (const char* k : {"prompt_tokens", "completion_tokens", "total_tokens"}) {
-        out["usage"][k] = out["usage"][k].get<uint64_t>() +
-                          one["usage"][k].get<uint64_t>();
+      for (const char* k :
+           {"prompt_tokens", "completion_tokens", "total_tokens"}) {
+        out["usage"][k] =
+            out["usage"][k].get<uint64_t>() + one["usage"][k].get<uint64_t>();
       }
     }
   }
@@ -259,23 +261,22 @@ void HandleCompletion(Api api, ServerState& state, const Request& req,
       ParseFor(api, state, *body, *engine, &ordered);
   if (!request.ok()) return ReplyStatus(res, request.status());
   if (auto e = ContextError(*request, *engine)) return ReplyError(res, *e);
-  auto sink = std::make_shared<QueueSink>();
-  StatusOr<uint64_t> task = engine->Submit(request->params, sink);
+  StatusOr<std::shared_ptr<QueueSink>> sink = QueueSink::Create();
+  if (!sink.ok()) return ReplyStatus(res, sink.status());
+  StatusOr<uint64_t> task = engine->Submit(request->params, *sink);
   if (!task.ok()) return ReplyStatus(res, task.status());
   if (request->stream) {
     auto job = std::make_shared<StreamJob>();
     job->engine = engine;
     job->task_id = *task;
-    job->sink = sink;
+    job->sink = *sink;
     job->formatter = MakeFormatter(api, state, *request, *engine);
-    job->stopping = &state.stopping;
     ServeStream(std::move(job), &res);
     return;
   }
   std::vector<TokenEvent> events;
   StatusOr<CompletionResult> result =
-      WaitForResult(engine, *task, sink.get(), state.stopping, &events,
-                    req.client_gone);
+      WaitForResult(engine, *task, sink->get(), req, &events);
   if (!result.ok()) return ReplyStatus(res, result.status());
   ReplyJson(res, ResultJson(api, state, *request, *result, events, *engine));
 }
@@ -286,10 +287,10 @@ StatusOr<json> ChatInputTokens(const json& body,
                                const nlohmann::ordered_json* ordered,
                                const Tokenizer& tokenizer,
                                const ServerState& state) {
-  KV_ASSIGN_OR_RETURN(ChatPrompt prompt,
-                      BuildChatPrompt(body, ordered, tokenizer,
-                                      state.chat_format,
-                                      state.options.chat_output));
+  KV_ASSIGN_OR_RETURN(
+      ChatPrompt prompt,
+      BuildChatPrompt(body, ordered, tokenizer, state.chat_format,
+                      state.options.chat_output));
   return json{{"input_tokens", prompt.tokens.size()}};
 }
 
@@ -335,35 +336,32 @@ void RegisterCompletionRoutes(HttpRouter& server, ServerState& state) {
     RegisterPost(server, path, state, route(api));
   }
   // llama-server's token count of a chat request, before running it.
-  for (const char* path :
-       {"/chat/completions/input_tokens", "/v1/chat/completions/input_tokens"}) {
-    RegisterPost(server, path, state,
-                 [&state](const Request& req, Response& res) {
-                   HandleTokenizerCall(
-                       state, req, res,
-                       [&state](const json& body,
-                                const nlohmann::ordered_json* ordered,
-                                const Tokenizer& tokenizer) {
-                         return ChatInputTokens(body, ordered, tokenizer,
-                                                state);
-                       });
-                 });
+  for (const char* path : {"/chat/completions/input_tokens",
+                           "/v1/chat/completions/input_tokens"}) {
+    RegisterPost(
+        server, path, state, [&state](const Request& req, Response& res) {
+          HandleTokenizerCall(
+              state, req, res,
+              [&state](const json& body, const nlohmann::ordered_json* ordered,
+                       const Tokenizer& tokenizer) {
+                return ChatInputTokens(body, ordered, tokenizer, state);
+              });
+        });
   }
-  RegisterPost(server, "/apply-template", state,
-               [&state](const Request& req, Response& res) {
-                 HandleTokenizerCall(
-                     state, req, res,
-                     [&state](const json& body,
-                              const nlohmann::ordered_json* ordered,
-                              const Tokenizer& tokenizer) {
-                       return ApplyTemplate(body, ordered, tokenizer,
-                                            state.chat_format);
-                     });
-               });
-  RegisterPost(server, "/tokenize", state,
-               [&state](const Request& req, Response& res) {
-                 HandleTokenizerCall(state, req, res, IgnoringOrder(HandleTokenize));
-               });
+  RegisterPost(
+      server, "/apply-template", state,
+      [&state](const Request& req, Response& res) {
+        HandleTokenizerCall(
+            state, req, res,
+            [&state](const json& body, const nlohmann::ordered_json* ordered,
+                     const Tokenizer& tokenizer) {
+              return ApplyTemplate(body, ordered, tokenizer, state.chat_format);
+            });
+      });
+  RegisterPost(
+      server, "/tokenize", state, [&state](const Request& req, Response& res) {
+        HandleTokenizerCall(state, req, res, IgnoringOrder(HandleTokenize));
+      });
   RegisterPost(server, "/detokenize", state,
                [&state](const Request& req, Response& res) {
                  HandleTokenizerCall(state, req, res,

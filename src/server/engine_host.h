@@ -11,8 +11,8 @@
 #include <memory>
 #include <thread>
 
-#include "core/status_or.h"
 #include "core/mutex.h"
+#include "core/status_or.h"
 #include "engine/engine.h"
 
 namespace kvault {

@@ -76,6 +76,10 @@ class SocketChunkSink : public ChunkSink {
     return !failed_;
   }
   void Done() override { done_ = true; }
+  WaitResult Wait(int fd, WaitAlso also,
+                  HttpClock::time_point deadline) override {
+    return socket_->WaitFor(fd, also, deadline);
+  }
   bool done() const { return done_; }
   bool failed() const { return failed_; }
 
@@ -164,7 +168,9 @@ bool HttpConnection::ServeOne(bool first) {
     return false;
   }
   HttpRequest req = parser_.TakeRequest();
-  req.client_gone = [this] { return socket_.PeerClosed(); };
+  req.wait = [this](int fd, WaitAlso also, HttpClock::time_point deadline) {
+    return socket_.WaitFor(fd, also, deadline);
+  };
   callbacks_.handle(req, res);
   const bool keep =
       head.keep_alive && !res.close_connection && !stop_->stopping();

@@ -98,7 +98,8 @@ uint16_t BoundPort(int fd) {
 // kMaxWaiting.
 void RaiseDescriptorLimit() {
   rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 &&
+      limit.rlim_cur < limit.rlim_max) {
     limit.rlim_cur = limit.rlim_max;
     setrlimit(RLIMIT_NOFILE, &limit);
   }
@@ -271,8 +272,8 @@ void HttpListener::Reject(int fd) {
 void HttpListener::Refuse(int fd, const std::string& response) {
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   // A fresh socket's send buffer takes the small answer at once.
-  [[maybe_unused]] ssize_t n = send(fd, response.data(), response.size(),
-                                    MSG_NOSIGNAL | MSG_DONTWAIT);
+  [[maybe_unused]] ssize_t n =
+      send(fd, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   shutdown(fd, SHUT_WR);
   if (lingering_.size() >= kMaxLingering) {
     close(fd);

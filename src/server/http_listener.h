@@ -4,12 +4,12 @@
 // head arrives; the acceptor reads the head (non-blocking, within the head
 // deadline, else 408) and hands the connection and its bytes to a worker.
 // So connections that send nothing, or a head a byte at a time, hold no
-// worker: /health keeps answering through a flood of them. When every worker is busy, a connection with a request is answered
-// at once with 503 too_many_connections (Connection: close) instead of
-// waiting in a queue, so a flood costs the flood, not the clients behind
-// it. Stop closes idle
-// and half-read connections at once and gives streams a short grace to send
-// their last event and terminating chunk.
+// worker: /health keeps answering through a flood of them. When every worker is
+// busy, a connection with a request is answered at once with 503
+// too_many_connections (Connection: close) instead of waiting in a queue, so a
+// flood costs the flood, not the clients behind it. Stop closes idle and
+// half-read connections at once and gives streams a short grace to send their
+// last event and terminating chunk.
 #ifndef KVAULT_SERVER_HTTP_LISTENER_H_
 #define KVAULT_SERVER_HTTP_LISTENER_H_
 
@@ -98,7 +98,7 @@ class HttpListener {
   CondVar cv_;
   std::deque<Ready> queue_ GUARDED_BY(mu_);  // not yet taken by a worker
   uint32_t busy_ GUARDED_BY(mu_) = 0;        // queued + being served
-  Mutex stop_mu_;  // serialises Stop
+  Mutex stop_mu_;                            // serialises Stop
   bool stopped_ GUARDED_BY(stop_mu_) = false;
 };
 

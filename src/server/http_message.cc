@@ -1,6 +1,31 @@
 #include "server/http_message.h"
 
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+
 namespace kvault {
+
+int PollTimeoutMs(WaitClock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - WaitClock::now());
+  return static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 1 << 30));
+}
+
+WaitResult WaitForFd(int fd, WaitClock::time_point deadline) {
+  while (true) {
+    pollfd p{fd, POLLIN, 0};
+    const int ready = poll(&p, 1, PollTimeoutMs(deadline));
+    if (ready > 0) return WaitResult::kReady;
+    if (ready < 0 && errno == EINTR) continue;
+    // An error polling a descriptor the caller owns cannot be waited out;
+    // "ready" makes the caller look at its source again.
+    if (ready < 0) return WaitResult::kReady;
+    if (WaitClock::now() >= deadline) return WaitResult::kTimedOut;
+  }
+}
+
 namespace {
 
 // Returns the value of hex digit `c`, or -1.

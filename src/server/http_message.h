@@ -4,6 +4,7 @@
 #ifndef KVAULT_SERVER_HTTP_MESSAGE_H_
 #define KVAULT_SERVER_HTTP_MESSAGE_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -30,6 +31,27 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 // '+' becomes ' '. A '%' not followed by two hex digits is kept as is.
 std::string PercentDecode(std::string_view text, bool plus_is_space);
 
+// How a handler's wait for an event ended (HttpRequest::Wait,
+// ChunkSink::Wait).
+enum class WaitResult { kReady, kClientGone, kStopping, kTimedOut };
+// What a wait watches besides the handler's own descriptor.
+struct WaitAlso {
+  bool client_gone = true;  // the client hung up
+  bool stopping = true;     // the server is stopping
+};
+using WaitClock = std::chrono::steady_clock;
+// Blocks until `fd` polls readable, or (as `also` asks) the client hangs up
+// or the server stops, or `deadline` passes; the first of those that holds,
+// in the order stopping, client gone, ready.
+using EventWait = std::function<WaitResult(int fd, WaitAlso also,
+                                           WaitClock::time_point deadline)>;
+// The wait of a request or stream without a connection (tests build them
+// by hand): `fd` and the deadline only.
+WaitResult WaitForFd(int fd, WaitClock::time_point deadline);
+// Returns poll()'s timeout for `deadline`: ms left rounded up, in
+// [0, 2^30].
+int PollTimeoutMs(WaitClock::time_point deadline);
+
 struct HttpRequest {
   std::string method;     // "GET", "POST", ... (case-sensitive, RFC 9110)
   std::string target;     // as sent: "/slots/0?action=save"
@@ -40,9 +62,10 @@ struct HttpRequest {
   std::string body;       // decoded (de-chunked) body
   // The route pattern's sub-matches; [0] is the whole path.
   std::vector<std::string> matches;
-  // Returns true once the client has hung up (set by the connection; empty
-  // in tests that build requests by hand): a long request stops early.
-  std::function<bool()> client_gone;
+  // The connection's EventWait (empty in tests that build requests by
+  // hand): a long request waits on it, so it stops early when the client
+  // hangs up or the server stops.
+  EventWait wait;
 
   // Returns the first header named `name` (case-insensitive), or "".
   std::string Header(std::string_view name) const;
@@ -50,6 +73,10 @@ struct HttpRequest {
   bool HasHeader(std::string_view name) const;
   // Returns the decoded value of the first query parameter `name`, or "".
   std::string Param(std::string_view name) const;
+  // Waits as EventWait says (WaitForFd when `wait` is empty).
+  WaitResult Wait(int fd, WaitAlso also, WaitClock::time_point deadline) const {
+    return wait ? wait(fd, also, deadline) : WaitForFd(fd, deadline);
+  }
 };
 
 // Where a streamed response's pieces go; implemented by the connection.
@@ -61,6 +88,12 @@ class ChunkSink {
   virtual bool Write(std::string_view data) = 0;
   // Marks the stream complete: the connection sends the terminating chunk.
   virtual void Done() = 0;
+  // Waits as EventWait says, on the stream's connection; this default has
+  // no connection (WaitForFd).
+  virtual WaitResult Wait(int fd, WaitAlso also,
+                          WaitClock::time_point deadline) {
+    return WaitForFd(fd, deadline);
+  }
 };
 
 struct HttpResponse {
@@ -70,9 +103,9 @@ struct HttpResponse {
   std::string body;
   // Streamed responses: the connection calls `pump` until it returns false
   // (abort: the connection is closed without a terminating chunk) or the
-  // pump calls sink.Done(). `pump` must return within about 100 ms so the
-  // connection can notice a stopping server; then the pump writes its last
-  // event and calls Done.
+  // pump calls sink.Done(). A pump that waits does so with sink.Wait, which
+  // also wakes when the server stops; then the pump writes its last event
+  // and calls Done.
   std::function<bool(ChunkSink& sink)> pump;
   // Runs once after streaming ended, however it ended; `completed` is true
   // when Done was called and the terminating chunk went out.

@@ -14,13 +14,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// Returns the poll() timeout until `deadline` (0 when passed).
-int MsUntil(HttpClock::time_point deadline) {
-  const auto left =
-      std::chrono::duration_cast<milliseconds>(deadline - HttpClock::now());
-  return static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 1 << 30));
-}
-
 Status SocketError(const char* what) {
   const int err = errno;
   if (err == EPIPE || err == ECONNRESET) {
@@ -66,10 +59,24 @@ HttpSocket::HttpSocket(int fd, const StopSignal* stop) : fd_(fd), stop_(stop) {
   fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
 }
 
-bool HttpSocket::PeerClosed() const {
-  pollfd p{fd_, POLLRDHUP, 0};
-  if (poll(&p, 1, 0) <= 0) return false;
-  return (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+WaitResult HttpSocket::WaitFor(int fd, WaitAlso also,
+                               HttpClock::time_point deadline) const {
+  while (true) {
+    // poll() skips negative descriptors: what `also` leaves out.
+    pollfd fds[3] = {{also.stopping ? stop_->fd() : -1, POLLIN, 0},
+                     {also.client_gone ? fd_ : -1, POLLRDHUP, 0},
+                     {fd, POLLIN, 0}};
+    const int ready = poll(fds, 3, PollTimeoutMs(deadline));
+    if (ready < 0 && errno == EINTR) continue;
+    if (fds[0].revents != 0) return WaitResult::kStopping;
+    if ((fds[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
+      return WaitResult::kClientGone;
+    }
+    // A poll error on the caller's own descriptor cannot be waited out:
+    // "ready" makes the caller look at its source again.
+    if (fds[2].revents != 0 || ready < 0) return WaitResult::kReady;
+    if (HttpClock::now() >= deadline) return WaitResult::kTimedOut;
+  }
 }
 
 HttpSocket::~HttpSocket() {
@@ -79,7 +86,7 @@ HttpSocket::~HttpSocket() {
 Status HttpSocket::ReadSome(std::string* out, HttpClock::time_point deadline) {
   while (true) {
     pollfd fds[2] = {{fd_, POLLIN, 0}, {stop_->fd(), POLLIN, 0}};
-    const int ready = poll(fds, 2, MsUntil(deadline));
+    const int ready = poll(fds, 2, PollTimeoutMs(deadline));
     if (ready < 0 && errno != EINTR) return SocketError("poll");
     if (fds[1].revents != 0) {
       return CancelledError("the server is stopping")
@@ -117,14 +124,16 @@ Status HttpSocket::WriteAll(std::string_view data,
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
       return SocketError("send");
     }
-    // Poll in short slices so a stop that comes later still cuts the wait.
+    // Until the server stops, its signal wakes the wait too, so that the
+    // stop's shorter cut applies at once.
     const HttpClock::time_point cut = stop_->Cut(deadline);
     if (HttpClock::now() >= cut) {
       return UnavailableError("the client did not read the response in time")
           .WithReason(kReasonWriteTimeout);
     }
-    pollfd fd = {fd_, POLLOUT, 0};
-    if (poll(&fd, 1, std::min(MsUntil(cut), 100)) < 0 && errno != EINTR) {
+    pollfd fds[2] = {{fd_, POLLOUT, 0},
+                     {stop_->stopping() ? -1 : stop_->fd(), POLLIN, 0}};
+    if (poll(fds, 2, PollTimeoutMs(cut)) < 0 && errno != EINTR) {
       return SocketError("poll");
     }
   }
@@ -137,7 +146,8 @@ void HttpSocket::CloseGracefully(milliseconds linger, size_t max) {
   size_t discarded = 0;
   while (discarded < max) {
     pollfd fds[2] = {{fd_, POLLIN, 0}, {stop_->fd(), POLLIN, 0}};
-    if (poll(fds, 2, MsUntil(deadline)) <= 0 || fds[1].revents != 0) break;
+    if (poll(fds, 2, PollTimeoutMs(deadline)) <= 0 || fds[1].revents != 0)
+      break;
     char buf[16 << 10];
     const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
     if (n <= 0) break;

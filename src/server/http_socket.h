@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "server/http_message.h"
 
 namespace kvault {
 
@@ -60,9 +61,11 @@ class HttpSocket {
   // Sends all of `data` by `deadline` (cut short when the server stops);
   // errors: "write_timeout", "client_closed", "io_error".
   Status WriteAll(std::string_view data, HttpClock::time_point deadline);
-  // Returns true when the client has closed its side or the connection
-  // failed (it will never read a reply). Does not block or consume data.
-  bool PeerClosed() const;
+  // The connection's EventWait (http_message.h): blocks until `fd` is
+  // readable, the client closed its side or the connection failed, or the
+  // server stops (as `also` asks), or `deadline`. Consumes no data.
+  WaitResult WaitFor(int fd, WaitAlso also,
+                     HttpClock::time_point deadline) const;
   // Sends FIN, then discards what the client still sends (at most `max`
   // bytes, until `linger` passed or the server stops) before closing, so
   // the client reads the response instead of a reset caused by unread input.

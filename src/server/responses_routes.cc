@@ -34,10 +34,9 @@ void HandleResponses(ServerState& state, const HttpRequest& req,
   ctx.metadata = request->metadata;
   ctx.chat_syntax = request->completion.chat_syntax;
   RunCompletion(
-      state, engine, request->completion,
+      state, engine, req, request->completion,
       std::make_unique<ResponsesStreamFormatter>(ctx),
-      [&ctx](const CompletionResult& r) { return ResponsesJson(r, ctx); },
-      res);
+      [&ctx](const CompletionResult& r) { return ResponsesJson(r, ctx); }, res);
 }
 
 }  // namespace

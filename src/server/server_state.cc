@@ -35,26 +35,27 @@ CompletionLimits LimitsFor(const ServerState& state, const Engine& engine) {
 }
 
 void RunCompletion(
-    ServerState& state, Engine* engine, const CompletionRequest& request,
+    ServerState& state, Engine* engine, const HttpRequest& req,
+    const CompletionRequest& request,
     std::unique_ptr<StreamFormatter> formatter,
     const std::function<nlohmann::json(const CompletionResult&)>& reply,
     HttpResponse& res) {
-  auto sink = std::make_shared<QueueSink>();
-  StatusOr<uint64_t> task = engine->Submit(request.params, sink);
+  StatusOr<std::shared_ptr<QueueSink>> sink = QueueSink::Create();
+  if (!sink.ok()) return ReplyStatus(res, sink.status());
+  StatusOr<uint64_t> task = engine->Submit(request.params, *sink);
   if (!task.ok()) return ReplyStatus(res, task.status());
   if (request.stream) {
     auto job = std::make_shared<StreamJob>();
     job->engine = engine;
     job->task_id = *task;
-    job->sink = sink;
+    job->sink = *sink;
     job->formatter = std::move(formatter);
-    job->stopping = &state.stopping;
     ServeStream(std::move(job), &res);
     return;
   }
   std::vector<TokenEvent> events;
   StatusOr<CompletionResult> result =
-      WaitForResult(engine, *task, sink.get(), state.stopping, &events);
+      WaitForResult(engine, *task, sink->get(), req, &events);
   if (!result.ok()) return ReplyStatus(res, result.status());
   ReplyJson(res, reply(*result));
 }

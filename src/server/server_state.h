@@ -9,20 +9,20 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
-#include <vector>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/mutex.h"
 #include "engine/engine.h"
 #include "server/chat_format.h"
 #include "server/chat_template.h"
 #include "server/completion_codec.h"
+#include "server/engine_host.h"
 #include "server/http_error.h"
 #include "server/http_message.h"
 #include "server/http_router.h"
-#include "server/engine_host.h"
 #include "server/http_server.h"
 #include "server/openai_codec.h"
 #include "server/sse_sink.h"
@@ -42,9 +42,9 @@ struct ServerState {
   std::atomic<bool> ready{false};
   EngineOptions engine_options;  // /props, even asleep
   OaiModelInfo model_info;       // /v1/models, even asleep
-  ChatFormat chat_format;  // how chat messages become the prompt
-  std::string model_id;  // /v1/models id and OpenAI "model"
-  int64_t created = 0;   // Unix seconds the engine was set
+  ChatFormat chat_format;        // how chat messages become the prompt
+  std::string model_id;          // /v1/models id and OpenAI "model"
+  int64_t created = 0;           // Unix seconds the engine was set
   // Unix seconds the server started: /metrics' Process-Start-Time-Unix
   // header, so a scraper can tell a restart from a counter reset.
   int64_t started = 0;
@@ -84,10 +84,12 @@ void RegisterPost(HttpRouter& server, const std::string& pattern,
 // Returns the limits requests are checked against on `engine`.
 CompletionLimits LimitsFor(const ServerState& state, const Engine& engine);
 
-// Runs `request` on `engine` and answers it: streamed through `formatter`
-// when request.stream, else as reply(result) (both made by the API's codec).
+// Runs `request` (from `req`, whose connection the wait watches) on
+// `engine` and answers it: streamed through `formatter` when
+// request.stream, else as reply(result) (both made by the API's codec).
 void RunCompletion(
-    ServerState& state, Engine* engine, const CompletionRequest& request,
+    ServerState& state, Engine* engine, const HttpRequest& req,
+    const CompletionRequest& request,
     std::unique_ptr<StreamFormatter> formatter,
     const std::function<nlohmann::json(const CompletionResult&)>& reply,
     HttpResponse& res);

@@ -1,11 +1,13 @@
 // The engine -> HTTP hand-over of one completion's output.
 //
 // QueueSink is the CompletionSink the engine writes to (on its scheduler
-// thread, never blocking): it only queues the events. The HTTP worker thread
-// that owns the request drains the queue (stream_response.h) and formats the
-// events with a StreamFormatter as Server-Sent Events ("data: <json>\n\n").
-// Once the client is gone, OnToken returns false so the engine frees the
-// slot.
+// thread, never blocking): it only queues the events and signals its event
+// descriptor (an eventfd). The HTTP worker thread that owns the request
+// waits on that descriptor together with its connection (client gone,
+// server stopping; http_message.h's EventWait), drains the queue
+// (stream_response.h) and formats the events with a StreamFormatter as
+// Server-Sent Events ("data: <json>\n\n"). Once the client is gone,
+// OnToken returns false so the engine frees the slot.
 #ifndef KVAULT_SERVER_SSE_SINK_H_
 #define KVAULT_SERVER_SSE_SINK_H_
 
@@ -21,6 +23,7 @@
 
 #include "core/mutex.h"
 #include "engine/engine.h"
+#include "server/http_message.h"
 
 namespace kvault {
 
@@ -32,6 +35,13 @@ std::string SseData(const nlohmann::json& j);
 
 class QueueSink : public CompletionSink {
  public:
+  // Returns a sink with its event descriptor; Unavailable (reason
+  // out_of_descriptors) when the process has no descriptor left.
+  static StatusOr<std::shared_ptr<QueueSink>> Create();
+  ~QueueSink() override;
+  QueueSink(const QueueSink&) = delete;
+  QueueSink& operator=(const QueueSink&) = delete;
+
   // One queued event: exactly one of a token, a prompt progress report or
   // the final result.
   struct Item {
@@ -43,14 +53,16 @@ class QueueSink : public CompletionSink {
   // Queues the token; returns false once the client is gone.
   bool OnToken(const TokenEvent& event) override EXCLUDES(mu_);
   // Queues the progress report.
-  void OnPromptProgress(const PromptProgress& progress) override
-      EXCLUDES(mu_);
+  void OnPromptProgress(const PromptProgress& progress) override EXCLUDES(mu_);
   // Queues the result and wakes the waiter.
-  void OnDone(const StatusOr<CompletionResult>& result) override
-      EXCLUDES(mu_);
+  void OnDone(const StatusOr<CompletionResult>& result) override EXCLUDES(mu_);
 
-  // Waits up to `timeout` for items and returns those queued (possibly
-  // none), oldest first.
+  // Returns the descriptor that polls readable while items are queued.
+  int wake_fd() const { return wake_fd_; }
+  // Returns the items queued (possibly none), oldest first, and clears
+  // wake_fd()'s readiness.
+  std::vector<Item> Take() EXCLUDES(mu_);
+  // Waits up to `timeout` for items (on wake_fd() alone), then Take().
   std::vector<Item> Wait(std::chrono::milliseconds timeout) EXCLUDES(mu_);
   // Makes every later OnToken return false (the client went away).
   void MarkClientGone() { client_gone_.store(true); }
@@ -60,8 +72,12 @@ class QueueSink : public CompletionSink {
   bool finished() const EXCLUDES(mu_);
 
  private:
+  explicit QueueSink(int wake_fd) : wake_fd_(wake_fd) {}
+  // Queues `item` and makes wake_fd() readable.
+  void Push(Item item) EXCLUDES(mu_);
+
+  const int wake_fd_;
   mutable Mutex mu_;
-  CondVar cv_;
   std::deque<Item> items_ GUARDED_BY(mu_);
   bool finished_ GUARDED_BY(mu_) = false;
   std::atomic<bool> client_gone_{false};

@@ -9,11 +9,10 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// How long a waiting HTTP thread sleeps between checks of the stop flag and
-// the client connection.
-constexpr milliseconds kPollInterval{100};
 // How long a stopping server waits for the engine to end a cancelled task.
 constexpr milliseconds kCancelGrace{10000};
+// A wait with no deadline of its own (it ends on an event).
+constexpr auto kNoDeadline = WaitClock::time_point::max();
 
 // Ends the job early: the engine frees the slot at its next token at the
 // latest.
@@ -46,7 +45,7 @@ std::string FormatItems(StreamJob& job, std::vector<QueueSink::Item>& items,
 // Ends a stream the stopping server cuts: what the engine already queued,
 // then (unless that was the end) an error event; always the last call.
 bool EndStopped(StreamJob& job, ChunkSink& out) {
-  std::vector<QueueSink::Item> items = job.sink->Wait(milliseconds(0));
+  std::vector<QueueSink::Item> items = job.sink->Take();
   bool done = false;
   std::string text = FormatItems(job, items, &done);
   if (!done) {
@@ -62,13 +61,21 @@ bool EndStopped(StreamJob& job, ChunkSink& out) {
   return written;
 }
 
-// One call of the connection's stream pump: writes what is queued.
-// Returns false to abort the response (the client is gone).
+// One call of the connection's stream pump: waits for the engine's next
+// events (or the client hanging up, or the server stopping) and writes
+// them. Returns false to abort the response (the client is gone).
 bool PumpStream(StreamJob& job, ChunkSink& out) {
-  if (job.stopping != nullptr && job.stopping->load()) {
-    return EndStopped(job, out);
+  switch (out.Wait(job.sink->wake_fd(), WaitAlso{}, kNoDeadline)) {
+    case WaitResult::kStopping:
+      return EndStopped(job, out);
+    case WaitResult::kClientGone:
+      Abandon(job);
+      return false;
+    case WaitResult::kReady:
+    case WaitResult::kTimedOut:
+      break;
   }
-  std::vector<QueueSink::Item> items = job.sink->Wait(kPollInterval);
+  std::vector<QueueSink::Item> items = job.sink->Take();
   bool done = false;
   std::string text = FormatItems(job, items, &done);
   if (!out.Write(text)) {
@@ -94,39 +101,36 @@ void ServeStream(std::shared_ptr<StreamJob> job, HttpResponse* res) {
 
 StatusOr<CompletionResult> WaitForResult(Engine* engine, uint64_t task_id,
                                          QueueSink* sink,
-                                         const std::atomic<bool>& stopping,
-                                         std::vector<TokenEvent>* events,
-                                         const std::function<bool()>& client_gone) {
+                                         const HttpRequest& req,
+                                         std::vector<TokenEvent>* events) {
   bool cancelled = false;
-  milliseconds waited_after_cancel{0};
+  WaitClock::time_point deadline = kNoDeadline;
   while (true) {
-    for (QueueSink::Item& item : sink->Wait(kPollInterval)) {
+    for (QueueSink::Item& item : sink->Take()) {
       if (item.token.has_value()) {
         events->push_back(std::move(*item.token));
       } else if (item.done.has_value()) {
         return std::move(*item.done);
       }
     }
-    if (!cancelled && client_gone && client_gone()) {
-      // Nobody will read the answer: free the slot now. The result still
-      // arrives (cancelled) and ends the wait.
-      sink->MarkClientGone();
-      engine->Cancel(task_id);
-      cancelled = true;
-      continue;
-    }
-    if (stopping.load() && !cancelled) {
-      sink->MarkClientGone();
-      engine->Cancel(task_id);
-      cancelled = true;
-    }
-    if (cancelled) {
-      waited_after_cancel += kPollInterval;
-      if (waited_after_cancel > kCancelGrace) {
+    // Once cancelled, only the result (or the grace deadline) is awaited.
+    const WaitAlso also{.client_gone = !cancelled, .stopping = !cancelled};
+    switch (req.Wait(sink->wake_fd(), also, deadline)) {
+      case WaitResult::kReady:
+        break;
+      case WaitResult::kClientGone:
+      case WaitResult::kStopping:
+        // Nobody will read the answer: free the slot now, as llama-server
+        // does. The result still arrives (cancelled) and ends the wait.
+        sink->MarkClientGone();
+        engine->Cancel(task_id);
+        cancelled = true;
+        deadline = WaitClock::now() + kCancelGrace;
+        break;
+      case WaitResult::kTimedOut:
         return UnavailableError("server is stopping; task " +
                                 std::to_string(task_id) + " abandoned")
             .WithReason(kReasonServerStopping);
-      }
     }
   }
 }

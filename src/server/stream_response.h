@@ -3,7 +3,9 @@
 // for whole. When the client has gone (a write fails, or the connection
 // ends the stream early) the sink is marked so the engine's next OnToken
 // returns false, and the task is cancelled: the slot is freed either way.
-// When the server stops, a stream ends with a last event
+// Waiting is event-driven: the sink's descriptor, the client's socket and
+// the server's stop signal are polled together (http_message.h's
+// EventWait). When the server stops, a stream ends with a last event
 // data: {"error": {...}, "reason": "server_stopping"} and its terminating
 // chunk.
 #ifndef KVAULT_SERVER_STREAM_RESPONSE_H_
@@ -27,22 +29,20 @@ struct StreamJob {
   uint64_t task_id = 0;
   std::shared_ptr<QueueSink> sink;
   std::unique_ptr<StreamFormatter> formatter;
-  const std::atomic<bool>* stopping = nullptr;  // the server is stopping
 };
 
 // Sets `res` to stream `job` as text/event-stream. An engine error, or the
 // server stopping, ends the stream with `data: {"error": ...}`.
 void ServeStream(std::shared_ptr<StreamJob> job, HttpResponse* res);
 
-// Waits for a non-streamed task's result, collecting its token events
-// (returned through `events`); cancels the task when `*stopping` becomes
-// true or `client_gone` (when set) says the client hung up, as
-// llama-server frees the slot of a request nobody waits for.
+// Waits (on the sink's and the connection's events, req.Wait) for a
+// non-streamed task's result, collecting its token events (returned
+// through `events`); cancels the task when the server stops or the client
+// hangs up, as llama-server frees the slot of a request nobody waits for.
 StatusOr<CompletionResult> WaitForResult(Engine* engine, uint64_t task_id,
                                          QueueSink* sink,
-                                         const std::atomic<bool>& stopping,
-                                         std::vector<TokenEvent>* events,
-    const std::function<bool()>& client_gone = {});
+                                         const HttpRequest& req,
+                                         std::vector<TokenEvent>* events);
 
 }  // namespace kvault
 

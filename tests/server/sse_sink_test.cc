@@ -15,7 +15,8 @@ TEST(SseSinkTest, SseDataFraming) {
 }
 
 TEST(SseSinkTest, QueuesTokensThenResultInOrder) {
-  QueueSink sink;
+  std::shared_ptr<QueueSink> made = QueueSink::Create().value();
+  QueueSink& sink = *made;
   TokenEvent a;
   a.token = 5;
   a.text = "he";
@@ -40,7 +41,8 @@ TEST(SseSinkTest, QueuesTokensThenResultInOrder) {
 }
 
 TEST(SseSinkTest, ClientGoneMakesOnTokenReturnFalse) {
-  QueueSink sink;
+  std::shared_ptr<QueueSink> made = QueueSink::Create().value();
+  QueueSink& sink = *made;
   EXPECT_TRUE(sink.OnToken(TokenEvent{}));
   sink.MarkClientGone();
   EXPECT_TRUE(sink.client_gone());
@@ -48,8 +50,21 @@ TEST(SseSinkTest, ClientGoneMakesOnTokenReturnFalse) {
   EXPECT_EQ(sink.Wait(milliseconds(0)).size(), 1u);  // nothing queued after
 }
 
+TEST(SseSinkTest, WakeFdIsReadableExactlyWhileItemsAreQueued) {
+  std::shared_ptr<QueueSink> sink = QueueSink::Create().value();
+  const auto now = WaitClock::now();
+  EXPECT_EQ(WaitForFd(sink->wake_fd(), now), WaitResult::kTimedOut);
+  sink->OnPromptProgress(PromptProgress{});
+  EXPECT_TRUE(sink->OnToken(TokenEvent{}));
+  EXPECT_EQ(WaitForFd(sink->wake_fd(), now), WaitResult::kReady);
+  EXPECT_EQ(sink->Take().size(), 2u);
+  EXPECT_EQ(WaitForFd(sink->wake_fd(), now), WaitResult::kTimedOut);
+  EXPECT_TRUE(sink->Take().empty());
+}
+
 TEST(SseSinkTest, WaitWakesWhenAnotherThreadQueues) {
-  QueueSink sink;
+  std::shared_ptr<QueueSink> made = QueueSink::Create().value();
+  QueueSink& sink = *made;
   std::thread producer([&sink] {
     sink.OnDone(StatusOr<CompletionResult>(CancelledError("stop")));
   });

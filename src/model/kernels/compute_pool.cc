@@ -67,8 +67,7 @@ void ComputePool::RunIndices() {
     if (index >= (word >> 32)) return;  // every index claimed
     // acq_rel: a successful claim sees the fields Run wrote before
     // publishing this word; a failed one reloads `word`.
-    if (work_.compare_exchange_weak(word, word + 1,
-                                    std::memory_order_acq_rel,
+    if (work_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel,
                                     std::memory_order_acquire)) {
       fn_(ctx_, static_cast<size_t>(index));
       num_done_.fetch_add(1, std::memory_order_release);

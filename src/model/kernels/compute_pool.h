@@ -45,7 +45,8 @@ class ComputePool {
   // Calls fn(i) for every i in [0, n) as Run does.
   template <typename F>
   void ParallelFor(size_t n, const F& fn) {
-    Run(n, [](const void* c, size_t i) { (*static_cast<const F*>(c))(i); },
+    Run(
+        n, [](const void* c, size_t i) { (*static_cast<const F*>(c))(i); },
         &fn);
   }
 
