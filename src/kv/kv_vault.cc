@@ -1,11 +1,10 @@
-// KvVault: creation, bookkeeping, restores and making room in the pool.
-// Evicting to the tiers lives in kv_vault_spill.cc, the tiers themselves in
-// spill_tiers.cc.
+// KvVault: creation, bookkeeping and restores. Evicting to the tiers (one
+// sequence, or as many as making room takes) lives in kv_vault_spill.cc,
+// the tiers themselves in spill_tiers.cc, the choice of what to evict for
+// room in room_planner.cc.
 #include "kv/kv_vault.h"
 
-#include <algorithm>
 #include <string>
-#include <unordered_map>
 #include <utility>
 
 #include "core/log.h"
@@ -173,150 +172,6 @@ StatusOr<VaultRestoreResult> KvVault::FinishRestore(
   static_cast<RestoreResult&>(result) = *restored;
   result.evicted = std::move(evicted);
   return result;
-}
-
-Status KvVault::MakeRoom(uint64_t num_pages, std::span<const SeqId> protect) {
-  const RoomRequest request{
-      num_pages,
-      {protect.begin(), protect.end()},
-      std::nullopt,
-      "making room for " + std::to_string(num_pages) + " pages"};
-  std::vector<Eviction> evicted;
-  Status status = MakeRoomFor(request, &evicted);
-  last_evictions_ = std::move(evicted);
-  return status;
-}
-
-// The room ladder, in the manner of LevelDB's MakeRoomForWrite: every turn
-// takes the first rung that applies, and only the last one gives up.
-Status KvVault::MakeRoomFor(const RoomRequest& request,
-                            std::vector<Eviction>* evicted) {
-  std::vector<SeqId> order;  // what to evict, in turn
-  bool checked = false;
-  size_t next = 0;
-  Status first_error;
-  while (true) {
-    if (CanPlace(request.num_pages)) {
-      return Status::Ok();
-    } else if (!checked) {
-      // Check first: nothing moves unless evicting would be enough.
-      order = Candidates(request.protect);
-      KV_RETURN_IF_ERROR(CheckRoomReachable(request, &order, evicted));
-      checked = true;
-    } else if (next < order.size()) {
-      const SeqId seq = order[next++];
-      StatusOr<Eviction> eviction = EvictForRoom(seq, request);
-      if (eviction.ok()) {
-        evicted->push_back(*eviction);
-        continue;
-      }
-      // The sequence stays resident; later candidates may still free enough.
-      KV_LOG(WARNING) << request.need << ": could not evict " << Name(seq)
-                      << ": " << eviction.status();
-      if (first_error.ok()) first_error = eviction.status();
-    } else if (!first_error.ok()) {
-      return first_error.WithContext(request.need + ": evicting");
-    } else {
-      return ResourceExhaustedError(
-          request.need + "; no room after evicting " +
-          std::to_string(evicted->size()) + " sequences: " +
-          cache_->table().policy().DescribeFailure(
-              cache_->pool(), static_cast<uint32_t>(request.num_pages)));
-    }
-  }
-}
-
-Status KvVault::CheckRoomReachable(const RoomRequest& request,
-                                   std::vector<SeqId>* order,
-                                   std::vector<Eviction>* evicted) {
-  const uint64_t num_free = cache_->pool().num_free_pages();
-  const uint64_t evictable = PagesFreedByEvicting(*order);
-  const bool own = request.own.has_value() && Spillable(*request.own);
-  if (num_free + evictable >= request.num_pages) {
-    // The target's pages are the last resort should evictions fail.
-    if (own) order->push_back(*request.own);
-    return Status::Ok();
-  }
-  const Status short_of_room = ResourceExhaustedError(
-      request.need + "; free " + std::to_string(num_free) +
-      " pages, evictable " + std::to_string(evictable) + " pages");
-  if (!own) return short_of_room;
-  std::vector<SeqId> with_own = *order;
-  with_own.push_back(*request.own);
-  if (num_free + PagesFreedByEvicting(with_own) < request.num_pages) {
-    return short_of_room;
-  }
-  // Only with the target's own pages is it enough: they go first (a failed
-  // restore leaves them spilled, to come back on the slot's next use; a
-  // commit discards the copy).
-  StatusOr<Eviction> spilled = EvictForRoom(*request.own, request);
-  if (!spilled.ok()) {
-    return short_of_room.WithContext(
-        "spilling the target's own KV failed too (" +
-        std::string(spilled.status().message()) + ")");
-  }
-  evicted->push_back(*spilled);
-  return Status::Ok();
-}
-
-StatusOr<Eviction> KvVault::EvictForRoom(SeqId seq,
-                                         const RoomRequest& request) {
-  if (seq != request.own) return Evict(seq);
-  // The engine marks a restore's target active against other evictions;
-  // the restore itself may move it out.
-  const bool active = MetaOf(seq).active;
-  meta_[seq].active = false;
-  StatusOr<Eviction> evicted = Evict(seq);
-  meta_[seq].active = active;
-  return evicted;
-}
-
-bool KvVault::CanPlace(uint64_t num_pages) const {
-  const PagePool& pool = cache_->pool();
-  if (num_pages > pool.num_free_pages()) return false;
-  // Such an Append defragments when a placement fails: free pages suffice.
-  if (cache_->MayMoveCellsOnAppend()) return true;
-  return cache_->table()
-      .policy()
-      .Choose(pool, static_cast<uint32_t>(num_pages))
-      .has_value();
-}
-
-std::vector<SeqId> KvVault::Candidates(std::span<const SeqId> protect) const {
-  std::vector<SeqUsage> usages;
-  for (SeqId seq : cache_->table().SequenceIds()) {
-    if (IsScratchSeq(seq) ||
-        std::find(protect.begin(), protect.end(), seq) != protect.end()) {
-      continue;
-    }
-    const uint64_t num_cells = cache_->table().Length(seq);
-    if (num_cells == 0 || !Spillable(seq)) continue;
-    const SeqMeta meta = MetaOf(seq);
-    usages.push_back(SeqUsage{seq, meta.last_use, num_cells, meta.active});
-  }
-  std::vector<SeqId> order;
-  for (SeqId seq : policy_->EvictionOrder(usages)) {
-    if (!MetaOf(seq).active) order.push_back(seq);  // whatever the policy says
-  }
-  return order;
-}
-
-bool KvVault::Spillable(SeqId seq) const {
-  return cache_->table().Contains(seq) &&
-         StateBytes(seq) <= spill_tiers_.MaxTierBudget();
-}
-
-uint64_t KvVault::PagesFreedByEvicting(std::span<const SeqId> seqs) const {
-  // A shared page frees only when every sequence holding it goes.
-  std::unordered_map<uint32_t, uint32_t> holders;  // page -> evicted holders
-  for (SeqId seq : seqs) {
-    for (PageId page : cache_->table().Pages(seq)) ++holders[page.value()];
-  }
-  uint64_t num_freed = 0;
-  for (const auto& [page, count] : holders) {
-    if (count == cache_->pool().RefCount(PageId(page))) ++num_freed;
-  }
-  return num_freed;
 }
 
 Status KvVault::Erase(SeqId seq) {

@@ -9,8 +9,9 @@
 // sequence comes back through the same validated restore path as a user's
 // saved slot (EnsureResident), without recompute. Which tier takes an
 // entry and what is demoted or dropped for it are decided by SpillTiers
-// (spill_tiers.h), which owns the tiers; the vault decides what leaves the
-// pool and when.
+// (spill_tiers.h), which owns the tiers; which idle sequences leave the pool
+// to make room is decided by RoomPlanner (room_planner.h) from the cache's
+// bookkeeping; the vault executes both and decides when.
 //
 // Atomicity: a restore checks that free pages plus the pages evicting every
 // candidate would free can hold it before it evicts anything; a failed
@@ -45,6 +46,7 @@
 #include "kv/kv_cache.h"
 #include "kv/model_fingerprint.h"
 #include "kv/restore_job.h"
+#include "kv/room_planner.h"
 #include "kv/spill_tiers.h"
 #include "kv/state_file.h"
 
@@ -192,16 +194,6 @@ class KvVault {
   KvVault(KvCache* cache, Env* env, const KvVaultOptions& options,
           std::unique_ptr<EvictionPolicy> policy, SpillTiers spill_tiers);
 
-  // --- Room in the pool (kv_vault.cc) -------------------------------------
-  // What MakeRoomFor is asked for.
-  struct RoomRequest {
-    uint64_t num_pages = 0;      // pages to place
-    std::vector<SeqId> protect;  // never evicted as candidates
-    // A restore's target (also protected): its old pages are replaced
-    // anyway, so they count as room when the candidates fall short.
-    std::optional<SeqId> own;
-    std::string need;  // how errors start: "restore into seq#2 needs ..."
-  };
   // Returns restore options whose make_room makes room for a restore into
   // `target` reserving under `scratch`, recording evictions in `*evicted`.
   RestoreOptions RoomForRestore(SeqId target, SeqId scratch,
@@ -211,33 +203,16 @@ class KvVault {
   StatusOr<VaultRestoreResult> FinishRestore(
       SeqId seq, const StatusOr<RestoreResult>& restored,
       std::vector<Eviction> evicted);
-  // The room ladder: evicts until request.num_pages can be placed,
-  // appending each eviction to `evicted`; see kv_vault.cc.
-  Status MakeRoomFor(const RoomRequest& request,
-                     std::vector<Eviction>* evicted);
-  // The ladder's check-first rung: ResourceExhausted unless evicting all of
-  // `order` (and the target's own pages) would free enough; spills the
-  // target now when it must go first, else queues it last in `order`.
-  Status CheckRoomReachable(const RoomRequest& request,
-                            std::vector<SeqId>* order,
-                            std::vector<Eviction>* evicted);
-  // Evicts `seq` for `request` (its own target even when marked active).
-  StatusOr<Eviction> EvictForRoom(SeqId seq, const RoomRequest& request);
-  // Returns true when `num_pages` pages can be placed now.
-  bool CanPlace(uint64_t num_pages) const;
-  // Returns the idle resident sequences not in `protect`, in eviction order.
-  std::vector<SeqId> Candidates(std::span<const SeqId> protect) const;
-  // Returns true when evicting `seq` is possible: resident and within a tier
-  // budget.
-  bool Spillable(SeqId seq) const;
-  // Returns how many pages evicting all of `seqs` would free.
-  uint64_t PagesFreedByEvicting(std::span<const SeqId> seqs) const;
   // Returns `seq`'s LRU stamp and active flag (defaults when unknown).
   SeqMeta MetaOf(SeqId seq) const;
 
-  // --- Spilling (kv_vault_spill.cc) ---------------------------------------
-  // Returns the size of `seq`'s state file as WriteSequenceState writes it.
-  uint64_t StateBytes(SeqId seq) const;
+  // --- Evicting (kv_vault_spill.cc) ---------------------------------------
+  // The room ladder: evicts what a RoomPlanner picks until
+  // request.num_pages can be placed, appending each eviction to `evicted`.
+  Status MakeRoomFor(const RoomRequest& request,
+                     std::vector<Eviction>* evicted);
+  // Evicts `seq` for `request` (its own target even when marked active).
+  StatusOr<Eviction> EvictForRoom(SeqId seq, const RoomRequest& request);
 
   KvCache* cache_;
   Env* env_;
