@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/sanitizers.h"
 #include "grammar/grammar.h"
 #include "grammar/grammar_matcher.h"
 #include "http_client.h"
@@ -24,7 +25,7 @@
 namespace kvault::e2e {
 namespace {
 
-#ifndef __SANITIZE_ADDRESS__
+#if !KVAULT_ADDRESS_SANITIZER
 constexpr int kSeeds = 20;
 constexpr int kNPredict = 64;
 #else  // the Debug ASan build decodes ~20x slower: a smaller sample there

@@ -26,6 +26,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/sanitizers.h"
 #include "http_client.h"
 #include "server_process.h"
 
@@ -381,7 +382,7 @@ TEST(SoakE2eTest, SixteenClientsWithHostileRequestsMixedIn) {
               tally.legit, tally.hostile, SoakSeconds(), rss_before / 1024.0,
               rss_after / 1024.0, growth_mb);
   EXPECT_GT(tally.legit, 100);
-#ifndef __SANITIZE_ADDRESS__  // ASan's quarantine holds freed memory
+#if !KVAULT_ADDRESS_SANITIZER  // ASan's quarantine holds freed memory
   EXPECT_LT(growth_mb, kMaxRssGrowthMb);
 #endif
   EXPECT_EQ(StopServer(p->get()), "exit 0");

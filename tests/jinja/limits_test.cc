@@ -6,6 +6,7 @@
 #include <chrono>
 #include <string>
 
+#include "core/sanitizers.h"
 #include "jinja/error.h"
 #include "jinja/template.h"
 #include "jinja_test_util.h"
@@ -124,7 +125,7 @@ TEST(JinjaLimitsTest, DefaultDepthFitsInASmallThreadStack) {
         "{% macro f(n) %}{% if n %}({{ f(n - 1) }}){% endif %}{% endmacro %}"
         "{{ f(10000) }}|{{ ((((((((((((((((1)))))))))))))))) }}");
   };
-#if defined(__SANITIZE_ADDRESS__)
+#if KVAULT_ADDRESS_SANITIZER
   run();
 #else
   pthread_attr_t attr;

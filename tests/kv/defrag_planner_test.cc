@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "core/sanitizers.h"
 #include "kv/kv_storage.h"
 
 namespace kvault {
@@ -440,7 +441,7 @@ TEST(DefragPlannerTest, EmptyInputs) {
 // A valid plan on a million-cell pool in four occupancy shapes. Planner speed
 // is measured by kv_bench (BM_PlanDefrag), not asserted here; sanitizer
 // builds use a quarter of the pool so CI stays quick.
-#if defined(__SANITIZE_ADDRESS__)
+#if KVAULT_ADDRESS_SANITIZER
 constexpr uint32_t kBigPoolPages = 1u << 18;
 #else
 constexpr uint32_t kBigPoolPages = 1u << 20;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/float16.h"
 #include "model/kernels/quant_blocks.h"
@@ -20,8 +21,17 @@ uint8_t ByteAt(const std::byte* p, int64_t i) {
 }
 
 // Round half to even, as ggml's nearest_int and _mm256_round_ps do (the
-// default floating-point environment rounds to nearest even).
-int RoundEven(float v) { return static_cast<int>(std::nearbyint(v)); }
+// default floating-point environment rounds to nearest even). NaN and
+// values outside int's range give INT_MIN, the "integer indefinite" that
+// x86's conversions (and so the SIMD kernels) produce; a plain cast would
+// be undefined there.
+int RoundEven(float v) {
+  const float r = std::nearbyint(v);
+  if (!(r >= -2147483648.0f && r < 2147483648.0f)) {
+    return std::numeric_limits<int>::min();
+  }
+  return static_cast<int>(r);
+}
 
 // Nibble pairs: value j in the low nibble of byte j, j + 16 in the high.
 void Nibbles(const std::byte* qs, int8_t out[32]) {
