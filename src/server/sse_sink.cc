@@ -62,12 +62,6 @@ std::vector<QueueSink::Item> QueueSink::Take() {
   return out;
 }
 
-std::vector<QueueSink::Item> QueueSink::Wait(
-    std::chrono::milliseconds timeout) {
-  WaitForFd(wake_fd_, WaitClock::now() + timeout);
-  return Take();
-}
-
 bool QueueSink::finished() const {
   MutexLock lock(&mu_);
   return finished_;

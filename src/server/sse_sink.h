@@ -62,8 +62,6 @@ class QueueSink : public CompletionSink {
   // Returns the items queued (possibly none), oldest first, and clears
   // wake_fd()'s readiness.
   std::vector<Item> Take() EXCLUDES(mu_);
-  // Waits up to `timeout` for items (on wake_fd() alone), then Take().
-  std::vector<Item> Wait(std::chrono::milliseconds timeout) EXCLUDES(mu_);
   // Makes every later OnToken return false (the client went away).
   void MarkClientGone() { client_gone_.store(true); }
   // Returns true once MarkClientGone was called.

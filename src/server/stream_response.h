@@ -11,9 +11,7 @@
 #ifndef KVAULT_SERVER_STREAM_RESPONSE_H_
 #define KVAULT_SERVER_STREAM_RESPONSE_H_
 
-#include <atomic>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <vector>
 
