@@ -142,6 +142,21 @@ Status EngineOptions::Validate() const {
 
 // --- Engine: forwards to Impl ----------------------------------------------
 
+namespace {
+
+// Runs `start` (a Start* call) and blocks until its reply came.
+template <typename T>
+StatusOr<T> Await(const std::function<Status(Reply<T>)>& start) {
+  auto promise = std::make_shared<std::promise<StatusOr<T>>>();
+  std::future<StatusOr<T>> future = promise->get_future();
+  KV_RETURN_IF_ERROR(start([promise](StatusOr<T> result) {
+    promise->set_value(std::move(result));
+  }));
+  return future.get();
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<Engine>> Engine::Create(
     std::unique_ptr<LlamaModel> model, const EngineOptions& options) {
   KV_ASSIGN_OR_RETURN(std::unique_ptr<Impl> impl,
@@ -157,18 +172,38 @@ StatusOr<uint64_t> Engine::Submit(CompletionParams params,
   return impl_->Submit(std::move(params), std::move(sink));
 }
 void Engine::Cancel(uint64_t task_id) { impl_->Cancel(task_id); }
+Status Engine::StartSave(uint32_t slot, std::string path,
+                         Reply<SlotSaveResult> reply) {
+  return impl_->StartSave(slot, std::move(path), std::move(reply));
+}
+Status Engine::StartRestore(uint32_t slot, std::string path,
+                            Reply<SlotRestoreResult> reply) {
+  return impl_->StartRestore(slot, std::move(path), std::move(reply));
+}
+Status Engine::StartErase(uint32_t slot, Reply<uint64_t> reply) {
+  return impl_->StartErase(slot, std::move(reply));
+}
+Status Engine::StartDefrag(Reply<DefragReport> reply) {
+  return impl_->StartDefrag(std::move(reply));
+}
 StatusOr<SlotSaveResult> Engine::SaveSlot(uint32_t slot,
                                           const std::string& path) {
-  return impl_->SaveSlot(slot, path);
+  return Await<SlotSaveResult>(
+      [&](Reply<SlotSaveResult> r) { return StartSave(slot, path, r); });
 }
 StatusOr<SlotRestoreResult> Engine::RestoreSlot(uint32_t slot,
                                                 const std::string& path) {
-  return impl_->RestoreSlot(slot, path);
+  return Await<SlotRestoreResult>(
+      [&](Reply<SlotRestoreResult> r) { return StartRestore(slot, path, r); });
 }
 StatusOr<uint64_t> Engine::EraseSlot(uint32_t slot) {
-  return impl_->EraseSlot(slot);
+  return Await<uint64_t>(
+      [&](Reply<uint64_t> r) { return StartErase(slot, r); });
 }
-StatusOr<DefragReport> Engine::Defrag() { return impl_->Defrag(); }
+StatusOr<DefragReport> Engine::Defrag() {
+  return Await<DefragReport>(
+      [&](Reply<DefragReport> r) { return StartDefrag(r); });
+}
 std::vector<SlotInfo> Engine::Slots() const { return impl_->Slots(); }
 EngineMetrics Engine::Metrics() const { return impl_->Metrics(); }
 KvMap Engine::GetKvMap() const { return impl_->GetKvMap(); }
@@ -291,49 +326,35 @@ void Engine::Impl::Cancel(uint64_t task_id) {
   cv_.SignalAll();
 }
 
-template <typename T>
-StatusOr<T> Engine::Impl::RunAction(
-    std::optional<uint32_t> slot,
-    std::function<std::unique_ptr<SlotJob>(Reply<T>)> make) {
-  auto promise = std::make_shared<std::promise<StatusOr<T>>>();
-  std::future<StatusOr<T>> future = promise->get_future();
-  Reply<T> reply = [promise](StatusOr<T> result) {
-    promise->set_value(std::move(result));
-  };
-  KV_RETURN_IF_ERROR(Post([&](uint64_t id) -> Work {
-                       return SlotActionWork{id, slot, make(std::move(reply))};
-                     }).status());
-  return future.get();
+Status Engine::Impl::PostAction(std::optional<uint32_t> slot,
+                                std::unique_ptr<SlotJob> job) {
+  return Post([&](uint64_t id) -> Work {
+           return SlotActionWork{id, slot, std::move(job)};
+         })
+      .status();
 }
 
-StatusOr<SlotSaveResult> Engine::Impl::SaveSlot(uint32_t slot,
-                                                const std::string& path) {
+Status Engine::Impl::StartSave(uint32_t slot, std::string path,
+                               Reply<SlotSaveResult> reply) {
   KV_RETURN_IF_ERROR(CheckSlot(slot, options_.n_slots));
-  return RunAction<SlotSaveResult>(slot, [&](Reply<SlotSaveResult> reply) {
-    return NewSaveJob(target(), slot, path, std::move(reply));
-  });
+  return PostAction(slot, NewSaveJob(target(), slot, std::move(path),
+                                     std::move(reply)));
 }
 
-StatusOr<SlotRestoreResult> Engine::Impl::RestoreSlot(uint32_t slot,
-                                                      const std::string& path) {
+Status Engine::Impl::StartRestore(uint32_t slot, std::string path,
+                                  Reply<SlotRestoreResult> reply) {
   KV_RETURN_IF_ERROR(CheckSlot(slot, options_.n_slots));
-  return RunAction<SlotRestoreResult>(
-      slot, [&](Reply<SlotRestoreResult> reply) {
-        return NewRestoreJob(target(), slot, path, std::move(reply));
-      });
+  return PostAction(slot, NewRestoreJob(target(), slot, std::move(path),
+                                        std::move(reply)));
 }
 
-StatusOr<uint64_t> Engine::Impl::EraseSlot(uint32_t slot) {
+Status Engine::Impl::StartErase(uint32_t slot, Reply<uint64_t> reply) {
   KV_RETURN_IF_ERROR(CheckSlot(slot, options_.n_slots));
-  return RunAction<uint64_t>(slot, [&](Reply<uint64_t> reply) {
-    return NewEraseJob(target(), slot, std::move(reply));
-  });
+  return PostAction(slot, NewEraseJob(target(), slot, std::move(reply)));
 }
 
-StatusOr<DefragReport> Engine::Impl::Defrag() {
-  return RunAction<DefragReport>(std::nullopt, [&](Reply<DefragReport> reply) {
-    return NewDefragJob(target(), std::move(reply));
-  });
+Status Engine::Impl::StartDefrag(Reply<DefragReport> reply) {
+  return PostAction(std::nullopt, NewDefragJob(target(), std::move(reply)));
 }
 
 std::vector<SlotInfo> Engine::Impl::Slots() const {

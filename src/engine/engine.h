@@ -24,6 +24,7 @@
 #define KVAULT_ENGINE_ENGINE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -279,6 +280,10 @@ struct KvMap {
   std::vector<std::optional<uint32_t>> page_slot;
 };
 
+// Receives a slot action's result (Engine::Start*).
+template <typename T>
+using Reply = std::function<void(StatusOr<T>)>;
+
 class Engine {
  public:
   // Builds the pool (n_ctx_total cells of `options.cache_type`), the vault
@@ -304,24 +309,38 @@ class Engine {
   // Cancels a queued or running task (no-op when it already ended).
   void Cancel(uint64_t task_id);
 
-  // Saves slot `slot`'s KV (tokens and K/V) to `path` atomically, waiting
-  // until the slot is not processing. InvalidArgument reason
-  // "slot_out_of_range"; FailedPrecondition reason "slot_empty" when the
+  // Slot actions. Each Start* queues the action and returns at once;
+  // `reply` receives the result exactly once, on the scheduler or an I/O
+  // thread (it must not block), Cancelled when the engine stops first.
+  // Errors that keep the action from being queued are returned instead and
+  // `reply` is never called: InvalidArgument reason "slot_out_of_range",
+  // Unavailable after Shutdown. The blocking forms queue and wait.
+  //
+  // Saves slot `slot`'s KV (tokens and K/V) to `path` atomically, once the
+  // slot is not processing. FailedPrecondition reason "slot_empty" when the
   // slot holds no tokens.
-  StatusOr<SlotSaveResult> SaveSlot(uint32_t slot, const std::string& path);
-  // Restores the state file at `path` into slot `slot` (waiting until it
-  // is not processing), spilling idle slots when the pool is short. On any
-  // error the slot is as it was. NotFound (reason "file_not_found") for a
-  // missing file; the state-file errors keep their reasons (truncated,
+  Status StartSave(uint32_t slot, std::string path,
+                   Reply<SlotSaveResult> reply);
+  // Restores the state file at `path` into slot `slot` (once it is not
+  // processing), spilling idle slots when the pool is short. On any error
+  // the slot is as it was. NotFound (reason "file_not_found") for a missing
+  // file; the state-file errors keep their reasons (truncated,
   // checksum_mismatch, model_mismatch, ...); ResourceExhausted (reason
   // "no_room") when it cannot fit even after eviction.
+  Status StartRestore(uint32_t slot, std::string path,
+                      Reply<SlotRestoreResult> reply);
+  // Drops slot `slot`'s KV (resident or spilled); replies the tokens erased.
+  Status StartErase(uint32_t slot, Reply<uint64_t> reply);
+  // Runs the defragmenter (at a quiet moment between steps).
+  Status StartDefrag(Reply<DefragReport> reply);
+  // Blocking StartSave.
+  StatusOr<SlotSaveResult> SaveSlot(uint32_t slot, const std::string& path);
+  // Blocking StartRestore.
   StatusOr<SlotRestoreResult> RestoreSlot(uint32_t slot,
                                           const std::string& path);
-  // Drops slot `slot`'s KV (resident or spilled); returns the tokens
-  // erased.
+  // Blocking StartErase.
   StatusOr<uint64_t> EraseSlot(uint32_t slot);
-
-  // Runs the defragmenter (waiting for a quiet moment between steps).
+  // Blocking StartDefrag.
   StatusOr<DefragReport> Defrag();
 
   // Returns a snapshot of every slot.

@@ -46,11 +46,12 @@ class Engine::Impl {
   StatusOr<uint64_t> Submit(CompletionParams params,
                             std::shared_ptr<CompletionSink> sink);
   void Cancel(uint64_t task_id);
-  StatusOr<SlotSaveResult> SaveSlot(uint32_t slot, const std::string& path);
-  StatusOr<SlotRestoreResult> RestoreSlot(uint32_t slot,
-                                          const std::string& path);
-  StatusOr<uint64_t> EraseSlot(uint32_t slot);
-  StatusOr<DefragReport> Defrag();
+  Status StartSave(uint32_t slot, std::string path,
+                   Reply<SlotSaveResult> reply);
+  Status StartRestore(uint32_t slot, std::string path,
+                      Reply<SlotRestoreResult> reply);
+  Status StartErase(uint32_t slot, Reply<uint64_t> reply);
+  Status StartDefrag(Reply<DefragReport> reply);
   std::vector<SlotInfo> Slots() const;
   EngineMetrics Metrics() const;
   KvMap GetKvMap() const;
@@ -70,10 +71,9 @@ class Engine::Impl {
   Status Init();
 
   // --- engine.cc: the public API -----------------------------------------
-  // Queues the job `make(reply)` builds and blocks until it answered.
-  template <typename T>
-  StatusOr<T> RunAction(std::optional<uint32_t> slot,
-                        std::function<std::unique_ptr<SlotJob>(Reply<T>)> make);
+  // Queues the slot action `job` (on `slot`; none: the whole pool).
+  Status PostAction(std::optional<uint32_t> slot,
+                    std::unique_ptr<SlotJob> job);
   // Queues `work` for the scheduler thread; Unavailable after Shutdown.
   StatusOr<uint64_t> Post(std::function<Work(uint64_t task_id)> make)
       EXCLUDES(mu_);

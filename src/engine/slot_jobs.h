@@ -22,10 +22,6 @@
 
 namespace kvault {
 
-// Hands an action's result to its caller.
-template <typename T>
-using Reply = std::function<void(StatusOr<T>)>;
-
 // What every job of the engine works on.
 struct JobTarget {
   KvVault* vault = nullptr;

@@ -40,6 +40,9 @@ struct WaitAlso {
   bool stopping = true;     // the server is stopping
 };
 using WaitClock = std::chrono::steady_clock;
+// A wait without a deadline.
+inline constexpr WaitClock::time_point kNoDeadline =
+    WaitClock::time_point::max();
 // Blocks until `fd` polls readable, or (as `also` asks) the client hangs up
 // or the server stops, or `deadline` passes; the first of those that holds,
 // in the order stopping, client gone, ready.

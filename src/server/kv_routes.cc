@@ -1,5 +1,6 @@
 // kvault's extensions: GET /kv (pool statistics and the page -> slot map)
 // and POST /kv/defrag.
+#include "server/action_wait.h"
 #include "server/server_state.h"
 
 namespace kvault {
@@ -55,8 +56,12 @@ void RegisterKvRoutes(HttpRouter& server, ServerState& state) {
     ReplyJson(res, KvMapJson(state.engine.load()->GetKvMap()));
   });
   RegisterPost(
-      server, "/kv/defrag", state, [&state](const Request&, Response& res) {
-        StatusOr<DefragReport> r = state.engine.load()->Defrag();
+      server, "/kv/defrag", state, [&state](const Request& req, Response& res) {
+        Engine* engine = state.engine.load();
+        StatusOr<DefragReport> r = AwaitAction<DefragReport>(
+            req, [&](Reply<DefragReport> reply) {
+              return engine->StartDefrag(reply);
+            });
         if (!r.ok()) return ReplyStatus(res, r.status());
         ReplyJson(res, json{{"num_moves", r->num_moves},
                             {"cells_moved", r->cells_moved},

@@ -203,13 +203,16 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(
     KV_ASSIGN_OR_RETURN(out.completion,
                         ParseOaiChatRequest(json::parse(chat.dump()), tokenizer,
                                             limits, format, &chat));
-    return out;
+  } else {
+    KV_ASSIGN_OR_RETURN(std::vector<ChatMessage> messages,
+                        ResponsesChatMessages(body));
+    KV_ASSIGN_OR_RETURN(out.completion, BuildChatRequest(fields, messages,
+                                                         tokenizer, limits,
+                                                         format));
   }
-  KV_ASSIGN_OR_RETURN(std::vector<ChatMessage> messages,
-                      ResponsesChatMessages(body));
-  KV_ASSIGN_OR_RETURN(out.completion, BuildChatRequest(fields, messages,
-                                                       tokenizer, limits,
-                                                       format));
+  // The engine reports each prompt batch; the stream carries them as
+  // response.in_progress events.
+  out.completion.params.return_progress = out.return_progress;
   return out;
 }
 

@@ -90,7 +90,14 @@ nlohmann::json ResponsesJson(const CompletionResult& result,
 class ResponsesStreamFormatter : public StreamFormatter {
  public:
   explicit ResponsesStreamFormatter(ResponsesContext ctx);
-  // Returns the opening events (first call) and a text delta.
+  // Returns response.created and response.in_progress (the request got a
+  // slot).
+  std::string Start(int slot) override;
+  // Returns a response.in_progress event carrying prompt_progress (and,
+  // with timings_per_token, timings) when the request asked for
+  // return_progress; the opening events first if not sent yet.
+  std::string Progress(const PromptProgress& progress, int slot) override;
+  // Returns the message item's opening events (first call) and a delta.
   std::string Token(const TokenEvent& event, int slot) override;
   // Returns the last delta and the closing events.
   std::string Done(const CompletionResult& result) override;
@@ -98,7 +105,10 @@ class ResponsesStreamFormatter : public StreamFormatter {
  private:
   using Clock = std::chrono::steady_clock;
   std::string Event(nlohmann::json j);
-  std::string StartOnce();
+  // response.created and response.in_progress, once.
+  std::string OpenOnce();
+  // OpenOnce, then the message item's opening events, once.
+  std::string FirstTokenOnce();
   nlohmann::json LiveTimings() const;
   std::string Delta(const std::string& text);
   // The events that close the message item (output_index 0) with `text`.
@@ -108,7 +118,8 @@ class ResponsesStreamFormatter : public StreamFormatter {
   ResponsesContext ctx_;
   Clock::time_point submitted_ = Clock::now();
   Clock::time_point first_token_;
-  bool started_ = false;
+  bool opened_ = false;
+  bool message_added_ = false;
   uint64_t tokens_ = 0;
   int sequence_ = 0;
   std::string streamed_;

@@ -130,25 +130,21 @@ json ResponsesStreamFormatter::LiveTimings() const {
   return TimingsJson(t);
 }
 
-std::string ResponsesStreamFormatter::StartOnce() {
-  if (started_) return "";
-  started_ = true;
-  first_token_ = Clock::now();
+std::string ResponsesStreamFormatter::OpenOnce() {
+  if (opened_) return "";
+  opened_ = true;
+  // Two statements: the events are numbered in the order they are made.
   std::string out = Event({{"type", "response.created"},
                            {"response", ResponseShell(ctx_, "in_progress")}});
-  json progress{{"type", "response.in_progress"},
-                {"response", ResponseShell(ctx_, "in_progress")}};
-  if (ctx_.return_progress) {
-    // The engine reports the prompt once it is evaluated, not per batch.
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-        first_token_ - submitted_);
-    progress["prompt_progress"] = {{"total", ctx_.prompt_tokens},
-                                   {"cache", 0},
-                                   {"processed", ctx_.prompt_tokens},
-                                   {"time_ms", ms.count()}};
-  }
-  if (ctx_.timings_per_token) progress["timings"] = LiveTimings();
-  out += Event(std::move(progress));
+  return out + Event({{"type", "response.in_progress"},
+                      {"response", ResponseShell(ctx_, "in_progress")}});
+}
+
+std::string ResponsesStreamFormatter::FirstTokenOnce() {
+  std::string out = OpenOnce();
+  if (message_added_) return out;
+  message_added_ = true;
+  first_token_ = Clock::now();
   out += Event({{"type", "response.output_item.added"},
                 {"output_index", 0},
                 {"item", MessageItem(ctx_, "", false)}});
@@ -157,6 +153,21 @@ std::string ResponsesStreamFormatter::StartOnce() {
                       {"output_index", 0},
                       {"content_index", 0},
                       {"part", OutputText("")}});
+}
+
+std::string ResponsesStreamFormatter::Start(int /*slot*/) {
+  return OpenOnce();
+}
+
+std::string ResponsesStreamFormatter::Progress(const PromptProgress& progress,
+                                               int /*slot*/) {
+  std::string out = OpenOnce();
+  if (!ctx_.return_progress) return out;
+  json event{{"type", "response.in_progress"},
+             {"response", ResponseShell(ctx_, "in_progress")},
+             {"prompt_progress", PromptProgressJson(progress)}};
+  if (ctx_.timings_per_token) event["timings"] = TimingsJson(progress.timings);
+  return out + Event(std::move(event));
 }
 
 std::string ResponsesStreamFormatter::Delta(const std::string& text) {
@@ -172,7 +183,7 @@ std::string ResponsesStreamFormatter::Delta(const std::string& text) {
 
 std::string ResponsesStreamFormatter::Token(const TokenEvent& event,
                                             int /*slot*/) {
-  std::string out = StartOnce();
+  std::string out = FirstTokenOnce();
   ++tokens_;
   if (event.text.empty()) return out;
   if (!reader_) return out + Delta(event.text);
@@ -185,7 +196,7 @@ std::string ResponsesStreamFormatter::Token(const TokenEvent& event,
 }
 
 std::string ResponsesStreamFormatter::Done(const CompletionResult& result) {
-  std::string out = StartOnce();
+  std::string out = FirstTokenOnce();
   if (reader_) return out + DoneParsed(result);
   if (result.content.size() > streamed_.size() &&
       result.content.compare(0, streamed_.size(), streamed_) == 0) {

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <filesystem>
 
+#include "server/action_wait.h"
 #include "server/json_fields.h"
 #include "server/server_state.h"
 #include "server/slot_filename.h"
@@ -55,8 +56,12 @@ std::string PathIn(const ServerState& state, const std::string& filename) {
 StatusOr<json> Save(const ServerState& state, uint32_t slot,
                     const Request& req) {
   KV_ASSIGN_OR_RETURN(std::string filename, ReadFilename(req));
-  KV_ASSIGN_OR_RETURN(SlotSaveResult r, state.engine.load()->SaveSlot(
-                                            slot, PathIn(state, filename)));
+  Engine* engine = state.engine.load();
+  KV_ASSIGN_OR_RETURN(
+      SlotSaveResult r,
+      AwaitAction<SlotSaveResult>(req, [&](Reply<SlotSaveResult> reply) {
+        return engine->StartSave(slot, PathIn(state, filename), reply);
+      }));
   return json{{"id_slot", slot},
               {"filename", filename},
               {"n_saved", r.n_saved},
@@ -67,8 +72,12 @@ StatusOr<json> Save(const ServerState& state, uint32_t slot,
 StatusOr<json> Restore(const ServerState& state, uint32_t slot,
                        const Request& req) {
   KV_ASSIGN_OR_RETURN(std::string filename, ReadFilename(req));
-  KV_ASSIGN_OR_RETURN(SlotRestoreResult r, state.engine.load()->RestoreSlot(
-                                               slot, PathIn(state, filename)));
+  Engine* engine = state.engine.load();
+  KV_ASSIGN_OR_RETURN(
+      SlotRestoreResult r,
+      AwaitAction<SlotRestoreResult>(req, [&](Reply<SlotRestoreResult> reply) {
+        return engine->StartRestore(slot, PathIn(state, filename), reply);
+      }));
   return json{{"id_slot", slot},
               {"filename", filename},
               {"n_restored", r.n_restored},
@@ -76,8 +85,13 @@ StatusOr<json> Restore(const ServerState& state, uint32_t slot,
               {"timings", {{"restore_ms", r.restore_ms}}}};
 }
 
-StatusOr<json> Erase(const ServerState& state, uint32_t slot) {
-  KV_ASSIGN_OR_RETURN(uint64_t n_erased, state.engine.load()->EraseSlot(slot));
+StatusOr<json> Erase(const ServerState& state, uint32_t slot,
+                     const Request& req) {
+  Engine* engine = state.engine.load();
+  KV_ASSIGN_OR_RETURN(uint64_t n_erased,
+                      AwaitAction<uint64_t>(req, [&](Reply<uint64_t> reply) {
+                        return engine->StartErase(slot, reply);
+                      }));
   return json{{"id_slot", slot}, {"n_erased", n_erased}};
 }
 
@@ -94,7 +108,7 @@ StatusOr<json> RunSlotAction(const ServerState& state, const Request& req) {
   const std::string action = req.Param("action");
   if (action == "save") return Save(state, slot, req);
   if (action == "restore") return Restore(state, slot, req);
-  if (action == "erase") return Erase(state, slot);
+  if (action == "erase") return Erase(state, slot, req);
   return InvalidArgumentError("Invalid action '" + action +
                               "'; expected save, restore or erase")
       .WithReason(kReasonInvalidAction);

@@ -1,10 +1,6 @@
 #include "server/sse_sink.h"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
+#include <utility>
 
 #include "server/http_error.h"
 
@@ -15,46 +11,40 @@ std::string SseData(const nlohmann::json& j) {
 }
 
 StatusOr<std::shared_ptr<QueueSink>> QueueSink::Create() {
-  const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (fd < 0) {
-    return UnavailableError(std::string("cannot create the completion's "
-                                        "event descriptor: ") +
-                            std::strerror(errno))
-        .WithReason(kReasonOutOfDescriptors);
-  }
-  return std::shared_ptr<QueueSink>(new QueueSink(fd));
+  KV_ASSIGN_OR_RETURN(EventFd wake, EventFd::Create("completion"));
+  return std::shared_ptr<QueueSink>(new QueueSink(std::move(wake)));
 }
-
-QueueSink::~QueueSink() { close(wake_fd_); }
 
 void QueueSink::Push(Item item) {
   MutexLock lock(&mu_);
   if (item.done.has_value()) finished_ = true;
   items_.push_back(std::move(item));
   // Under the lock, so that Take's reset can never eat this signal while
-  // leaving the item behind. A full counter (2^64 - 2) cannot happen.
-  const uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof(one));
+  // leaving the item behind.
+  wake_.Signal();
+}
+
+void QueueSink::OnStart(uint32_t slot) {
+  Push(Item{.start = slot});
 }
 
 bool QueueSink::OnToken(const TokenEvent& event) {
   if (client_gone_.load()) return false;
-  Push(Item{event, std::nullopt, std::nullopt});
+  Push(Item{.token = event});
   return true;
 }
 
 void QueueSink::OnPromptProgress(const PromptProgress& progress) {
-  Push(Item{std::nullopt, std::nullopt, progress});
+  Push(Item{.progress = progress});
 }
 
 void QueueSink::OnDone(const StatusOr<CompletionResult>& result) {
-  Push(Item{std::nullopt, result, std::nullopt});
+  Push(Item{.done = result});
 }
 
 std::vector<QueueSink::Item> QueueSink::Take() {
   MutexLock lock(&mu_);
-  uint64_t count = 0;
-  [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof(count));
+  wake_.Clear();
   std::vector<Item> out;
   out.reserve(items_.size());
   for (Item& item : items_) out.push_back(std::move(item));

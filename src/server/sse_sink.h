@@ -19,10 +19,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/mutex.h"
 #include "engine/engine.h"
+#include "server/event_fd.h"
 #include "server/http_message.h"
 
 namespace kvault {
@@ -38,18 +40,20 @@ class QueueSink : public CompletionSink {
   // Returns a sink with its event descriptor; Unavailable (reason
   // out_of_descriptors) when the process has no descriptor left.
   static StatusOr<std::shared_ptr<QueueSink>> Create();
-  ~QueueSink() override;
   QueueSink(const QueueSink&) = delete;
   QueueSink& operator=(const QueueSink&) = delete;
 
-  // One queued event: exactly one of a token, a prompt progress report or
-  // the final result.
+  // One queued event: exactly one of the admission (the slot), a token, a
+  // prompt progress report or the final result.
   struct Item {
     std::optional<TokenEvent> token;
     std::optional<StatusOr<CompletionResult>> done;
     std::optional<PromptProgress> progress;
+    std::optional<uint32_t> start;
   };
 
+  // Queues the admission.
+  void OnStart(uint32_t slot) override EXCLUDES(mu_);
   // Queues the token; returns false once the client is gone.
   bool OnToken(const TokenEvent& event) override EXCLUDES(mu_);
   // Queues the progress report.
@@ -58,7 +62,7 @@ class QueueSink : public CompletionSink {
   void OnDone(const StatusOr<CompletionResult>& result) override EXCLUDES(mu_);
 
   // Returns the descriptor that polls readable while items are queued.
-  int wake_fd() const { return wake_fd_; }
+  int wake_fd() const { return wake_.fd(); }
   // Returns the items queued (possibly none), oldest first, and clears
   // wake_fd()'s readiness.
   std::vector<Item> Take() EXCLUDES(mu_);
@@ -70,11 +74,11 @@ class QueueSink : public CompletionSink {
   bool finished() const EXCLUDES(mu_);
 
  private:
-  explicit QueueSink(int wake_fd) : wake_fd_(wake_fd) {}
+  explicit QueueSink(EventFd wake) : wake_(std::move(wake)) {}
   // Queues `item` and makes wake_fd() readable.
   void Push(Item item) EXCLUDES(mu_);
 
-  const int wake_fd_;
+  const EventFd wake_;
   mutable Mutex mu_;
   std::deque<Item> items_ GUARDED_BY(mu_);
   bool finished_ GUARDED_BY(mu_) = false;
@@ -88,6 +92,9 @@ class StreamFormatter {
   // Returns the SSE text for one token (may be empty: nothing to send);
   // `slot` is the slot running the task, -1 when not known.
   virtual std::string Token(const TokenEvent& event, int slot) = 0;
+  // Returns the SSE text for the request's admission into `slot`
+  // (CompletionSink::OnStart); "" for APIs that announce nothing then.
+  virtual std::string Start(int slot) { return ""; }
   // Returns the SSE text for a prompt progress report (return_progress);
   // "" for APIs that do not stream one.
   virtual std::string Progress(const PromptProgress& progress, int slot) {

@@ -11,8 +11,6 @@ using std::chrono::milliseconds;
 
 // How long a stopping server waits for the engine to end a cancelled task.
 constexpr milliseconds kCancelGrace{10000};
-// A wait with no deadline of its own (it ends on an event).
-constexpr auto kNoDeadline = WaitClock::time_point::max();
 
 // Ends the job early: the engine frees the slot at its next token at the
 // latest.
@@ -27,7 +25,9 @@ std::string FormatItems(StreamJob& job, std::vector<QueueSink::Item>& items,
                         bool* done) {
   std::string text;
   for (QueueSink::Item& item : items) {
-    if (item.token.has_value()) {
+    if (item.start.has_value()) {
+      text += job.formatter->Start(int(*item.start));
+    } else if (item.token.has_value()) {
       text += job.formatter->Token(*item.token, int(item.token->slot));
     } else if (item.progress.has_value()) {
       text += job.formatter->Progress(*item.progress, int(item.progress->slot));

@@ -58,6 +58,7 @@ TEST_F(ResponsesCodecTest, FieldsMapToParams) {
   EXPECT_TRUE(r->completion.stream);
   EXPECT_TRUE(r->timings_per_token);
   EXPECT_TRUE(r->return_progress);
+  EXPECT_TRUE(r->completion.params.return_progress);  // engine reports it
   EXPECT_EQ(r->metadata, json({{"k", "v"}}));
   EXPECT_EQ(r->completion.params.prompt,
             model_->tokenizer().Tokenize(
@@ -144,9 +145,15 @@ TEST_F(ResponsesCodecTest, StreamSequence) {
   ctx_.timings_per_token = true;
   ctx_.return_progress = true;
   ResponsesStreamFormatter f(ctx_);
+  PromptProgress progress;
+  progress.total = 12;
+  progress.cache = 10;
+  progress.processed = 12;
   TokenEvent t;
   t.text = "he";
-  std::string sse = f.Token(t, 0);
+  std::string sse = f.Start(0);
+  sse += f.Progress(progress, 0);
+  sse += f.Token(t, 0);
   sse += f.Done(Result());
   std::vector<json> events;
   for (size_t pos = 0; (pos = sse.find("data: ", pos)) != std::string::npos;) {
@@ -158,22 +165,49 @@ TEST_F(ResponsesCodecTest, StreamSequence) {
   for (const json& e : events) types.push_back(e["type"]);
   EXPECT_EQ(types, (std::vector<std::string>{
                        "response.created", "response.in_progress",
-                       "response.output_item.added",
+                       "response.in_progress", "response.output_item.added",
                        "response.content_part.added",
                        "response.output_text.delta",
                        "response.output_text.delta",
                        "response.output_text.done",
                        "response.content_part.done",
                        "response.output_item.done", "response.completed"}));
-  EXPECT_EQ(events[1]["prompt_progress"]["total"], 12);
-  EXPECT_TRUE(events[4]["timings"].contains("predicted_per_second"));
-  EXPECT_EQ(events[5]["delta"], "y");
-  EXPECT_EQ(events[6]["text"], "hey");
-  EXPECT_EQ(events[9]["response"]["usage"]["output_tokens"], 3);
-  EXPECT_EQ(events[9]["timings"]["cache_n"], 10);
+  EXPECT_FALSE(events[1].contains("prompt_progress"));
+  EXPECT_EQ(events[2]["prompt_progress"]["total"], 12);
+  EXPECT_EQ(events[2]["prompt_progress"]["cache"], 10);
+  EXPECT_TRUE(events[2]["timings"].contains("prompt_per_second"));
+  EXPECT_TRUE(events[5]["timings"].contains("predicted_per_second"));
+  EXPECT_EQ(events[6]["delta"], "y");
+  EXPECT_EQ(events[7]["text"], "hey");
+  EXPECT_EQ(events[10]["response"]["usage"]["output_tokens"], 3);
+  EXPECT_EQ(events[10]["timings"]["cache_n"], 10);
   for (size_t i = 0; i < events.size(); ++i) {
     EXPECT_EQ(events[i]["sequence_number"], i);
   }
+}
+
+// Without return_progress, progress reports add nothing; a stream whose
+// first event is a token still opens the response first.
+TEST_F(ResponsesCodecTest, StreamWithoutStartOrProgress) {
+  ResponsesStreamFormatter f(ctx_);
+  PromptProgress progress;
+  progress.total = 12;
+  std::string sse = f.Progress(progress, 0);
+  sse += f.Progress(progress, 0);
+  TokenEvent t;
+  t.text = "he";
+  sse += f.Token(t, 0);
+  EXPECT_EQ(sse.find("prompt_progress"), std::string::npos);
+  std::vector<std::string> types;
+  for (size_t pos = 0; (pos = sse.find("event: ", pos)) != std::string::npos;
+       pos += 7) {
+    types.push_back(sse.substr(pos + 7, sse.find('\n', pos) - pos - 7));
+  }
+  EXPECT_EQ(types, (std::vector<std::string>{
+                       "response.created", "response.in_progress",
+                       "response.output_item.added",
+                       "response.content_part.added",
+                       "response.output_text.delta"}));
 }
 
 }  // namespace

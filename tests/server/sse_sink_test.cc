@@ -21,6 +21,7 @@ TEST(SseSinkTest, QueuesTokensThenResultInOrder) {
   TokenEvent b;
   b.token = 6;
   b.text = "llo";
+  sink.OnStart(3);
   EXPECT_TRUE(sink.OnToken(a));
   EXPECT_TRUE(sink.OnToken(b));
   EXPECT_FALSE(sink.finished());
@@ -29,8 +30,12 @@ TEST(SseSinkTest, QueuesTokensThenResultInOrder) {
   sink.OnDone(r);
   EXPECT_TRUE(sink.finished());
   std::vector<QueueSink::Item> items = sink.Take();
-  ASSERT_EQ(items.size(), 3u);
+  ASSERT_EQ(items.size(), 4u);
+  EXPECT_EQ(items[0].start, 3u);
+  EXPECT_FALSE(items[0].token.has_value());
+  items.erase(items.begin());
   EXPECT_EQ(items[0].token->text, "he");
+  EXPECT_FALSE(items[0].start.has_value());
   EXPECT_EQ(items[1].token->token, 6);
   ASSERT_TRUE(items[2].done.has_value());
   EXPECT_FALSE(items[2].token.has_value());

@@ -44,114 +44,27 @@ inline float HSum512(__m512 v) {
       _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
 
-// Decode streams the weight rows once, in address order (see
-// MatMulRowsTiled); rows are often exactly one 4 KiB page, where the
-// hardware prefetchers stop, so fetch the same offset of the next row group
-// while working on this one. (Prefetches do not change results.)
-template <int R>
-inline void PrefetchNextRows(const std::byte* const* w, size_t row_bytes,
-                             int64_t offset) {
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    // Integer arithmetic: past the last row this points beyond the matrix
-    // (harmless for a prefetch, but not a valid pointer to form).
-    const uintptr_t addr = reinterpret_cast<uintptr_t>(w[r]) + R * row_bytes +
-                           static_cast<uintptr_t>(offset);
-    _mm_prefetch(reinterpret_cast<const char*>(addr), _MM_HINT_T0);
-  }
-}
-
-struct F32Load {
-  static constexpr int64_t kBytes = 4;
-  static __m512 Vec(const std::byte* p, int64_t i) {
-    return _mm512_loadu_ps(reinterpret_cast<const float*>(p) + i);
-  }
-  static float One(const std::byte* p, int64_t i) {
-    float f;
-    std::memcpy(&f, p + 4 * i, sizeof(f));
-    return f;
-  }
-};
-
-struct F16Load {
-  static constexpr int64_t kBytes = 2;
-  static __m512 Vec(const std::byte* p, int64_t i) {
+// The AVX-512 lanes of float_matmul.inc.
+struct Avx512Lanes {
+  using F = __m512;
+  static constexpr int64_t kLanes = 16;
+  static constexpr int kTokenTile = 4;
+  static F Zero() { return _mm512_setzero_ps(); }
+  static F LoadF32(const float* p) { return _mm512_loadu_ps(p); }
+  static F LoadF16(const std::byte* p) {
     return _mm512_cvtph_ps(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * i)));
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
-  static float One(const std::byte* p, int64_t i) { return HalfAt(p + 2 * i); }
-};
-
-struct Bf16Load {
-  static constexpr int64_t kBytes = 2;
-  static __m512 Vec(const std::byte* p, int64_t i) {
+  static F LoadBf16(const std::byte* p) {
     const __m512i u = _mm512_cvtepu16_epi32(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * i)));
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
   }
-  static float One(const std::byte* p, int64_t i) {
-    uint16_t h;
-    std::memcpy(&h, p + 2 * i, sizeof(h));
-    const uint32_t bits = static_cast<uint32_t>(h) << 16;
-    float f;
-    std::memcpy(&f, &bits, sizeof(f));
-    return f;
-  }
+  static F Fma(F a, F b, F acc) { return _mm512_fmadd_ps(a, b, acc); }
+  static float Sum(F v) { return HSum512(v); }
 };
 
-// Float weights: acc[r][t] += w[r, i:i+16] * x[t, i:i+16], then a fixed
-// horizontal sum and an in-order scalar tail.
-template <class Load>
-struct FloatKernel {
-  static constexpr int kRowTile = 4;
-  static constexpr int kTokenTile = 4;
-
-  template <int R, int T>
-  static void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) {
-    const std::byte* w[R];
-    const float* x[T];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.w_row_bytes;
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      x[t] = reinterpret_cast<const float*>(a.x + (t0 + t) * a.x_row_bytes);
-    }
-    __m512 acc[R][T];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-    }
-    const int64_t n16 = a.cols & ~int64_t{15};
-    for (int64_t i = 0; i < n16; i += 16) {
-      if constexpr (T == 1) {
-        PrefetchNextRows<R>(w, a.w_row_bytes, i * Load::kBytes);
-      }
-      __m512 wv[R];
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) wv[r] = Load::Vec(w[r], i);
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        const __m512 xv = _mm512_loadu_ps(x[t] + i);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
-        }
-      }
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        float s = HSum512(acc[r][t]);
-        for (int64_t i = n16; i < a.cols; ++i) {
-          s = __builtin_fmaf(Load::One(w[r], i), x[t][i], s);
-        }
-        a.y[(t0 + t) * a.y_stride + r0 + r] = s;
-      }
-    }
-  }
-};
+#include "model/kernels/float_matmul.inc"
 
 // Two consecutive blocks' 32 int8 weights side by side in one zmm (block b
 // in the low half, b + 1 in the high half); a null second block is zeros.
@@ -406,9 +319,9 @@ struct QuantKernel {
 
 constexpr KernelTable kAvx512Table = {
     "avx512",
-    {MatMulRowsTiled<FloatKernel<F32Load>>,
-     MatMulRowsTiled<FloatKernel<F16Load>>,
-     MatMulRowsTiled<FloatKernel<Bf16Load>>,
+    {MatMulRowsTiled<FloatKernel<F32Weights<Avx512Lanes>>>,
+     MatMulRowsTiled<FloatKernel<F16Weights<Avx512Lanes>>>,
+     MatMulRowsTiled<FloatKernel<Bf16Weights<Avx512Lanes>>>,
      MatMulRowsTiled<QuantKernel<Q8Block>>, MatMulRowsQ4_0LanesAvx512,
      nullptr,  // Q4_1, Q5_0, Q5_1, IQ4_NL: the AVX2 kernels
      nullptr, nullptr, nullptr, MatMulRowsQ2KAvx512, MatMulRowsQ3KAvx512,
