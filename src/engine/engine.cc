@@ -240,7 +240,7 @@ Status Engine::Impl::Init() {
   KV_RETURN_IF_ERROR(layout.Validate().WithContext("engine: KV cache type"));
   KvCacheOptions cache_options;
   cache_options.page_size = o.page_size;
-  cache_options.num_pages = (o.n_ctx_total + o.page_size - 1) / o.page_size;
+  cache_options.num_pages = PagesForCells(o.n_ctx_total, o.page_size);
   cache_options.policy = o.kv_policy;
   cache_options.layout = layout;
   KV_ASSIGN_OR_RETURN(cache_, KvCache::Create(cache_options));

@@ -156,9 +156,7 @@ void Scheduler::ResumePreempted() {
     return a->request->admit_order < b->request->admit_order;
   });
   const uint64_t page_size = kv_->page_size();
-  auto pages = [&](uint64_t cells) {
-    return (cells + page_size - 1) / page_size;
-  };
+  auto pages = [&](uint64_t cells) { return PagesForCells(cells, page_size); };
   for (Slot* slot : waiting) {
     const bool others =
         std::any_of(state_.slots.begin(), state_.slots.end(),

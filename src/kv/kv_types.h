@@ -43,6 +43,11 @@ struct CellMove {
 
 using CellMoves = std::vector<CellMove>;
 
+// Returns the pages `num_cells` cells occupy at `page_size` cells a page.
+constexpr uint64_t PagesForCells(uint64_t num_cells, uint64_t page_size) {
+  return (num_cells + page_size - 1) / page_size;
+}
+
 }  // namespace kvault
 
 #endif  // KVAULT_KV_KV_TYPES_H_

@@ -111,7 +111,7 @@ bool FitsInTargetPages(const KvCache& cache, SeqId target, uint64_t num_cells,
       if (pool.RefCount(page) == 1) usable[page.value()] = true;
     }
   }
-  const uint64_t needed = (num_cells + pool.page_size() - 1) / pool.page_size();
+  const uint64_t needed = PagesForCells(num_cells, pool.page_size());
   uint64_t total = 0;
   uint64_t run = 0;
   uint64_t longest = 0;

@@ -78,7 +78,7 @@ bool TargetPagesFit(const KvCache& cache, SeqId target, SeqId scratch,
 Status NoRoomError(const KvCache& cache, uint64_t num_cells, bool asked,
                    const Status& placement) {
   const PagePool& pool = cache.pool();
-  const uint64_t pages = (num_cells + pool.page_size() - 1) / pool.page_size();
+  const uint64_t pages = PagesForCells(num_cells, pool.page_size());
   return ResourceExhaustedError(
       "restore needs " + std::to_string(num_cells) + " cells (" +
       std::to_string(pages) + " pages of " + std::to_string(pool.page_size()) +

@@ -160,8 +160,7 @@ uint64_t SequenceTable::num_used_cells() const {
 }
 
 uint64_t SequenceTable::PagesFor(uint64_t num_cells) const {
-  const uint32_t page_size = pool_->page_size();
-  return (num_cells + page_size - 1) / page_size;
+  return PagesForCells(num_cells, pool_->page_size());
 }
 
 CellId SequenceTable::CellIn(std::span<const PageId> pages,

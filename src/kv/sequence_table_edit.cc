@@ -40,7 +40,7 @@ std::optional<Compaction> PlanCompaction(const PagePool& pool,
   }
   const uint32_t page_size = pool.page_size();
   const uint64_t new_len = plan.first_removed + plan.kept_src.size();
-  plan.new_num_pages = (new_len + page_size - 1) / page_size;
+  plan.new_num_pages = PagesForCells(new_len, page_size);
   // Pages from the one holding the first removed cell on get rewritten,
   // unless nothing is kept after it (pure truncation).
   plan.first_written = plan.kept_src.empty() ? plan.new_num_pages
