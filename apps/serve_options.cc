@@ -142,6 +142,7 @@ Status ParseEngine(const Flags& f, ServeOptions* o) {
   StatusOr<KvPolicy> policy = ParseKvPolicy(f.GetString("kv-policy", "paged"));
   if (!policy.ok()) return policy.status().WithContext("--kv-policy");
   e.kv_policy = *policy;
+  KV_ASSIGN_OR_RETURN(e.prefix_cache, f.GetBool("prefix-cache", true));
   KV_ASSIGN_OR_RETURN(bool no_fsync, f.GetBool("no-fsync", false));
   e.sync_saves = !no_fsync;
   KV_ASSIGN_OR_RETURN(e.on_kv_full,

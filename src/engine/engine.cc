@@ -21,6 +21,7 @@ SchedulerOptions MakeSchedulerOptions(const EngineOptions& o,
   s.max_batch_tokens = o.max_batch_tokens;
   s.prefill_chunk = o.prefill_chunk;
   s.on_kv_full = o.on_kv_full;
+  s.prefix_cache = o.prefix_cache;
   s.generation.ctx_per_slot = o.ctx_per_slot;
   s.generation.context_shift = o.context_shift;
   s.generation.n_ctx_train = h.n_ctx_train;

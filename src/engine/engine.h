@@ -89,6 +89,9 @@ struct EngineOptions {
   // instead of stopping.
   bool context_shift = false;
   bool sync_saves = true;          // fsync slot files (spills never)
+  // A request may reuse the prompt prefix any slot holds (whole pages,
+  // shared copy-on-write), not only its own slot's (--no-prefix-cache).
+  bool prefix_cache = true;
   OnKvFull on_kv_full = OnKvFull::kRefuse;
   // A slot save/restore whose file I/O (on the I/O threads) takes longer
   // fails with Unavailable, reason io_timeout; the scheduler never waits.
@@ -236,6 +239,8 @@ struct EngineMetrics {
   uint64_t requests_deferred = 0;  // waiting for a slot
   uint64_t prompt_tokens_total = 0;  // decoded, cache hits excluded
   uint64_t prompt_tokens_cached_total = 0;  // reused from a slot's cache
+  // Of those, reused from another slot's cache (pages shared, not copied).
+  uint64_t prompt_tokens_shared_total = 0;
   double prompt_seconds_total = 0;
   uint64_t tokens_predicted_total = 0;
   double predicted_seconds_total = 0;

@@ -38,6 +38,15 @@ Status VaultSlotKv::Truncate(SeqId seq, Pos keep) {
   return cache_->RemoveRange(seq, keep, std::numeric_limits<Pos>::max());
 }
 
+Status VaultSlotKv::SharePrefix(SeqId dst, SeqId src, uint64_t num_cells) {
+  if (!cache_->table().Contains(src)) {
+    return NotFoundError("sharing a prefix of " + KvVault::SeqLabel(src) +
+                         ": not resident");
+  }
+  KV_RETURN_IF_ERROR(vault_->Erase(dst));
+  return cache_->CopySequence(src, dst, num_cells);
+}
+
 Status VaultSlotKv::Erase(SeqId seq) { return vault_->Erase(seq); }
 
 void VaultSlotKv::SetActive(SeqId seq, bool active) {

@@ -25,6 +25,7 @@ class VaultSlotKv final : public SlotKv {
   StatusOr<Eviction> Evict(SeqId seq) override;
   Status BringBack(SeqId seq) override;
   Status Truncate(SeqId seq, Pos keep) override;
+  Status SharePrefix(SeqId dst, SeqId src, uint64_t num_cells) override;
   Status Erase(SeqId seq) override;
   void SetActive(SeqId seq, bool active) override;
   void Touch(SeqId seq) override;

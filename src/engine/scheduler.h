@@ -35,6 +35,9 @@ struct SchedulerOptions {
   uint32_t max_batch_tokens = 512;
   uint32_t prefill_chunk = 512;
   OnKvFull on_kv_full = OnKvFull::kDropLru;
+  // A request may take the prompt prefix another slot holds (whole pages,
+  // shared copy-on-write); false: only its own slot's cache.
+  bool prefix_cache = true;
   GenerationOptions generation;
   JobRunnerOptions jobs;
   PrefillPacer pacer{0, 1};
@@ -96,6 +99,11 @@ class Scheduler {
   bool MustWaitForRoom(const Slot& slot, const CompletionParams& params);
   // Keeps the slot's cached prefix the prompt can reuse; returns its length.
   size_t ReusePrefix(Slot& slot, const CompletionParams& params);
+  // Makes `slot` share the longest prefix of `prompt`, in whole pages, that
+  // another slot holds in the pool, when it beats `own` tokens (at most
+  // prompt.size() - 1); returns the tokens shared, 0 when none was.
+  size_t ShareFromOtherSlot(Slot& slot, const std::vector<TokenId>& prompt,
+                            size_t own);
   // Resumes preempted requests, oldest first, while the step has room.
   void ResumePreempted();
   // Returns this step's batch: one decode token per generating slot, then

@@ -59,6 +59,10 @@ class SlotKv {
   virtual Status BringBack(SeqId seq) = 0;
   // Drops `seq`'s cells from position `keep` on.
   virtual Status Truncate(SeqId seq, Pos keep) = 0;
+  // Replaces `dst`'s KV (resident or spilled) with the first `num_cells`
+  // cells of the resident `src`, sharing their pages (copy-on-write): no
+  // data is copied. NotFound when `src` is not resident.
+  virtual Status SharePrefix(SeqId dst, SeqId src, uint64_t num_cells) = 0;
   // Drops `seq` from the pool and every tier.
   virtual Status Erase(SeqId seq) = 0;
   // Marks `seq` as used by a request or action (never evicted) or not.

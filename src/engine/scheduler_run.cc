@@ -40,6 +40,10 @@ size_t Scheduler::ReusePrefix(Slot& slot, const CompletionParams& params) {
       params.cache_prompt ? CommonPrefix(slot.cached, params.prompt) : 0;
   // The last prompt token is always evaluated: its logits start generation.
   if (keep == params.prompt.size()) --keep;
+  if (params.cache_prompt && options_.prefix_cache) {
+    const size_t shared = ShareFromOtherSlot(slot, params.prompt, keep);
+    if (shared > 0) return shared;
+  }
   if (keep > 0 && kv_->IsSpilled(slot.seq)) {
     if (Status back = kv_->BringBack(slot.seq); !back.ok()) {
       KV_LOG(WARNING) << "slot " << slot.id
@@ -64,6 +68,41 @@ size_t Scheduler::ReusePrefix(Slot& slot, const CompletionParams& params) {
     slot.cached.clear();
   }
   return keep;
+}
+
+size_t Scheduler::ShareFromOtherSlot(Slot& slot,
+                                     const std::vector<TokenId>& prompt,
+                                     size_t own) {
+  // Whole pages only (as vLLM's prefix caching): a shared page is never
+  // written again, so neither side ever copies it.
+  const size_t page_size = kv_->page_size();
+  const Slot* donor = nullptr;
+  size_t best = own;
+  for (const Slot& other : state_.slots) {
+    // Only KV that is resident whole and not under a slot action.
+    if (&other == &slot || other.state == SlotState::kIo ||
+        kv_->ResidentLength(other.seq) != other.cached.size()) {
+      continue;
+    }
+    const size_t n = std::min(CommonPrefix(other.cached, prompt),
+                              prompt.size() - 1) /
+                     page_size * page_size;
+    if (n > best) {
+      best = n;
+      donor = &other;
+    }
+  }
+  if (donor == nullptr) return 0;
+  if (Status shared = kv_->SharePrefix(slot.seq, donor->seq, best);
+      !shared.ok()) {
+    KV_LOG(WARNING) << "slot " << slot.id << ": cannot share " << best
+                    << " prompt tokens of slot " << donor->id << ": "
+                    << shared;
+    return 0;
+  }
+  slot.cached.assign(prompt.begin(), prompt.begin() + best);
+  state_.counters.prompt_tokens_shared_total += best;
+  return best;
 }
 
 bool Scheduler::Decode(const std::vector<Part>& plan) {

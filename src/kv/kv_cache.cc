@@ -52,8 +52,8 @@ Status KvCache::RemoveRange(SeqId seq, Pos p0, Pos p1) {
   return Status::Ok();
 }
 
-Status KvCache::CopySequence(SeqId src, SeqId dst) {
-  return table_->CopySequence(src, dst);
+Status KvCache::CopySequence(SeqId src, SeqId dst, uint64_t num_cells) {
+  return table_->CopySequence(src, dst, num_cells);
 }
 
 Status KvCache::ReplaceSequence(SeqId dst, SeqId from) {

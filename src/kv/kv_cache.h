@@ -57,8 +57,9 @@ class KvCache {
                                        std::span<const TokenPos> tokens);
   // Removes the cells of `seq` whose position is in [p0, p1), compacting.
   Status RemoveRange(SeqId seq, Pos p0, Pos p1);
-  // Makes `dst` share all of `src`'s cells (copy-on-write).
-  Status CopySequence(SeqId src, SeqId dst);
+  // Makes `dst` share `src`'s first `num_cells` cells (copy-on-write; see
+  // SequenceTable::CopySequence).
+  Status CopySequence(SeqId src, SeqId dst, uint64_t num_cells = UINT64_MAX);
   // Moves `from`'s cells into `dst`, dropping dst's old cells.
   Status ReplaceSequence(SeqId dst, SeqId from);
   // Drops one sequence / all but one / everything.

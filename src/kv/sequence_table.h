@@ -62,9 +62,12 @@ class SequenceTable {
   // trailing pages are released. Unknown seq: OK, no-op. InvalidArgument when
   // p0 > p1.
   StatusOr<CellMoves> RemoveRange(SeqId seq, Pos p0, Pos p1);
-  // Makes `dst` (replaced if present) share all of `src`'s pages; NotFound
-  // for an unknown src; src == dst is a no-op.
-  Status CopySequence(SeqId src, SeqId dst);
+  // Makes `dst` (replaced if present) a copy of `src`'s first `num_cells`
+  // cells (all of them by default) that shares the pages holding them; a
+  // shared, partly used tail page is copied on dst's first append. NotFound
+  // for an unknown src; src == dst is a no-op for the whole sequence and
+  // InvalidArgument for a shorter prefix.
+  Status CopySequence(SeqId src, SeqId dst, uint64_t num_cells = UINT64_MAX);
   // Moves `from`'s pages and cells into `dst`, releasing dst's old pages;
   // `from` ceases to exist. NotFound for unknown `from`; from == dst no-op.
   Status ReplaceSequence(SeqId dst, SeqId from);

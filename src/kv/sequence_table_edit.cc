@@ -136,14 +136,24 @@ StatusOr<CellMoves> SequenceTable::RemoveRange(SeqId seq, Pos p0, Pos p1) {
   return moves;
 }
 
-Status SequenceTable::CopySequence(SeqId src, SeqId dst) {
+Status SequenceTable::CopySequence(SeqId src, SeqId dst, uint64_t num_cells) {
   auto it = seqs_.find(src);
   if (it == seqs_.end()) {
     return NotFoundError("CopySequence: source " + SeqName(src) +
                          " does not exist");
   }
-  if (src == dst) return Status::Ok();
-  Sequence copy = it->second;
+  const uint64_t length = it->second.cells.size();
+  num_cells = std::min(num_cells, length);
+  if (src == dst) {
+    if (num_cells == length) return Status::Ok();
+    return InvalidArgumentError("CopySequence: a prefix of " + SeqName(src) +
+                                " onto itself (truncate with RemoveRange)");
+  }
+  Sequence copy;
+  copy.cells.assign(it->second.cells.begin(),
+                    it->second.cells.begin() + num_cells);
+  copy.pages.assign(it->second.pages.begin(),
+                    it->second.pages.begin() + PagesFor(num_cells));
   for (PageId page : copy.pages) pool_->Ref(page);
   RemoveSequence(dst);
   seqs_[dst] = std::move(copy);

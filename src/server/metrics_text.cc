@@ -27,6 +27,7 @@ constexpr uint64_t EngineMetrics::*kCounters[] = {
     &EngineMetrics::requests_failed,
     &EngineMetrics::prompt_tokens_total,
     &EngineMetrics::prompt_tokens_cached_total,
+    &EngineMetrics::prompt_tokens_shared_total,
     &EngineMetrics::tokens_predicted_total,
     &EngineMetrics::preemptions,
     &EngineMetrics::preemptions_recomputed,
@@ -166,6 +167,10 @@ void WriteRequestSeries(const EngineMetrics& m, uint32_t n_slots,
   w.Sample(n_slots);
   w.Family("kvault_slots_busy", "gauge", "Slots processing a request.");
   w.Sample(busy_slots);
+  w.Family("kvault_prompt_tokens_shared_total", "counter",
+           "Prompt tokens reused from another slot's cache (pages shared "
+           "copy-on-write, not recomputed).");
+  w.Sample(m.prompt_tokens_shared_total);
   w.Family("kvault_preemptions_total", "counter",
            "Requests preempted (spilled) because the pool ran out.");
   w.Sample(m.preemptions);

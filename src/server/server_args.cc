@@ -702,6 +702,10 @@ constexpr ArgSpec kTable[] = {
     {"prefill-share", "--prefill-share", "", kValue, "X", "", kServe, kKvault,
      "while other slots generate, a step's prompt chunk costs at most X "
      "decode steps (default 0.4; 0: full -b chunks)"},
+    {"prefix-cache", "--prefix-cache", "--no-prefix-cache", kSwitch, "", "",
+     kServe, kKvault,
+     "a request reuses the longest prompt prefix any slot holds, in whole "
+     "pages shared copy-on-write, not only its own slot's (default on)"},
     {"no-fsync", "--no-fsync", "", kSwitch, "", "", kServe, kKvault,
      "do not fsync slot files (faster saves; a crash may lose the last)"},
 };

@@ -68,7 +68,9 @@ class SlotFilesTest : public ::testing::Test {
 };
 
 TEST_F(SlotFilesTest, SaveReuseRestoreContinueIdentically) {
-  StartServer({"-np", "2", "-c", "2048"});
+  // Without the prefix cache slot 0 could take turn 2's prefix from slot 1
+  // instead of from the restored file.
+  StartServer({"-np", "2", "-c", "2048", "--no-prefix-cache"});
   const json first = Complete(kStory, 1);
   const uint64_t cached = first["tokens_cached"];
   ASSERT_GT(cached, 0u);
@@ -113,6 +115,36 @@ TEST_F(SlotFilesTest, SaveReuseRestoreContinueIdentically) {
   EXPECT_GT(erased.body["n_erased"].get<uint64_t>(), 0u);
   const json cold = Complete(turn2, 0, 16, /*cache_prompt=*/false);
   EXPECT_EQ(cold["content"], second["content"]);
+  ASSERT_EQ(StopServer(server_.get()), "exit 0");
+}
+
+// The prefix cache: a request in slot 1 whose prompt starts with what slot
+// 0 holds takes those pages (whole 16-cell pages, shared, not copied) and
+// evaluates only the rest, with the output of a cold run.
+TEST_F(SlotFilesTest, AnotherSlotsPromptPrefixIsSharedNotRecomputed) {
+  StartServer({"-np", "2", "-c", "2048", "--page-size", "16"});
+  const std::string story = std::string(kStory) + kMore + kMore + kMore;
+  const json a = Complete(story, 0, 8);
+  const uint64_t a_prompt = a["tokens_evaluated"];
+  ASSERT_GE(a_prompt, 48u);
+  const std::string turn = story + " Then they went home.";
+  const json b = Complete(turn, 1);
+  const uint64_t cache_n = b["timings"]["cache_n"];
+  EXPECT_EQ(cache_n % 16, 0u);
+  EXPECT_GE(cache_n, a_prompt / 16 * 16 - 16);  // the prompts may differ at
+                                                // the seam's last token
+  EXPECT_EQ(b["timings"]["prompt_n"].get<uint64_t>() + cache_n,
+            b["tokens_evaluated"].get<uint64_t>());
+  Reply metrics = client_->Get("/metrics");
+  EXPECT_EQ(MetricValue(metrics.raw, "kvault_prompt_tokens_shared_total"),
+            static_cast<double>(cache_n))
+      << metrics.raw;
+  // Slot 0 is unchanged by the sharing: its own prompt again reuses all but
+  // the last token.
+  EXPECT_EQ(Complete(story, 0, 8)["timings"]["prompt_n"], 1);
+  const json cold = Complete(turn, 1, 16, /*cache_prompt=*/false);
+  EXPECT_EQ(cold["timings"]["cache_n"], 0);
+  EXPECT_EQ(cold["content"], b["content"]);
   ASSERT_EQ(StopServer(server_.get()), "exit 0");
 }
 

@@ -106,6 +106,13 @@ class FakeKv final : public SlotKv {
     seqs_[seq].len = std::min<uint64_t>(seqs_[seq].len, keep);
     return Status::Ok();
   }
+  Status SharePrefix(SeqId dst, SeqId src, uint64_t num_cells) override {
+    const Seq* s = Find(src);
+    if (s == nullptr || s->spilled) return NotFoundError("not resident");
+    seqs_[dst] = Seq{.len = std::min(num_cells, s->len)};
+    ++num_shares;
+    return Status::Ok();
+  }
   Status Erase(SeqId seq) override {
     seqs_.erase(seq);
     return Status::Ok();
@@ -130,6 +137,7 @@ class FakeKv final : public SlotKv {
   }
 
   uint64_t num_spills = 0;
+  uint64_t num_shares = 0;
 
  private:
   struct Seq {
@@ -320,6 +328,65 @@ TEST_F(SchedulerTest, AdmitsIntoIdleSlotsAndQueuesTheRest) {
   EXPECT_EQ(slot(0).state, SlotState::kIdle);
   EXPECT_EQ(slot(1).state, SlotState::kIdle);
   EXPECT_EQ(scheduler_->state().counters.requests_total, 3u);
+}
+
+// A request in another slot reuses the prompt prefix a slot holds, in whole
+// pages (4 cells here): the pages are shared, only the rest of the prompt is
+// evaluated, and the output is what the request produces alone.
+TEST_F(SchedulerTest, PromptPrefixHeldByAnotherSlotIsShared) {
+  Build(/*n_slots=*/3, /*num_pages=*/64, /*has_tier=*/false);
+  const std::vector<TokenId> system = Prompt(12, 1);
+  std::vector<TokenId> pa = system;
+  pa.push_back(kFirstWord);
+  auto a = Submit(pa, 4, /*slot=*/0);
+  RunToIdle();
+  std::vector<TokenId> pb = system;
+  pb.push_back(kFirstWord + 1);
+  pb.push_back(kFirstWord + 2);
+  auto b = Submit(pb, 4, /*slot=*/1);
+  RunToIdle();
+  ASSERT_TRUE(b->status.ok()) << b->status;
+  EXPECT_EQ(b->tokens, Expected(pb.size(), 4));
+  EXPECT_EQ(b->result.timings.cache_n, system.size());
+  EXPECT_EQ(b->result.timings.prompt_n, pb.size() - system.size());
+  EXPECT_EQ(kv_->num_shares, 1u);
+  EXPECT_EQ(scheduler_->state().counters.prompt_tokens_shared_total,
+            system.size());
+  // A 14-token prompt in a third slot: 13 tokens could come from slot 1
+  // (the last is always evaluated), whole pages make that 12.
+  auto c = Submit(pb, 4, /*slot=*/2);
+  RunToIdle();
+  EXPECT_EQ(c->tokens, Expected(pb.size(), 4));
+  EXPECT_EQ(c->result.timings.prompt_n, 2u);
+  EXPECT_EQ(kv_->num_shares, 2u);
+  // Less than a page in common: nothing is shared.
+  std::vector<TokenId> pd(system.begin(), system.begin() + 3);
+  pd.push_back(kFirstWord + 5);
+  pd.push_back(kFirstWord + 6);
+  auto d = Submit(pd, 2, /*slot=*/2);
+  RunToIdle();
+  EXPECT_EQ(d->result.timings.prompt_n, pd.size() - 3);  // its own 3
+  EXPECT_EQ(kv_->num_shares, 2u);
+}
+
+TEST_F(SchedulerTest, NoSharingWithoutCachePrompt) {
+  Build(2, 64, false);
+  const std::vector<TokenId> p = Prompt(12, 1);
+  auto a = Submit(p, 2, /*slot=*/0);
+  RunToIdle();
+  auto sink = std::make_shared<RecordingSink>();
+  CompletionWork work;
+  work.task_id = 99;
+  work.params.prompt = p;
+  work.params.n_predict = 2;
+  work.params.sampling.temperature = 0;
+  work.params.slot = 1;
+  work.params.cache_prompt = false;
+  work.sink = sink;
+  scheduler_->Enqueue(std::move(work));
+  RunToIdle();
+  EXPECT_EQ(sink->result.timings.prompt_n, p.size());
+  EXPECT_EQ(kv_->num_shares, 0u);
 }
 
 TEST_F(SchedulerTest, ChunkedPrefillRunsBesideDecode) {

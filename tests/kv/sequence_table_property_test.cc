@@ -209,12 +209,20 @@ class PropertyRun {
   std::string OpCopy() {
     const SeqId src = RandomSeq();
     const SeqId dst = RandomSeq();
-    desc_ << "CopySequence " << src << " -> " << dst;
-    Status s = table_.CopySequence(src, dst);
+    // Half the copies take a prefix (the prefix cache's sharing).
+    const uint64_t len = table_.Length(src);
+    const uint64_t n = Uniform(0, 1) == 0 ? len : Uniform(0, len);
+    desc_ << "CopySequence " << src << " -> " << dst << " first " << n;
+    Status s = table_.CopySequence(src, dst, n);
     auto it = model_.find(src);
     if (it == model_.end()) return s.IsNotFound() ? "" : "expected NotFound";
+    if (src == dst && n < len) {
+      return s.code() == StatusCode::kInvalidArgument ? ""
+                                                      : "expected InvalidArgument";
+    }
     if (!s.ok()) return s.ToString();
-    model_[dst] = model_[src];
+    std::vector<ModelCell> prefix(it->second.begin(), it->second.begin() + n);
+    model_[dst] = std::move(prefix);
     return "";
   }
 

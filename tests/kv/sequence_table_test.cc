@@ -312,6 +312,34 @@ TEST_F(SequenceTableTest, CopySequenceReplacesDestinationAndValidates) {
   EXPECT_EQ(Refs(0), 2u);
 }
 
+// A prefix copy shares the pages holding the prefix; a partly used shared
+// tail page is copied on the destination's first append, and the source's
+// later pages stay its own.
+TEST_F(SequenceTableTest, CopySequencePrefixSharesItsPagesOnly) {
+  MustAppend(kA, 0, 10);  // pages 0, 1, 2
+  ASSERT_TRUE(table_->CopySequence(kA, kB, 8).ok());
+  EXPECT_EQ(ToVector(table_->Pages(kB)), Ids({0, 1}));
+  EXPECT_EQ(table_->Length(kB), 8u);
+  EXPECT_EQ(Refs(0), 2u);
+  EXPECT_EQ(Refs(2), 1u);
+  ASSERT_TRUE(table_->CopySequence(kA, kC, 5).ok());  // page 1 half used
+  EXPECT_EQ(ToVector(table_->Pages(kC)), Ids({0, 1}));
+  EXPECT_EQ(table_->Cells(kC).back().pos, 4);
+  AppendResult r = MustAppend(kC, 5, 6);
+  ASSERT_EQ(r.cow_moves.size(), 1u);  // its cell 4 into a fresh page
+  EXPECT_EQ(r.cow_moves[0].src, CellId(4));
+  EXPECT_EQ(r.cow_moves[0].count, 1u);
+  EXPECT_EQ(Refs(1), 2u);  // kA and kB
+  EXPECT_EQ(table_->Length(kA), 10u);
+  // More cells than the source has: all of them; onto itself: only whole.
+  ASSERT_TRUE(table_->CopySequence(kA, kD, 99).ok());
+  EXPECT_EQ(table_->Length(kD), 10u);
+  EXPECT_TRUE(table_->CopySequence(kA, kA, 10).ok());
+  EXPECT_EQ(table_->CopySequence(kA, kA, 4).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(table_->Length(kA), 10u);
+}
+
 TEST_F(SequenceTableTest, ReplaceSequenceSwapsInTheSource) {
   MustAppend(kA, 0, 5);  // pages 0, 1
   MustAppend(kC, 0, 3);  // page 2: a slot restore built into a temp id
