@@ -24,6 +24,11 @@ uint64_t Xxh3_64WithSeed(const void* data, size_t num_bytes, uint64_t seed) {
   return XXH3_64bits_withSeed(data, num_bytes, seed);
 }
 
+Hash128 Xxh3_128(const void* data, size_t num_bytes) {
+  const XXH128_hash_t h = XXH3_128bits(data, num_bytes);
+  return Hash128{h.low64, h.high64};
+}
+
 Xxh3Hasher::Xxh3Hasher() : state_(XXH3_createState()) {
   KV_CHECK(state_ != nullptr) << "XXH3_createState failed";
   Reset();

@@ -16,6 +16,16 @@ uint64_t Xxh3_64(const void* data, size_t num_bytes);
 // Returns the 64-bit XXH3 hash of `num_bytes` bytes at `data` with `seed`.
 uint64_t Xxh3_64WithSeed(const void* data, size_t num_bytes, uint64_t seed);
 
+// A 128-bit XXH3 hash, low and high halves.
+struct Hash128 {
+  uint64_t lo = 0;
+  uint64_t hi = 0;
+  friend bool operator==(const Hash128&, const Hash128&) = default;
+};
+// Returns the 128-bit XXH3 hash (XXH3_128bits, seed 0) of `num_bytes`
+// bytes at `data`.
+Hash128 Xxh3_128(const void* data, size_t num_bytes);
+
 // Streaming XXH3-64: Update() any number of times, then Digest(); equals
 // Xxh3_64 over the concatenation.
 class Xxh3Hasher {

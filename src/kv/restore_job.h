@@ -130,6 +130,14 @@ struct SaveSnapshot {
 StatusOr<SaveSnapshot> TakeSaveSnapshot(const KvCache& cache, SeqId seq,
                                         const ModelFingerprint& fingerprint);
 
+// Any thread: streams the snapshot's state file to `out` (appended; neither
+// synced nor closed), reading K/V from `storage`; returns the bytes
+// written. InvalidArgument as WriteSnapshotToFile.
+StatusOr<uint64_t> WriteSnapshot(const KvStorage& storage,
+                                 const SaveSnapshot& snap,
+                                 const SaveOptions& options,
+                                 WritableFile* out);
+
 // Any thread: writes the snapshot's state file to `path` exactly as
 // SaveSequenceToFile does (atomic, durable per options; the same bytes and
 // errors), reading K/V from `storage`. InvalidArgument when the snapshot

@@ -194,6 +194,34 @@ StatusOr<StateHeader> SnapshotHeader(const SaveSnapshot& snap,
 
 // Streams `snap`'s state to `out`, reading K/V from `storage`; returns the
 // bytes written.
+
+// Writes the file at `tmp` (synced when options.sync) and closes it; on
+// failure the file is closed and removed.
+StatusOr<uint64_t> WriteTempFile(Env* env, const KvStorage& storage,
+                                 const SaveSnapshot& snap,
+                                 const std::string& tmp,
+                                 const SaveOptions& options) {
+  KV_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file,
+                      env->NewWritableFile(tmp));
+  StatusOr<uint64_t> written =
+      WriteSnapshot(storage, snap, options, file.get());
+  Status s = written.status();
+  if (s.ok() && options.sync) s = file->Sync();
+  if (s.ok()) {
+    s = file->Close();
+  } else {
+    (void)file->Close();  // the first error is the one to report
+  }
+  if (!s.ok()) {
+    file.reset();
+    (void)env->RemoveFile(tmp);  // best effort; the write error matters
+    return s;
+  }
+  return written;
+}
+
+}  // namespace
+
 StatusOr<uint64_t> WriteSnapshot(const KvStorage& storage,
                                  const SaveSnapshot& snap,
                                  const SaveOptions& options,
@@ -228,33 +256,6 @@ StatusOr<uint64_t> WriteSnapshot(const KvStorage& storage,
   KV_CHECK_EQ(offset, h.file_bytes());
   return offset;
 }
-
-// Writes the file at `tmp` (synced when options.sync) and closes it; on
-// failure the file is closed and removed.
-StatusOr<uint64_t> WriteTempFile(Env* env, const KvStorage& storage,
-                                 const SaveSnapshot& snap,
-                                 const std::string& tmp,
-                                 const SaveOptions& options) {
-  KV_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file,
-                      env->NewWritableFile(tmp));
-  StatusOr<uint64_t> written =
-      WriteSnapshot(storage, snap, options, file.get());
-  Status s = written.status();
-  if (s.ok() && options.sync) s = file->Sync();
-  if (s.ok()) {
-    s = file->Close();
-  } else {
-    (void)file->Close();  // the first error is the one to report
-  }
-  if (!s.ok()) {
-    file.reset();
-    (void)env->RemoveFile(tmp);  // best effort; the write error matters
-    return s;
-  }
-  return written;
-}
-
-}  // namespace
 
 StatusOr<SaveSnapshot> TakeSaveSnapshot(const KvCache& cache, SeqId seq,
                                         const ModelFingerprint& fingerprint) {
