@@ -1,0 +1,58 @@
+// PageStore: where the prefix cache keeps page records (page_record.h)
+// outside the KV pool, by key: a local directory (DiskPageStore) or a
+// shared remote store. A store holds opaque record bytes under their key;
+// whoever reads a record checks it (OpenPageRecord and the state-file
+// checks), so a store never has to be trusted. Each store keeps to a byte
+// budget by dropping its least recently used records, and counts what it
+// did.
+#ifndef KVAULT_KV_PAGE_STORE_H_
+#define KVAULT_KV_PAGE_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "core/env.h"
+#include "core/status_or.h"
+#include "kv/page_key.h"
+
+namespace kvault {
+
+struct PageStoreStats {
+  uint64_t num_records = 0;
+  uint64_t used_bytes = 0;
+  uint64_t budget_bytes = 0;
+  uint64_t puts = 0;        // records written
+  uint64_t put_bytes = 0;
+  uint64_t hits = 0;        // Get found the record
+  uint64_t misses = 0;      // Get did not
+  uint64_t evictions = 0;   // records dropped for the budget
+  uint64_t removals = 0;    // records removed by Remove (e.g. found corrupt)
+};
+
+class PageStore {
+ public:
+  virtual ~PageStore() = default;
+  // Returns the store's name in logs and metrics: "disk", "redis".
+  virtual std::string_view name() const = 0;
+  // Returns true when a record for `key` is stored (as far as the store
+  // knows without reading it).
+  virtual bool Contains(const PageKey& key) const = 0;
+  // Stores `record` under `key`; a no-op (OK) when the key is present,
+  // since records are content-addressed. Drops least recently used records
+  // to stay within the budget; ResourceExhausted when the record alone is
+  // larger than the budget. On failure nothing changed.
+  virtual Status Put(const PageKey& key, std::string_view record) = 0;
+  // Opens the record of `key` (now the most recently used); NotFound when
+  // absent. The reader stays valid after the record is dropped.
+  virtual StatusOr<std::unique_ptr<RandomAccessFile>> Get(
+      const PageKey& key) = 0;
+  // Deletes the record of `key` (OK when absent), e.g. one found corrupt.
+  virtual Status Remove(const PageKey& key) = 0;
+  // Returns the counters and occupancy.
+  virtual PageStoreStats Stats() const = 0;
+};
+
+}  // namespace kvault
+
+#endif  // KVAULT_KV_PAGE_STORE_H_
