@@ -28,7 +28,7 @@ JobContext JobRunner::ContextFor(Running& run) {
 }
 
 SeqId JobRunner::NextScratch() {
-  const uint32_t span = kRestoreScratchSeq.value() - kFirstScratchSeq.value();
+  const uint32_t span = kPrefixLoadSeq.value() - kFirstScratchSeq.value();
   while (true) {
     const SeqId seq(kFirstScratchSeq.value() + next_scratch_++ % span);
     bool used = false;

@@ -56,6 +56,10 @@ Status KvCache::CopySequence(SeqId src, SeqId dst, uint64_t num_cells) {
   return table_->CopySequence(src, dst, num_cells);
 }
 
+Status KvCache::AppendSequence(SeqId dst, SeqId from) {
+  return table_->AppendSequence(dst, from);
+}
+
 Status KvCache::ReplaceSequence(SeqId dst, SeqId from) {
   return table_->ReplaceSequence(dst, from);
 }

@@ -62,6 +62,9 @@ class KvCache {
   Status CopySequence(SeqId src, SeqId dst, uint64_t num_cells = UINT64_MAX);
   // Moves `from`'s cells into `dst`, dropping dst's old cells.
   Status ReplaceSequence(SeqId dst, SeqId from);
+  // Moves `from`'s cells onto the end of `dst` (SequenceTable::
+  // AppendSequence).
+  Status AppendSequence(SeqId dst, SeqId from);
   // Drops one sequence / all but one / everything.
   void RemoveSequence(SeqId seq);
   void KeepOnly(SeqId seq);

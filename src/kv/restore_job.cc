@@ -124,7 +124,10 @@ Status CheckPrepareArgs(const RandomAccessFile* file, const KvCache* cache,
     return FailedPreconditionError(where +
                                    ": the cache keeps no K/V data (no layout)");
   }
-  if (IsScratchSeq(target)) {
+  // kPrefixLoadSeq is a holding place the prefix store restores a page
+  // record into before the page joins its sequence; other scratch ids
+  // belong to restores in flight.
+  if (IsScratchSeq(target) && target != kPrefixLoadSeq) {
     return InvalidArgumentError("restore: " + Name(target) +
                                 " is a reserved restore scratch sequence");
   }

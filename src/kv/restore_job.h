@@ -30,7 +30,7 @@
 // returns Cancelled and touches nothing), but not while it runs (checked).
 //
 // Each job in flight needs its own scratch id (IsScratchSeq; engines take
-// ids in [kFirstScratchSeq, kRestoreScratchSeq), RestoreSequence uses
+// ids in [kFirstScratchSeq, kPrefixLoadSeq), RestoreSequence uses
 // kRestoreScratchSeq). While a job is between Prepare and Commit/Abort the
 // owner must not move or free the scratch cells: no Defrag, no Append under
 // contiguous+defrag (its retry defragments; Prepare itself refuses to

@@ -71,6 +71,11 @@ class SequenceTable {
   // Moves `from`'s pages and cells into `dst`, releasing dst's old pages;
   // `from` ceases to exist. NotFound for unknown `from`; from == dst no-op.
   Status ReplaceSequence(SeqId dst, SeqId from);
+  // Moves `from`'s pages and cells onto the end of `dst` (created if
+  // absent); `from` ceases to exist. Metadata only. NotFound for an unknown
+  // `from`; InvalidArgument when from == dst or dst's length is not a
+  // multiple of the page size (its tail page would be split).
+  Status AppendSequence(SeqId dst, SeqId from);
   // Removes every sequence except `seq` (all of them if seq is unknown).
   void KeepOnly(SeqId seq);
   // Removes `seq` and releases its pages; unknown seq is a no-op.

@@ -174,6 +174,30 @@ Status SequenceTable::ReplaceSequence(SeqId dst, SeqId from) {
   return Status::Ok();
 }
 
+Status SequenceTable::AppendSequence(SeqId dst, SeqId from) {
+  auto it = seqs_.find(from);
+  if (it == seqs_.end()) {
+    return NotFoundError("AppendSequence onto " + SeqName(dst) + ": source " +
+                         SeqName(from) + " does not exist");
+  }
+  if (from == dst) {
+    return InvalidArgumentError("AppendSequence: " + SeqName(dst) +
+                                " onto itself");
+  }
+  Sequence& d = seqs_[dst];
+  if (d.cells.size() % pool_->page_size() != 0) {
+    return InvalidArgumentError(
+        "AppendSequence onto " + SeqName(dst) + ": its " +
+        std::to_string(d.cells.size()) +
+        " cells end inside a page of " + std::to_string(pool_->page_size()));
+  }
+  Sequence moved = std::move(it->second);
+  seqs_.erase(it);
+  d.pages.insert(d.pages.end(), moved.pages.begin(), moved.pages.end());
+  d.cells.insert(d.cells.end(), moved.cells.begin(), moved.cells.end());
+  return Status::Ok();
+}
+
 void SequenceTable::KeepOnly(SeqId seq) {
   for (auto it = seqs_.begin(); it != seqs_.end();) {
     if (it->first == seq) {

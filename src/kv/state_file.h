@@ -27,9 +27,12 @@ namespace kvault {
 // must not use them for their own sequences; the vault never evicts them.
 inline constexpr SeqId kFirstScratchSeq{0xFFFFFF00u};
 // The scratch id RestoreSequence uses. Concurrent restores (RestoreJob) take
-// other ids in [kFirstScratchSeq, kRestoreScratchSeq), one per job.
+// other ids in [kFirstScratchSeq, kPrefixLoadSeq), one per job.
 inline constexpr SeqId kRestoreScratchSeq{0xFFFFFFFFu};
 
+// The scratch id the prefix store loads a page record under before the page
+// joins its sequence (prefix_store.h). Restore jobs take ids below it.
+inline constexpr SeqId kPrefixLoadSeq{0xFFFFFFFEu};
 // Returns true when `seq` is a restore scratch id (>= kFirstScratchSeq).
 inline constexpr bool IsScratchSeq(SeqId seq) {
   return seq.value() >= kFirstScratchSeq.value();

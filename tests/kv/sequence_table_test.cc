@@ -340,6 +340,25 @@ TEST_F(SequenceTableTest, CopySequencePrefixSharesItsPagesOnly) {
   EXPECT_EQ(table_->Length(kA), 10u);
 }
 
+TEST_F(SequenceTableTest, AppendSequenceMovesWholePagesOntoTheEnd) {
+  MustAppend(kA, 0, 4);  // page 0, full
+  MustAppend(kC, 4, 6);  // page 1: a page loaded under a holding id
+  ASSERT_TRUE(table_->AppendSequence(kA, kC).ok());
+  EXPECT_FALSE(table_->Contains(kC));
+  EXPECT_EQ(ToVector(table_->Pages(kA)), Ids({0, 1}));
+  EXPECT_EQ(table_->Length(kA), 6u);
+  EXPECT_EQ(table_->Cells(kA)[5].pos, 5);
+  MustAppend(kD, 0, 2);
+  EXPECT_EQ(table_->AppendSequence(kA, kD).code(),
+            StatusCode::kInvalidArgument);  // kA ends inside page 1
+  EXPECT_TRUE(table_->Contains(kD));
+  EXPECT_EQ(table_->AppendSequence(kA, kA).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(table_->AppendSequence(kA, kC).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(table_->AppendSequence(kB, kD).ok());  // onto a new sequence
+  EXPECT_EQ(table_->Length(kB), 2u);
+}
+
 TEST_F(SequenceTableTest, ReplaceSequenceSwapsInTheSource) {
   MustAppend(kA, 0, 5);  // pages 0, 1
   MustAppend(kC, 0, 3);  // page 2: a slot restore built into a temp id

@@ -1,0 +1,175 @@
+// PrefixStore: publishing a sequence's full pages as records and bringing
+// them back into another sequence, with every kind of bad record refused
+// (and removed) instead of used.
+#include "kv/prefix_store.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "core/memory_file.h"
+#include "state_test_util.h"
+
+namespace kvault {
+namespace {
+
+using state_test::AppendRandom;
+using state_test::kTestFingerprint;
+using state_test::MakeCache;
+using state_test::SmallLayout;
+
+constexpr SeqId kA(1);
+constexpr SeqId kB(2);
+
+// Records in memory, which the test may damage.
+class MemPageStore final : public PageStore {
+ public:
+  std::string_view name() const override { return "mem"; }
+  bool Contains(const PageKey& key) const override {
+    return records.contains(key);
+  }
+  Status Put(const PageKey& key, std::string_view record) override {
+    records.emplace(key, std::string(record));
+    return Status::Ok();
+  }
+  StatusOr<std::unique_ptr<RandomAccessFile>> Get(const PageKey& key) override {
+    auto it = records.find(key);
+    if (it == records.end()) return NotFoundError("absent");
+    return std::unique_ptr<RandomAccessFile>(new StringRandomAccessFile(
+        std::make_shared<const std::string>(it->second)));
+  }
+  Status Remove(const PageKey& key) override {
+    records.erase(key);
+    return Status::Ok();
+  }
+  PageStoreStats Stats() const override {
+    PageStoreStats s;
+    s.num_records = records.size();
+    return s;
+  }
+  std::map<PageKey, std::string> records;
+};
+
+class PrefixStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cache_ = MakeCache(SmallLayout(), /*num_pages=*/16, /*page_size=*/4);
+    AppendRandom(cache_.get(), kA, 10, /*seed=*/3);  // 2 full pages
+    auto mem = std::make_unique<MemPageStore>();
+    mem_ = mem.get();
+    root_ = ChainRoot(kTestFingerprint, SmallLayout(), 4, 0);
+    store_ = std::make_unique<PrefixStore>(std::move(mem), kTestFingerprint,
+                                           root_, SaveOptions{});
+    const auto cells = cache_->table().Cells(kA);
+    wanted_.assign(cells.begin(), cells.end());
+  }
+  // True when kB's first n cells hold kA's K/V bytes.
+  bool SameBytes(uint64_t n) {
+    const KvStorage& s = *cache_->storage();
+    for (uint64_t i = 0; i < n; ++i) {
+      const CellId a = cache_->table().CellAt(kA, i);
+      const CellId b = cache_->table().CellAt(kB, i);
+      for (uint32_t layer = 0; layer < 2; ++layer) {
+        if (std::memcmp(s.KRow(layer, a).data(), s.KRow(layer, b).data(),
+                        s.KRow(layer, a).size()) != 0 ||
+            std::memcmp(s.VRow(layer, a).data(), s.VRow(layer, b).data(),
+                        s.VRow(layer, a).size()) != 0) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  std::unique_ptr<KvCache> cache_;
+  MemPageStore* mem_ = nullptr;
+  PageKey root_;
+  std::unique_ptr<PrefixStore> store_;
+  std::vector<TokenPos> wanted_;
+};
+
+TEST_F(PrefixStoreTest, PublishedPagesComeBackIntoAnotherSequence) {
+  ASSERT_TRUE(store_->Publish(*cache_, kA).ok());
+  EXPECT_EQ(mem_->records.size(), 2u);  // the partial third page is not
+  ASSERT_TRUE(store_->Publish(*cache_, kA).ok());  // nothing new
+  EXPECT_EQ(store_->Stats().pages_published, 2u);
+  EXPECT_TRUE(store_->HasPageAt(wanted_, 4, 4));
+  EXPECT_FALSE(store_->HasPageAt(wanted_, 8, 4));
+
+  EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 0, 10), 8u);
+  EXPECT_EQ(cache_->table().Length(kB), 8u);
+  EXPECT_TRUE(std::equal(wanted_.begin(), wanted_.begin() + 8,
+                         cache_->table().Cells(kB).begin()));
+  EXPECT_TRUE(SameBytes(8));
+  EXPECT_FALSE(cache_->table().Contains(kPrefixLoadSeq));
+  EXPECT_EQ(store_->Stats().pages_loaded, 2u);
+  EXPECT_TRUE(cache_->table().CheckInvariants().ok());
+}
+
+TEST_F(PrefixStoreTest, ExtendStopsAtTheLimitTheFirstGapAndOtherTokens) {
+  ASSERT_TRUE(store_->Publish(*cache_, kA).ok());
+  EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 0, 7), 4u);  // limit
+  EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 4, 10), 8u);  // on
+  cache_->RemoveSequence(kB);
+  std::vector<TokenPos> other = wanted_;
+  other[5].token += 1;  // page 1 differs: only page 0 is the same chain
+  EXPECT_EQ(store_->Extend(cache_.get(), kB, other, 0, 10), 4u);
+  cache_->RemoveSequence(kB);
+  other = wanted_;
+  other[0].token += 1;  // page 0 differs: so does every later key
+  EXPECT_EQ(store_->Extend(cache_.get(), kB, other, 0, 10), 0u);
+  EXPECT_FALSE(cache_->table().Contains(kB));
+  // A sequence that does not hold exactly `have` cells is left alone.
+  EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 4, 10), 4u);
+  EXPECT_EQ(store_->Stats().bad_records, 0u);
+}
+
+// A damaged record, a record under the wrong key, another model's record:
+// each is refused, removed and counted, and the sequence keeps what it had.
+TEST_F(PrefixStoreTest, BadRecordsAreRefusedRemovedAndCounted) {
+  ASSERT_TRUE(store_->Publish(*cache_, kA).ok());
+  const std::vector<PageKey> keys = PageKeyChain(root_, wanted_, 4);
+  mem_->records[keys[1]][mem_->records[keys[1]].size() / 2] ^= 0x01;
+  EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 0, 10), 4u);
+  EXPECT_FALSE(mem_->Contains(keys[1]));
+  EXPECT_EQ(store_->Stats().bad_records, 1u);
+  EXPECT_TRUE(SameBytes(4));
+
+  // Page 0's (valid) record filed under page 1's key.
+  cache_->RemoveSequence(kB);
+  mem_->records[keys[1]] = mem_->records.at(keys[0]);
+  EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 0, 10), 4u);
+  EXPECT_FALSE(mem_->Contains(keys[1]));
+  EXPECT_EQ(store_->Stats().bad_records, 2u);
+
+  // Another model's records under this chain's keys (same tokens, same
+  // root given, different fingerprint inside the state files).
+  auto other_cache = MakeCache(SmallLayout(), 16, 4);
+  AppendRandom(other_cache.get(), kA, 10, 3);
+  auto foreign_mem = std::make_unique<MemPageStore>();
+  MemPageStore* foreign_records = foreign_mem.get();
+  PrefixStore writer(std::move(foreign_mem), ModelFingerprint{9, 9}, root_,
+                     SaveOptions{});
+  ASSERT_TRUE(writer.Publish(*other_cache, kA).ok());
+  cache_->RemoveSequence(kB);
+  mem_->records = foreign_records->records;
+  EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 0, 10), 0u);
+  EXPECT_EQ(store_->Stats().bad_records, 3u);
+  EXPECT_TRUE(cache_->table().CheckInvariants().ok());
+}
+
+TEST_F(PrefixStoreTest, NoRoomStopsWithoutDroppingTheRecord) {
+  ASSERT_TRUE(store_->Publish(*cache_, kA).ok());
+  for (uint32_t id = 10; cache_->pool().num_free_pages() > 1; ++id) {
+    AppendRandom(cache_.get(), SeqId(id), 4, id);
+  }
+  EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 0, 10), 4u);
+  EXPECT_EQ(mem_->records.size(), 2u);
+  EXPECT_EQ(store_->Stats().bad_records, 0u);
+}
+
+}  // namespace
+}  // namespace kvault
