@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/env.h"
+#include "kv/disk_page_store.h"
 #include "kv/kv_policy.h"
 #include "server/chat_format.h"
 #include "server/chat_template.h"
@@ -98,7 +99,8 @@ Status ParseShape(const Flags& f, ServeOptions* o) {
   return Status::Ok();
 }
 
-// --spill-ram, --cache-ram (MiB; -1 no limit), --spill-dir, --spill-disk.
+// --spill-ram, --cache-ram (MiB; -1 no limit), --spill-dir, --spill-disk,
+// --prefix-disk.
 Status ParseTiers(const Flags& f, ServeOptions* o) {
   EngineOptions& e = o->engine;
   if (f.Has("spill-ram") && f.Has("cache-ram")) {
@@ -122,6 +124,14 @@ Status ParseTiers(const Flags& f, ServeOptions* o) {
   }
   if (e.spill_disk_bytes > 0 && e.spill_dir.empty()) {
     return InvalidArgumentError("--spill-disk needs --spill-dir DIR");
+  }
+  if (f.Has("prefix-disk")) {
+    KV_ASSIGN_OR_RETURN(e.prefix_disk_bytes, ParseBytes("prefix-disk",
+                        f.GetString("prefix-disk", "")));
+    if (e.spill_dir.empty()) {
+      return InvalidArgumentError("--prefix-disk needs --spill-dir DIR");
+    }
+    e.prefix_dir = JoinPath(e.spill_dir, kPrefixStoreDirName);
   }
   return Status::Ok();
 }

@@ -6,8 +6,11 @@
 #include <future>
 #include <utility>
 
+#include "core/checksum.h"
 #include "core/log.h"
 #include "engine/engine_impl.h"
+#include "kv/disk_page_store.h"
+#include "kv/page_key.h"
 
 namespace kvault {
 namespace {
@@ -50,6 +53,34 @@ Status CheckSlot(uint32_t slot, uint32_t n_slots) {
 
 // The checks Submit makes before queueing: slot, prompt length and ids,
 // sampling settings.
+// Returns a hash of the RoPE settings, which shape every K row: a record
+// written under other settings has another chain root.
+uint64_t RopeConfigHash(const LlamaHparams& h) {
+  const float floats[3] = {h.rope_freq_base, h.rope_freq_scale(),
+                           h.rope_scaling_factor};
+  const uint32_t ints[3] = {h.n_rot, h.rope_scaling_orig_ctx,
+                            static_cast<uint32_t>(h.rope_scaling_type)};
+  return Xxh3_64WithSeed(floats, sizeof(floats), Xxh3_64(ints, sizeof(ints)));
+}
+
+// Opens the persistent prefix store the options ask for (null: none).
+// Records are not fsynced: they are a cache, checked whenever read, and a
+// killed process's page-cache writes survive it.
+StatusOr<std::unique_ptr<PrefixStore>> OpenPrefixStore(
+    const EngineOptions& o, const LlamaModel& model, const KvLayout& layout) {
+  if (o.prefix_disk_bytes == 0) return std::unique_ptr<PrefixStore>();
+  Env* env = o.env != nullptr ? o.env : Env::Default();
+  KV_ASSIGN_OR_RETURN(std::unique_ptr<DiskPageStore> disk,
+                      DiskPageStore::Open(env, o.prefix_dir,
+                                          o.prefix_disk_bytes, /*sync=*/false));
+  const PageKey root = ChainRoot(model.fingerprint(), layout, o.page_size,
+                                 RopeConfigHash(model.hparams()));
+  SaveOptions save;
+  save.sync = false;
+  return std::make_unique<PrefixStore>(std::move(disk), model.fingerprint(),
+                                       root, save);
+}
+
 Status ValidateParams(const CompletionParams& params,
                       const EngineOptions& options, TokenId n_vocab) {
   if (params.slot) {
@@ -254,6 +285,7 @@ Status Engine::Impl::Init() {
   vault_options.save.sync = o.sync_saves;
   vault_options.allow_drops = o.on_kv_full == OnKvFull::kDropLru;
   KV_ASSIGN_OR_RETURN(vault_, KvVault::Create(cache_.get(), vault_options));
+  KV_ASSIGN_OR_RETURN(prefix_store_, OpenPrefixStore(o, *model_, layout));
   ComputeBackendOptions compute = o.compute;
   compute.num_threads = o.num_threads;
   if (compute.num_threads == 0) {
@@ -261,7 +293,8 @@ Status Engine::Impl::Init() {
   }
   context_ =
       std::make_unique<InferenceContext>(model_.get(), cache_.get(), compute);
-  slot_kv_ = std::make_unique<VaultSlotKv>(vault_.get(), cache_.get());
+  slot_kv_ = std::make_unique<VaultSlotKv>(vault_.get(), cache_.get(),
+                                           prefix_store_.get());
   forward_ =
       std::make_unique<ModelForwardPass>(context_.get(), model_->n_vocab());
   scheduler_ = std::make_unique<Scheduler>(
@@ -271,7 +304,8 @@ Status Engine::Impl::Init() {
   {
     MutexLock lock(&mu_);
     published_ =
-        BuildEngineSnapshot(*scheduler_, *vault_, *cache_, o.ctx_per_slot);
+        BuildEngineSnapshot(*scheduler_, *vault_, *cache_,
+                            prefix_store_.get(), o.ctx_per_slot);
   }
   io_ = std::make_unique<IoPool>(
       [this](uint64_t id, Status status) { OnIoDone(id, std::move(status)); });

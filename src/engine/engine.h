@@ -38,6 +38,7 @@
 #include "kv/kv_policy.h"
 #include "kv/kv_types.h"
 #include "kv/kv_vault.h"
+#include "kv/prefix_store.h"
 #include "model/compute_backend.h"
 #include "model/llama_model.h"
 #include "model/sampler.h"
@@ -72,6 +73,10 @@ struct EngineOptions {
   uint64_t spill_ram_bytes = 0;           // 0: no RAM tier
   std::string spill_dir;                  // empty: no disk tier
   uint64_t spill_disk_bytes = 0;
+  // The persistent prefix store (--prefix-disk): page records of finished
+  // requests in this directory, within this budget; 0 bytes: none.
+  std::string prefix_dir;
+  uint64_t prefix_disk_bytes = 0;
   uint32_t num_threads = 0;        // forward-pass threads; 0: all cores
   // The forward pass's kernel set and numerics (the apps take them from
   // ComputeBackendOptions::FromEnvironment); num_threads replaces its
@@ -239,8 +244,10 @@ struct EngineMetrics {
   uint64_t requests_deferred = 0;  // waiting for a slot
   uint64_t prompt_tokens_total = 0;  // decoded, cache hits excluded
   uint64_t prompt_tokens_cached_total = 0;  // reused from a slot's cache
-  // Of those, reused from another slot's cache (pages shared, not copied).
+  // Of those, reused from another slot's cache (pages shared, not copied),
+  // and loaded from the persistent prefix store.
   uint64_t prompt_tokens_shared_total = 0;
+  uint64_t prompt_tokens_from_store_total = 0;
   double prompt_seconds_total = 0;
   uint64_t tokens_predicted_total = 0;
   double predicted_seconds_total = 0;
@@ -266,6 +273,7 @@ struct EngineMetrics {
   uint64_t n_tokens_max = 0;  // longest finished sequence (prompt + output)
   PoolStats pool;  // sequences omitted
   VaultStats vault;
+  std::optional<PrefixStoreStats> prefix_store;  // when there is one
   uint64_t restores_ok = 0;            // slot restores by result
   uint64_t restores_not_found = 0;
   uint64_t restores_corrupt = 0;

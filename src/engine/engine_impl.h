@@ -103,6 +103,7 @@ class Engine::Impl {
   std::unique_ptr<KvCache> cache_;
   std::unique_ptr<KvVault> vault_;
   std::unique_ptr<InferenceContext> context_;
+  std::unique_ptr<PrefixStore> prefix_store_;  // null: none
   std::unique_ptr<VaultSlotKv> slot_kv_;
   std::unique_ptr<ModelForwardPass> forward_;
   std::unique_ptr<Scheduler> scheduler_;  // scheduler thread only

@@ -104,7 +104,8 @@ void Engine::Impl::CancelEverything() {
 void Engine::Impl::PublishAndDeliver() {
   DispatchIo();
   EngineSnapshot snapshot =
-      BuildEngineSnapshot(*scheduler_, *vault_, *cache_, options_.ctx_per_slot);
+      BuildEngineSnapshot(*scheduler_, *vault_, *cache_,
+                          prefix_store_.get(), options_.ctx_per_slot);
   {
     MutexLock lock(&mu_);
     published_ = std::move(snapshot);

@@ -1,6 +1,9 @@
 #include "engine/engine_ports.h"
 
 #include <limits>
+#include <vector>
+
+#include "core/log.h"
 
 namespace kvault {
 
@@ -48,6 +51,38 @@ Status VaultSlotKv::SharePrefix(SeqId dst, SeqId src, uint64_t num_cells) {
 }
 
 Status VaultSlotKv::Erase(SeqId seq) { return vault_->Erase(seq); }
+
+void VaultSlotKv::PublishPrefix(SeqId seq) {
+  if (prefix_store_ == nullptr) return;
+  if (Status s = prefix_store_->Publish(*cache_, seq); !s.ok()) {
+    KV_LOG(WARNING) << "publishing " << KvVault::SeqLabel(seq) << ": " << s;
+  }
+}
+
+uint64_t VaultSlotKv::ExtendFromStore(SeqId seq,
+                                      std::span<const TokenId> prompt,
+                                      uint64_t keep) {
+  if (prefix_store_ == nullptr || prompt.size() < 2) return keep;
+  std::vector<TokenPos> wanted(prompt.size());
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    wanted[i] = {prompt[i], static_cast<Pos>(i)};
+  }
+  const uint32_t ps = cache_->pool().page_size();
+  const uint64_t aligned = keep / ps * ps;
+  if (!prefix_store_->HasPageAt(wanted, aligned, ps)) return keep;
+  // The store continues the prompt from `aligned` on: drop the partial
+  // page after it (at most ps - 1 cells) so whole pages can follow.
+  Status trimmed = aligned == 0
+                       ? vault_->Erase(seq)
+                       : cache_->RemoveRange(seq, static_cast<Pos>(aligned),
+                                             std::numeric_limits<Pos>::max());
+  if (!trimmed.ok()) {
+    KV_LOG(WARNING) << "prefix store: " << trimmed;
+    return keep;
+  }
+  return prefix_store_->Extend(cache_, seq, wanted, aligned,
+                               prompt.size() - 1);
+}
 
 void VaultSlotKv::SetActive(SeqId seq, bool active) {
   vault_->SetActive(seq, active);

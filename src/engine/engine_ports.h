@@ -6,14 +6,16 @@
 #include "engine/scheduler_ports.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_vault.h"
+#include "kv/prefix_store.h"
 #include "model/inference.h"
 
 namespace kvault {
 
 class VaultSlotKv final : public SlotKv {
  public:
-  // Neither owned; `vault` wraps `cache`.
-  VaultSlotKv(KvVault* vault, KvCache* cache) : vault_(vault), cache_(cache) {}
+  // None owned; `vault` wraps `cache`; `prefix_store` may be null.
+  VaultSlotKv(KvVault* vault, KvCache* cache, PrefixStore* prefix_store)
+      : vault_(vault), cache_(cache), prefix_store_(prefix_store) {}
 
   uint64_t page_size() const override;
   uint64_t num_free_pages() const override;
@@ -27,12 +29,16 @@ class VaultSlotKv final : public SlotKv {
   Status Truncate(SeqId seq, Pos keep) override;
   Status SharePrefix(SeqId dst, SeqId src, uint64_t num_cells) override;
   Status Erase(SeqId seq) override;
+  void PublishPrefix(SeqId seq) override;
+  uint64_t ExtendFromStore(SeqId seq, std::span<const TokenId> prompt,
+                           uint64_t keep) override;
   void SetActive(SeqId seq, bool active) override;
   void Touch(SeqId seq) override;
 
  private:
   KvVault* vault_;
   KvCache* cache_;
+  PrefixStore* prefix_store_;
 };
 
 class ModelForwardPass final : public ForwardPass {

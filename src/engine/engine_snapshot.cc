@@ -37,6 +37,7 @@ SlotInfo SlotInfoOf(const Slot& slot, const KvVault& vault,
 
 EngineSnapshot BuildEngineSnapshot(const Scheduler& scheduler,
                                    const KvVault& vault, const KvCache& cache,
+                                   const PrefixStore* prefix_store,
                                    uint32_t ctx_per_slot) {
   EngineSnapshot s;
   const SchedulerState& state = scheduler.state();
@@ -51,6 +52,7 @@ EngineSnapshot BuildEngineSnapshot(const Scheduler& scheduler,
   s.map = BuildKvMap(scheduler, cache);
   s.metrics.pool = s.map.stats;
   s.metrics.vault = vault.Stats();
+  if (prefix_store != nullptr) s.metrics.prefix_store = prefix_store->Stats();
   return s;
 }
 

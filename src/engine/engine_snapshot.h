@@ -12,6 +12,7 @@
 #include "engine/scheduler.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_vault.h"
+#include "kv/prefix_store.h"
 
 namespace kvault {
 
@@ -21,11 +22,13 @@ struct EngineSnapshot {
   KvMap map;
 };
 
-// Returns the snapshot of `scheduler`'s slots and counters, `vault`'s and
-// `cache`'s statistics and the page map; `ctx_per_slot` is each slot's
-// context as /slots reports it. Scheduler thread only.
+// Returns the snapshot of `scheduler`'s slots and counters, `vault`'s,
+// `cache`'s and `prefix_store`'s (may be null) statistics and the page map;
+// `ctx_per_slot` is each slot's context as /slots reports it. Scheduler
+// thread only.
 EngineSnapshot BuildEngineSnapshot(const Scheduler& scheduler,
                                    const KvVault& vault, const KvCache& cache,
+                                   const PrefixStore* prefix_store,
                                    uint32_t ctx_per_slot);
 
 // Returns the page -> slot map of `cache` (a restore in flight shows as its

@@ -192,6 +192,7 @@ void Generation::Fail(Slot& slot, const Status& status) {
 void Generation::Release(Slot& slot) {
   slot.last_n_decoded = slot.request->result.tokens.size();
   slot.request.reset();
+  kv_->PublishPrefix(slot.seq);
   kv_->SetActive(slot.seq, false);
   kv_->Touch(slot.seq);
   slot.last_use = state_->Tick();

@@ -99,6 +99,9 @@ class Scheduler {
   bool MustWaitForRoom(const Slot& slot, const CompletionParams& params);
   // Keeps the slot's cached prefix the prompt can reuse; returns its length.
   size_t ReusePrefix(Slot& slot, const CompletionParams& params);
+  // Keeps the first `keep` tokens of `slot`'s own cache (bringing spilled
+  // KV back; dropping all of it when keep is 0); returns what it kept.
+  size_t KeepOwnPrefix(Slot& slot, size_t keep);
   // Makes `slot` share the longest prefix of `prompt`, in whole pages, that
   // another slot holds in the pool, when it beats `own` tokens (at most
   // prompt.size() - 1); returns the tokens shared, 0 when none was.

@@ -65,6 +65,16 @@ class SlotKv {
   virtual Status SharePrefix(SeqId dst, SeqId src, uint64_t num_cells) = 0;
   // Drops `seq` from the pool and every tier.
   virtual Status Erase(SeqId seq) = 0;
+  // Offers `seq`'s full pages to the persistent prefix store (a no-op
+  // without one); a failure is logged and counted there, never fatal.
+  virtual void PublishPrefix(SeqId seq) = 0;
+  // `seq` holds `prompt`'s first `keep` cells (resident). When the prefix
+  // store holds the pages that continue them, makes `seq` hold the longest
+  // stored prefix of `prompt` (at most prompt.size() - 1 cells); returns
+  // the cells it holds afterwards (keep when the store had nothing; never
+  // less than keep rounded down to a page).
+  virtual uint64_t ExtendFromStore(SeqId seq, std::span<const TokenId> prompt,
+                                   uint64_t keep) = 0;
   // Marks `seq` as used by a request or action (never evicted) or not.
   virtual void SetActive(SeqId seq, bool active) = 0;
   // Marks `seq` as used now (the eviction order).

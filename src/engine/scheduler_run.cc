@@ -36,14 +36,28 @@ void Scheduler::StartRequest(Slot& slot, CompletionWork work) {
 }
 
 size_t Scheduler::ReusePrefix(Slot& slot, const CompletionParams& params) {
-  size_t keep =
-      params.cache_prompt ? CommonPrefix(slot.cached, params.prompt) : 0;
+  const std::vector<TokenId>& prompt = params.prompt;
+  size_t keep = params.cache_prompt ? CommonPrefix(slot.cached, prompt) : 0;
   // The last prompt token is always evaluated: its logits start generation.
-  if (keep == params.prompt.size()) --keep;
-  if (params.cache_prompt && options_.prefix_cache) {
-    const size_t shared = ShareFromOtherSlot(slot, params.prompt, keep);
-    if (shared > 0) return shared;
+  if (keep == prompt.size()) --keep;
+  const bool prefix_cache = params.cache_prompt && options_.prefix_cache;
+  const size_t shared =
+      prefix_cache ? ShareFromOtherSlot(slot, prompt, keep) : 0;
+  keep = shared > 0 ? shared : KeepOwnPrefix(slot, keep);
+  if (prefix_cache) {
+    const size_t stored = kv_->ExtendFromStore(slot.seq, prompt, keep);
+    if (stored != keep) {
+      slot.cached.assign(prompt.begin(), prompt.begin() + stored);
+      if (stored > keep) {
+        state_.counters.prompt_tokens_from_store_total += stored - keep;
+      }
+      keep = stored;
+    }
   }
+  return keep;
+}
+
+size_t Scheduler::KeepOwnPrefix(Slot& slot, size_t keep) {
   if (keep > 0 && kv_->IsSpilled(slot.seq)) {
     if (Status back = kv_->BringBack(slot.seq); !back.ok()) {
       KV_LOG(WARNING) << "slot " << slot.id

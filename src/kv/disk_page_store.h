@@ -17,11 +17,16 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "kv/page_store.h"
 
 namespace kvault {
+
+// The prefix store's directory name inside the spill directory; the disk
+// tier, which shares that directory, leaves it alone.
+inline constexpr std::string_view kPrefixStoreDirName = "prefix";
 
 // Returns "<key hex>.kvpage".
 std::string PageRecordFileName(const PageKey& key);

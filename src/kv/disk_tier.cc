@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "kv/state_file.h"
 #include "kv/state_format.h"
+#include "kv/disk_page_store.h"
 #include "kv/temp_files.h"
 
 namespace kvault {
@@ -128,6 +129,7 @@ Status DiskTier::Rebuild() {
       continue;
     }
     std::optional<SeqId> seq = ParseDiskTierFileName(name);
+    if (!seq && name == kPrefixStoreDirName) continue;  // the prefix store
     if (!seq) {
       KV_LOG(WARNING) << where << ": ignoring unrelated file " << name;
       continue;

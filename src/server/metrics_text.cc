@@ -28,6 +28,7 @@ constexpr uint64_t EngineMetrics::*kCounters[] = {
     &EngineMetrics::prompt_tokens_total,
     &EngineMetrics::prompt_tokens_cached_total,
     &EngineMetrics::prompt_tokens_shared_total,
+    &EngineMetrics::prompt_tokens_from_store_total,
     &EngineMetrics::tokens_predicted_total,
     &EngineMetrics::preemptions,
     &EngineMetrics::preemptions_recomputed,
@@ -171,6 +172,10 @@ void WriteRequestSeries(const EngineMetrics& m, uint32_t n_slots,
            "Prompt tokens reused from another slot's cache (pages shared "
            "copy-on-write, not recomputed).");
   w.Sample(m.prompt_tokens_shared_total);
+  w.Family("kvault_prompt_tokens_from_store_total", "counter",
+           "Prompt tokens loaded from the persistent prefix store instead of "
+           "recomputed.");
+  w.Sample(m.prompt_tokens_from_store_total);
   w.Family("kvault_preemptions_total", "counter",
            "Requests preempted (spilled) because the pool ran out.");
   w.Sample(m.preemptions);
@@ -186,6 +191,42 @@ void WriteRequestSeries(const EngineMetrics& m, uint32_t n_slots,
   w.Sample(m.saves_ok, "result=\"ok\"");
   w.Sample(m.saves_failed, "result=\"error\"");
   WriteKvLossSeries(m, w);
+}
+
+// The persistent prefix store (--prefix-disk), when there is one.
+void WritePrefixStoreSeries(const PrefixStoreStats& p, PrometheusWriter& w) {
+  const struct {
+    const char* name;
+    const char* type;
+    const char* help;
+    uint64_t value;
+  } series[] = {
+      {"kvault_prefix_store_records", "gauge", "Page records stored.",
+       p.store.num_records},
+      {"kvault_prefix_store_used_bytes", "gauge", "Bytes they take.",
+       p.store.used_bytes},
+      {"kvault_prefix_store_budget_bytes", "gauge", "The store's budget.",
+       p.store.budget_bytes},
+      {"kvault_prefix_store_pages_published_total", "counter",
+       "Full pages of finished requests written as records.",
+       p.pages_published},
+      {"kvault_prefix_store_publish_failures_total", "counter",
+       "Records that could not be written.", p.publish_failures},
+      {"kvault_prefix_store_pages_loaded_total", "counter",
+       "Pages brought back into the pool instead of recomputed.",
+       p.pages_loaded},
+      {"kvault_prefix_store_bad_records_total", "counter",
+       "Records refused on reading (damaged, misfiled, another model's) "
+       "and removed.",
+       p.bad_records},
+      {"kvault_prefix_store_evictions_total", "counter",
+       "Records dropped, least recently used first, for the budget.",
+       p.store.evictions},
+  };
+  for (const auto& s : series) {
+    w.Family(s.name, s.type, s.help);
+    w.Sample(s.value);
+  }
 }
 
 void WriteVaultSeries(const VaultStats& v, PrometheusWriter& w) {
@@ -289,6 +330,7 @@ std::string FormatMetrics(const EngineMetrics& m, const EngineMetrics& window,
   WriteRequestSeries(m, n_slots, busy_slots, w);
   WritePoolSeries(m, w);
   WriteVaultSeries(m.vault, w);
+  if (m.prefix_store) WritePrefixStoreSeries(*m.prefix_store, w);
   return w.text();
 }
 

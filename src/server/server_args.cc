@@ -702,6 +702,11 @@ constexpr ArgSpec kTable[] = {
     {"prefill-share", "--prefill-share", "", kValue, "X", "", kServe, kKvault,
      "while other slots generate, a step's prompt chunk costs at most X "
      "decode steps (default 0.4; 0: full -b chunks)"},
+    {"prefix-disk", "--prefix-disk", "", kValue, "BYTES", "", kServe, kKvault,
+     "persistent prefix cache: finished requests' full KV pages are kept as "
+     "checksummed records in <spill-dir>/prefix, up to BYTES (LRU), and a "
+     "later prompt that continues one loads them instead of recomputing, "
+     "also after a restart (default 0: off)"},
     {"prefix-cache", "--prefix-cache", "--no-prefix-cache", kSwitch, "", "",
      kServe, kKvault,
      "a request reuses the longest prompt prefix any slot holds, in whole "

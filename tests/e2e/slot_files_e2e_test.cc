@@ -1,8 +1,12 @@
 // End to end: the seed request's workflow on the real binary. Save a slot,
 // continue elsewhere, restore into fragmented and full pools, and every
 // error path of POST /slots/{id}.
+#include <signal.h>
+
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -145,6 +149,73 @@ TEST_F(SlotFilesTest, AnotherSlotsPromptPrefixIsSharedNotRecomputed) {
   const json cold = Complete(turn, 1, 16, /*cache_prompt=*/false);
   EXPECT_EQ(cold["timings"]["cache_n"], 0);
   EXPECT_EQ(cold["content"], b["content"]);
+  ASSERT_EQ(StopServer(server_.get()), "exit 0");
+}
+
+// The persistent prefix store: after kill -9 and a restart, a conversation
+// continues with its earlier pages loaded from disk (only the rest is
+// evaluated) and the output of a cold run; damaged records are refused,
+// counted and removed, and the request still succeeds.
+TEST_F(SlotFilesTest, PrefixStoreContinuesAConversationAfterKill9) {
+  const std::string spill = MakeTempDir("spill");
+  const std::vector<std::string> args = {
+      "-np",          "1",   "-c",          "2048", "--page-size", "16",
+      "--spill-dir",  spill, "--spill-disk", "64M",  "--prefix-disk", "64M"};
+  StartServer(args);
+  if (HasFatalFailure()) return;
+  const std::string story = std::string(kStory) + kMore + kMore + kMore;
+  const json first = Complete(story, 0);
+  const std::string turn2 = story + first["content"].get<std::string>() + kMore;
+  kill(server_->pid(), SIGKILL);
+  server_.reset();
+
+  StartServer(args);
+  if (HasFatalFailure()) return;
+  const json second = Complete(turn2, 0);
+  const uint64_t cache_n = second["timings"]["cache_n"];
+  EXPECT_GE(cache_n, 32u);
+  EXPECT_EQ(cache_n % 16, 0u);
+  EXPECT_EQ(second["timings"]["prompt_n"].get<uint64_t>() + cache_n,
+            second["tokens_evaluated"].get<uint64_t>());
+  std::string metrics = client_->Get("/metrics").raw;
+  EXPECT_EQ(MetricValue(metrics, "kvault_prompt_tokens_from_store_total"),
+            static_cast<double>(cache_n))
+      << metrics;
+  EXPECT_EQ(MetricValue(metrics, "kvault_prefix_store_pages_loaded_total"),
+            static_cast<double>(cache_n / 16));
+  const json cold = Complete(turn2, 0, 16, /*cache_prompt=*/false);
+  EXPECT_EQ(cold["timings"]["cache_n"], 0);
+  EXPECT_EQ(second["content"], cold["content"]);
+  kill(server_->pid(), SIGKILL);
+  server_.reset();
+
+  // Flip one byte in the middle of every record.
+  int damaged = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(spill + "/prefix")) {
+    std::fstream f(entry.path(), std::ios::in | std::ios::out |
+                                     std::ios::binary);
+    f.seekg(0, std::ios::end);
+    const std::streamoff middle = f.tellg() / 2;
+    f.seekg(middle);
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x40);
+    f.seekp(middle);
+    f.write(&c, 1);
+    ++damaged;
+  }
+  ASSERT_GT(damaged, 0);
+  StartServer(args);
+  if (HasFatalFailure()) return;
+  const json third = Complete(turn2, 0);
+  EXPECT_EQ(third["timings"]["cache_n"], 0);
+  EXPECT_EQ(third["content"], cold["content"]);
+  metrics = client_->Get("/metrics").raw;
+  EXPECT_GE(MetricValue(metrics, "kvault_prefix_store_bad_records_total")
+                .value_or(0),
+            1.0)
+      << metrics;
   ASSERT_EQ(StopServer(server_.get()), "exit 0");
 }
 

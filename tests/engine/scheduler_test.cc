@@ -117,6 +117,20 @@ class FakeKv final : public SlotKv {
     seqs_.erase(seq);
     return Status::Ok();
   }
+  void PublishPrefix(SeqId seq) override { ++num_publishes; }
+  // A store holding the whole pages of `stored`.
+  uint64_t ExtendFromStore(SeqId seq, std::span<const TokenId> prompt,
+                           uint64_t keep) override {
+    size_t n = 0;
+    while (n < stored.size() && n + 1 < prompt.size() &&
+           stored[n] == prompt[n]) {
+      ++n;
+    }
+    n = n / page_size_ * page_size_;
+    if (n <= keep) return keep;
+    seqs_[seq].len = n;
+    return n;
+  }
   void SetActive(SeqId seq, bool active) override {
     seqs_[seq].active = active;
   }
@@ -138,6 +152,8 @@ class FakeKv final : public SlotKv {
 
   uint64_t num_spills = 0;
   uint64_t num_shares = 0;
+  uint64_t num_publishes = 0;
+  std::vector<TokenId> stored;  // what the fake prefix store holds
 
  private:
   struct Seq {
@@ -369,24 +385,49 @@ TEST_F(SchedulerTest, PromptPrefixHeldByAnotherSlotIsShared) {
   EXPECT_EQ(kv_->num_shares, 2u);
 }
 
+// A prompt that continues what the prefix store holds loads those pages
+// and evaluates only the rest; every finished request is published.
+TEST_F(SchedulerTest, PromptContinuingTheStoreLoadsItsPages) {
+  Build(2, 64, false);
+  std::vector<TokenId> p = Prompt(11, 1);
+  kv_->stored.assign(p.begin(), p.begin() + 9);  // two whole pages and one
+  auto a = Submit(p, 3, /*slot=*/0);
+  RunToIdle();
+  ASSERT_TRUE(a->status.ok()) << a->status;
+  EXPECT_EQ(a->tokens, Expected(p.size(), 3));
+  EXPECT_EQ(a->result.timings.cache_n, 8u);
+  EXPECT_EQ(a->result.timings.prompt_n, 3u);
+  EXPECT_EQ(scheduler_->state().counters.prompt_tokens_from_store_total, 8u);
+  EXPECT_EQ(kv_->num_publishes, 1u);
+  // The same prompt in the same slot: its own cache beats the store.
+  auto b = Submit(p, 3, /*slot=*/0);
+  RunToIdle();
+  EXPECT_EQ(b->result.timings.prompt_n, 1u);
+  EXPECT_EQ(scheduler_->state().counters.prompt_tokens_from_store_total, 8u);
+  EXPECT_EQ(kv_->num_publishes, 2u);
+}
+
 TEST_F(SchedulerTest, NoSharingWithoutCachePrompt) {
   Build(2, 64, false);
   const std::vector<TokenId> p = Prompt(12, 1);
   auto a = Submit(p, 2, /*slot=*/0);
   RunToIdle();
-  auto sink = std::make_shared<RecordingSink>();
-  CompletionWork work;
-  work.task_id = 99;
-  work.params.prompt = p;
-  work.params.n_predict = 2;
-  work.params.sampling.temperature = 0;
-  work.params.slot = 1;
-  work.params.cache_prompt = false;
-  work.sink = sink;
-  scheduler_->Enqueue(std::move(work));
-  RunToIdle();
-  EXPECT_EQ(sink->result.timings.prompt_n, p.size());
+  CompletionParams params;
+  params.prompt = p;
+  params.n_predict = 2;
+  params.sampling.temperature = 0;
+  params.slot = 1;
+  params.cache_prompt = false;
+  auto submit = [&](uint64_t task_id) {
+    auto sink = std::make_shared<RecordingSink>();
+    scheduler_->Enqueue(CompletionWork{task_id, params, sink});
+    RunToIdle();
+    return sink;
+  };
+  EXPECT_EQ(submit(99)->result.timings.prompt_n, p.size());
   EXPECT_EQ(kv_->num_shares, 0u);
+  kv_->stored = p;  // nor loading from the store
+  EXPECT_EQ(submit(100)->result.timings.prompt_n, p.size());
 }
 
 TEST_F(SchedulerTest, ChunkedPrefillRunsBesideDecode) {
