@@ -9,6 +9,8 @@
 // A header that ReadStateHeader accepts supplies the cache's layout and
 // fingerprint, so mutated files get past checks 8-10 and reach the data; a
 // second run with repaired checksums gets mutations past checks 3 and 11-13.
+// The repaired bytes also go through the prefix store as a page record's
+// state file (FuzzAsPageRecord).
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -24,6 +26,9 @@
 #include "core/checksum.h"
 #include "core/memory_file.h"
 #include "kv/kv_cache.h"
+#include "kv/mem_page_store.h"
+#include "kv/page_record.h"
+#include "kv/prefix_store.h"
 #include "kv/state_file.h"
 #include "kv/state_format.h"
 #include "fuzz_assert.h"
@@ -308,6 +313,57 @@ void FuzzOne(std::shared_ptr<const std::string> bytes) {
   FUZZ_ASSERT(after == before);
 }
 
+// The same bytes as the state file inside a prefix-store page record,
+// wrapped in a valid record header and loaded by PrefixStore::Extend into a
+// new sequence. Whatever the bytes, the load takes exactly one page (only
+// when the file holds exactly the page's tokens) or nothing, leaves every
+// other sequence and no holding sequence behind, and a refused record is
+// gone from the store.
+void FuzzAsPageRecord(std::shared_ptr<const std::string> bytes) {
+  StringRandomAccessFile file(bytes);
+  StatusOr<StateHeader> header = ReadStateHeader(file);
+  CacheShape shape;
+  if (!ChooseShape(header, &shape)) return;
+  std::unique_ptr<KvCache> cache = BuildCache(shape);
+  const std::map<SeqId, SeqSnapshot> before = SnapshotAll(*cache);
+  // The page asked for: the file's own tokens when it holds one page (so
+  // valid files load), else made up.
+  std::vector<TokenPos> wanted(kPageSize + 1);
+  for (uint32_t i = 0; i <= kPageSize; ++i) wanted[i] = {TokenId(i), Pos(i)};
+  if (header.ok() && header->num_tokens == kPageSize) {
+    std::vector<std::byte> table(kPageSize * kStateTokenRecordBytes);
+    if (file.ReadAt(kStateHeaderBytes, table).ok()) {
+      DecodeTokenRecords(table, std::span(wanted).first(kPageSize));
+    }
+  }
+  const PageKey root{7, 7};
+  const PageKey key = NextPageKey(root, std::span(wanted).first(kPageSize));
+  const auto record_header = EncodePageRecordHeader({key, root, bytes->size()});
+  std::string record(reinterpret_cast<const char*>(record_header.data()),
+                     record_header.size());
+  record += *bytes;
+  auto mem = std::make_unique<MemPageStore>();
+  MemPageStore* records = mem.get();
+  FUZZ_ASSERT(mem->Put(key, record).ok());
+  const ModelFingerprint fingerprint =
+      header.ok() ? header->fingerprint : ModelFingerprint{1, 2};
+  PrefixStore store(std::move(mem), fingerprint, root, SaveOptions{});
+  const SeqId seq{6};
+  const uint64_t got = store.Extend(cache.get(), seq, wanted, 0, kPageSize);
+  FUZZ_ASSERT(got == 0 || got == kPageSize);
+  FUZZ_ASSERT(cache->table().Length(seq) == got);
+  FUZZ_ASSERT(cache->table().CheckInvariants().ok());
+  FUZZ_ASSERT(!cache->table().Contains(kPrefixLoadSeq));
+  if (got == kPageSize) {
+    const std::span<const TokenPos> cells = cache->table().Cells(seq);
+    FUZZ_ASSERT(std::equal(cells.begin(), cells.end(), wanted.begin()));
+  }
+  FUZZ_ASSERT(records->Contains(key) == (store.Stats().bad_records == 0));
+  std::map<SeqId, SeqSnapshot> after = SnapshotAll(*cache);
+  after.erase(seq);
+  FUZZ_ASSERT(after == before);
+}
+
 }  // namespace
 }  // namespace kvault
 
@@ -321,5 +377,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto repaired =
       std::make_shared<const std::string>(kvault::RepairChecksums(*raw));
   if (*repaired != *raw) kvault::FuzzOne(repaired);
+  kvault::FuzzAsPageRecord(repaired);
   return 0;
 }

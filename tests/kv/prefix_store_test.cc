@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/memory_file.h"
+#include "kv/mem_page_store.h"
 #include "state_test_util.h"
 
 namespace kvault {
@@ -23,35 +24,6 @@ using state_test::SmallLayout;
 
 constexpr SeqId kA(1);
 constexpr SeqId kB(2);
-
-// Records in memory, which the test may damage.
-class MemPageStore final : public PageStore {
- public:
-  std::string_view name() const override { return "mem"; }
-  bool Contains(const PageKey& key) const override {
-    return records.contains(key);
-  }
-  Status Put(const PageKey& key, std::string_view record) override {
-    records.emplace(key, std::string(record));
-    return Status::Ok();
-  }
-  StatusOr<std::unique_ptr<RandomAccessFile>> Get(const PageKey& key) override {
-    auto it = records.find(key);
-    if (it == records.end()) return NotFoundError("absent");
-    return std::unique_ptr<RandomAccessFile>(new StringRandomAccessFile(
-        std::make_shared<const std::string>(it->second)));
-  }
-  Status Remove(const PageKey& key) override {
-    records.erase(key);
-    return Status::Ok();
-  }
-  PageStoreStats Stats() const override {
-    PageStoreStats s;
-    s.num_records = records.size();
-    return s;
-  }
-  std::map<PageKey, std::string> records;
-};
 
 class PrefixStoreTest : public ::testing::Test {
  protected:
