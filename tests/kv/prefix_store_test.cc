@@ -11,6 +11,8 @@
 #include <string>
 
 #include "core/memory_file.h"
+#include "core/fault_injecting_env.h"
+#include "kv/disk_page_store.h"
 #include "kv/mem_page_store.h"
 #include "state_test_util.h"
 
@@ -131,6 +133,32 @@ TEST_F(PrefixStoreTest, BadRecordsAreRefusedRemovedAndCounted) {
   EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 0, 10), 0u);
   EXPECT_EQ(store_->Stats().bad_records, 3u);
   EXPECT_TRUE(cache_->table().CheckInvariants().ok());
+}
+
+// Two models (or cache shapes) sharing one store directory: each has its
+// own chain roots, so neither ever finds, let alone reads, the other's
+// pages for the same tokens.
+TEST_F(PrefixStoreTest, TwoModelsSharingADirectoryNeverSeeEachOthersPages) {
+  FaultInjectingEnv env;
+  auto open = [&env](const ModelFingerprint& model, const KvLayout& layout) {
+    auto disk = DiskPageStore::Open(&env, "/prefix", 1 << 20, false);
+    EXPECT_TRUE(disk.ok()) << disk.status();
+    return std::make_unique<PrefixStore>(std::move(disk).value(), model,
+                                         ChainRoot(model, layout, 4, 0),
+                                         SaveOptions{});
+  };
+  ASSERT_TRUE(open(kTestFingerprint, SmallLayout())->Publish(*cache_, kA).ok());
+  const ModelFingerprint other_model{5, 6};
+  for (auto& other : {open(other_model, SmallLayout()),
+                      open(kTestFingerprint, SmallLayout(KvDtype::kF32))}) {
+    EXPECT_EQ(other->Extend(cache_.get(), kB, wanted_, 0, 10), 0u);
+    EXPECT_EQ(other->Stats().bad_records, 0u);
+    EXPECT_EQ(other->Stats().store.hits + other->Stats().store.misses, 0u);
+    EXPECT_EQ(other->Stats().store.num_records, 2u);  // the same directory
+  }
+  EXPECT_EQ(open(kTestFingerprint, SmallLayout())
+                ->Extend(cache_.get(), kB, wanted_, 0, 10),
+            8u);
 }
 
 TEST_F(PrefixStoreTest, NoRoomStopsWithoutDroppingTheRecord) {
