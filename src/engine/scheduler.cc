@@ -17,6 +17,7 @@ Scheduler::Scheduler(const SchedulerOptions& options, SlotKv* kv,
       state_(options.n_slots),
       generation_(options.generation, &state_, kv, forward, tokenizer, vocab),
       pressure_(options.on_kv_full, &state_, kv, &generation_),
+      prefix_reuse_(options.prefix_cache, kv, &state_),
       jobs_(options.jobs, &state_, kv),
       pacer_(options.pacer) {}
 

@@ -24,6 +24,7 @@
 #include "engine/job_runner.h"
 #include "engine/pool_pressure.h"
 #include "engine/prefill_pacer.h"
+#include "engine/prefix_reuse.h"
 #include "engine/scheduler_ports.h"
 #include "engine/scheduler_state.h"
 #include "engine/work.h"
@@ -97,16 +98,6 @@ class Scheduler {
   // True when the slot's spilled KV, which the prompt would reuse, cannot
   // come back now but a running request will leave room when it ends.
   bool MustWaitForRoom(const Slot& slot, const CompletionParams& params);
-  // Keeps the slot's cached prefix the prompt can reuse; returns its length.
-  size_t ReusePrefix(Slot& slot, const CompletionParams& params);
-  // Keeps the first `keep` tokens of `slot`'s own cache (bringing spilled
-  // KV back; dropping all of it when keep is 0); returns what it kept.
-  size_t KeepOwnPrefix(Slot& slot, size_t keep);
-  // Makes `slot` share the longest prefix of `prompt`, in whole pages, that
-  // another slot holds in the pool, when it beats `own` tokens (at most
-  // prompt.size() - 1); returns the tokens shared, 0 when none was.
-  size_t ShareFromOtherSlot(Slot& slot, const std::vector<TokenId>& prompt,
-                            size_t own);
   // Resumes preempted requests, oldest first, while the step has room.
   void ResumePreempted();
   // Returns this step's batch: one decode token per generating slot, then
@@ -130,6 +121,7 @@ class Scheduler {
   SchedulerState state_;
   Generation generation_;
   PoolPressure pressure_;
+  PrefixReuse prefix_reuse_;
   JobRunner jobs_;
   PrefillPacer pacer_;  // prompt tokens per step beside decoding
   std::deque<Work> queue_;
