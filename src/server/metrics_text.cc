@@ -219,6 +219,10 @@ void WritePrefixStoreSeries(const PrefixStoreStats& p, PrometheusWriter& w) {
        "Records refused on reading (damaged, misfiled, another model's) "
        "and removed.",
        p.bad_records},
+      {"kvault_prefix_store_hits_total", "counter",
+       "Record reads that found the record.", p.store.hits},
+      {"kvault_prefix_store_misses_total", "counter",
+       "Record reads that did not.", p.store.misses},
       {"kvault_prefix_store_evictions_total", "counter",
        "Records dropped, least recently used first, for the budget.",
        p.store.evictions},

@@ -183,6 +183,8 @@ TEST_F(SlotFilesTest, PrefixStoreContinuesAConversationAfterKill9) {
       << metrics;
   EXPECT_EQ(MetricValue(metrics, "kvault_prefix_store_pages_loaded_total"),
             static_cast<double>(cache_n / 16));
+  EXPECT_EQ(MetricValue(metrics, "kvault_prefix_store_hits_total"),
+            static_cast<double>(cache_n / 16));
   const json cold = Complete(turn2, 0, 16, /*cache_prompt=*/false);
   EXPECT_EQ(cold["timings"]["cache_n"], 0);
   EXPECT_EQ(second["content"], cold["content"]);
