@@ -168,6 +168,16 @@ Status EngineOptions::Validate() const {
   if (!spill_dir.empty() && spill_disk_bytes == 0) {
     return bad("spill_dir " + spill_dir + " needs spill_disk_bytes > 0");
   }
+  if (prefix_disk_bytes > 0 && prefix_dir.empty()) {
+    return bad("prefix_disk_bytes needs prefix_dir (--prefix-disk needs "
+               "--spill-dir)");
+  }
+  if (prefix_disk_bytes > 0 && kv_policy == KvPolicy::kContiguousDefrag) {
+    // The store could not load pages under it (see prefix_store.h): refuse
+    // rather than write records that are never read back.
+    return bad("--prefix-disk needs --kv-policy paged or contiguous; "
+               "contiguous+defrag may move cells a restore has reserved");
+  }
   if (slot_io_timeout_ms == 0) return bad("slot_io_timeout_ms must be >= 1");
   return Status::Ok();
 }
