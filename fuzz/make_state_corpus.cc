@@ -74,8 +74,8 @@ StatusOr<std::string> MakeStateFile(const Seed& seed, std::mt19937_64* rng) {
   KvStorage* storage = cache->storage();
   for (CellId cell : cells) {
     for (uint32_t l = 0; l < seed.layout.num_layers; ++l) {
-      for (std::span<std::byte> row :
-           {storage->KRow(l, cell), storage->VRow(l, cell)}) {
+      for (std::span<std::byte> row : {storage->Rows(KvSide::kK, l, cell),
+                                       storage->Rows(KvSide::kV, l, cell)}) {
         for (std::byte& b : row) b = static_cast<std::byte>((*rng)());
       }
     }

@@ -86,8 +86,8 @@ void FillKnownBytes(KvCache* cache, SeqId seq) {
     CellId cell = cache->table().CellAt(seq, i);
     for (uint32_t l = 0; l < storage->layout().num_layers; ++l) {
       uint64_t x = (uint64_t{seq.value()} << 48) ^ (i << 16) ^ l;
-      for (std::span<std::byte> row :
-           {storage->KRow(l, cell), storage->VRow(l, cell)}) {
+      for (std::span<std::byte> row : {storage->Rows(KvSide::kK, l, cell),
+                                       storage->Rows(KvSide::kV, l, cell)}) {
         x = x * 6364136223846793005ULL + 1442695040888963407ULL;
         for (size_t j = 0; j < row.size(); j += 8) {
           const uint64_t v = x + j;
@@ -159,7 +159,8 @@ SeqSnapshot Snapshot(const KvCache& cache, SeqId seq) {
     CellId cell = cache.table().CellAt(seq, i);
     for (uint32_t l = 0; l < storage.layout().num_layers; ++l) {
       for (std::span<const std::byte> row :
-           {storage.KRow(l, cell), storage.VRow(l, cell)}) {
+           {storage.Rows(KvSide::kK, l, cell),
+            storage.Rows(KvSide::kV, l, cell)}) {
         snap.bytes.append(reinterpret_cast<const char*>(row.data()),
                           row.size());
       }
@@ -199,7 +200,8 @@ void CheckTargetMatchesFile(const KvCache& cache, const StateHeader& header,
         for (uint64_t i = 0; i < t; ++i, p += row_bytes) {
           CellId cell = table.CellAt(kTarget, c * header.tokens_per_chunk + i);
           std::span<const std::byte> row =
-              is_k ? storage.KRow(l, cell) : storage.VRow(l, cell);
+              is_k ? storage.Rows(KvSide::kK, l, cell)
+                   : storage.Rows(KvSide::kV, l, cell);
           FUZZ_ASSERT(std::memcmp(row.data(), p, row_bytes) == 0);
         }
       }
@@ -290,7 +292,7 @@ void FuzzOne(std::shared_ptr<const std::string> bytes) {
   StatusOr<RestoreResult> result =
       RestoreSequence(file, fingerprint, kTarget, cache.get(), options);
   FUZZ_ASSERT(make_room_calls <= (shape.tight ? 1 : 0));
-  FUZZ_ASSERT(cache->table().CheckInvariants().ok());
+  FUZZ_ASSERT(CheckInvariants(cache->table()).ok());
   FUZZ_ASSERT(!cache->table().Contains(kRestoreScratchSeq));
   std::map<SeqId, SeqSnapshot> after = SnapshotAll(*cache);
   if (Verbose()) {
@@ -352,7 +354,7 @@ void FuzzAsPageRecord(std::shared_ptr<const std::string> bytes) {
   const uint64_t got = store.Extend(cache.get(), seq, wanted, 0, kPageSize);
   FUZZ_ASSERT(got == 0 || got == kPageSize);
   FUZZ_ASSERT(cache->table().Length(seq) == got);
-  FUZZ_ASSERT(cache->table().CheckInvariants().ok());
+  FUZZ_ASSERT(CheckInvariants(cache->table()).ok());
   FUZZ_ASSERT(!cache->table().Contains(kPrefixLoadSeq));
   if (got == kPageSize) {
     const std::span<const TokenPos> cells = cache->table().Cells(seq);

@@ -30,8 +30,8 @@ void FillSequence(KvCache& cache, SeqId seq) {
   for (uint64_t i = 0; i < length; ++i) {
     const CellId cell = cache.table().CellAt(seq, i);
     for (uint32_t l = 0; l < num_layers; ++l) {
-      std::span<std::byte> k = storage.KRow(l, cell);
-      std::span<std::byte> v = storage.VRow(l, cell);
+      std::span<std::byte> k = storage.Rows(KvSide::kK, l, cell);
+      std::span<std::byte> v = storage.Rows(KvSide::kV, l, cell);
       std::memset(k.data(), PatternByte(seq.value(), i, l, 0), k.size());
       std::memset(v.data(), PatternByte(seq.value(), i, l, 1), v.size());
     }
@@ -152,9 +152,9 @@ Status VerifyPatterns(const KvCache& cache) {
     for (uint64_t i = 0; i < length; ++i) {
       const CellId cell = cache.table().CellAt(seq, i);
       for (uint32_t l = 0; l < num_layers; ++l) {
-        if (!RowHolds(storage.KRow(l, cell),
+        if (!RowHolds(storage.Rows(KvSide::kK, l, cell),
                       PatternByte(seq.value(), i, l, 0)) ||
-            !RowHolds(storage.VRow(l, cell),
+            !RowHolds(storage.Rows(KvSide::kV, l, cell),
                       PatternByte(seq.value(), i, l, 1))) {
           return CorruptionError(
               "defrag-cost: seq " + std::to_string(seq.value()) + " index " +

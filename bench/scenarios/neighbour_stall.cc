@@ -91,8 +91,8 @@ StatusOr<uint64_t> WriteRandomStateFile(const LlamaModel& model,
   for (float& v : row) v = normal(rng);
   for (uint32_t layer = 0; layer < o.layout->num_layers; ++layer) {
     for (CellId cell : cells) {
-      cache->storage()->WriteK(layer, cell, row);
-      cache->storage()->WriteV(layer, cell, row);
+      cache->storage()->Write(KvSide::kK, layer, cell, row);
+      cache->storage()->Write(KvSide::kV, layer, cell, row);
     }
   }
   SaveOptions save;

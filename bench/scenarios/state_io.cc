@@ -160,8 +160,8 @@ void FillRandom(KvStorage* storage, uint64_t seed) {
   };
   CellId first{0};
   for (uint32_t l = 0; l < storage->layout().num_layers; ++l) {
-    fill(storage->KRows(l, first, storage->num_cells()));
-    fill(storage->VRows(l, first, storage->num_cells()));
+    fill(storage->Rows(KvSide::kK, l, first, storage->num_cells()));
+    fill(storage->Rows(KvSide::kV, l, first, storage->num_cells()));
   }
 }
 
@@ -206,8 +206,10 @@ Status CheckRestored(const KvCache& source, const KvCache& pool) {
   for (uint64_t i = 0; i < src.Length(kSourceSeq); ++i) {
     CellId ca = src.CellAt(kSourceSeq, i), cb = dst.CellAt(kTargetSeq, i);
     for (uint32_t l = 0; l < a.layout().num_layers; ++l) {
-      if (!std::ranges::equal(a.KRow(l, ca), b.KRow(l, cb)) ||
-          !std::ranges::equal(a.VRow(l, ca), b.VRow(l, cb))) {
+      if (!std::ranges::equal(a.Rows(KvSide::kK, l, ca),
+                              b.Rows(KvSide::kK, l, cb)) ||
+          !std::ranges::equal(a.Rows(KvSide::kV, l, ca),
+                              b.Rows(KvSide::kV, l, cb))) {
         return InternalError("state-io: restored cell " + std::to_string(i) +
                              " layer " + std::to_string(l) + " differs");
       }

@@ -43,7 +43,7 @@ Status VaultSlotKv::Truncate(SeqId seq, Pos keep) {
 
 Status VaultSlotKv::SharePrefix(SeqId dst, SeqId src, uint64_t num_cells) {
   if (!cache_->table().Contains(src)) {
-    return NotFoundError("sharing a prefix of " + KvVault::SeqLabel(src) +
+    return NotFoundError("sharing a prefix of " + SeqLabel(src) +
                          ": not resident");
   }
   KV_RETURN_IF_ERROR(vault_->Erase(dst));
@@ -55,7 +55,7 @@ Status VaultSlotKv::Erase(SeqId seq) { return vault_->Erase(seq); }
 void VaultSlotKv::PublishPrefix(SeqId seq) {
   if (prefix_store_ == nullptr) return;
   if (Status s = prefix_store_->Publish(*cache_, seq); !s.ok()) {
-    KV_LOG(WARNING) << "publishing " << KvVault::SeqLabel(seq) << ": " << s;
+    KV_LOG(WARNING) << "publishing " << SeqLabel(seq) << ": " << s;
   }
 }
 

@@ -161,10 +161,13 @@ class RestoreSlotJob final : public SlotJob {
       scratch_.reset();
       return Finish(ctx, std::move(restored));
     }
-    if (!io.ok()) return Finish(ctx, io);
-    // Prepare reads only the prefetched header, token table and trailer.
+    // Prepare reads only the prefetched header, token table and trailer; a
+    // failed open is booked by the vault like any failed restore.
+    StatusOr<std::unique_ptr<RandomAccessFile>> opened =
+        io.ok() ? StatusOr<std::unique_ptr<RandomAccessFile>>(std::move(file_))
+                : StatusOr<std::unique_ptr<RandomAccessFile>>(io);
     StatusOr<std::unique_ptr<RestoreJob>> job =
-        t_.vault->BeginRestore(seq_, std::move(file_), path_, ctx.scratch);
+        t_.vault->BeginRestore(seq_, std::move(opened), path_, ctx.scratch);
     if (!job.ok()) return Finish(ctx, job.status());
     job_ = std::move(job).value();
     scratch_ = ctx.scratch;

@@ -11,6 +11,9 @@
 
 namespace kvault {
 
+// Which of a cell's two rows: the key row or the value row.
+enum class KvSide { kK, kV };
+
 struct KvLayout {
   // Upper limits keep every size product far from overflowing uint64_t:
   // cell_bytes() <= 1024 layers * 2 rows * 2^20 elems * 4 bytes = 2^33.

@@ -30,8 +30,8 @@ KvStorage::KvStorage(const KvLayout& layout, uint64_t num_cells)
     : layout_(layout), num_cells_(num_cells) {}
 
 Status KvStorage::Allocate() {
-  const uint64_t k_bytes = num_cells_ * row_bytes(Side::kK);
-  const uint64_t v_bytes = num_cells_ * row_bytes(Side::kV);
+  const uint64_t k_bytes = num_cells_ * row_bytes(KvSide::kK);
+  const uint64_t v_bytes = num_cells_ * row_bytes(KvSide::kV);
   const uint64_t total = (k_bytes + v_bytes) * layout_.num_layers;
   // One block for every layer: zeroed pages committed on first touch, on
   // huge pages where the kernel grants them. Attention reads a fragmented
@@ -54,67 +54,49 @@ Status KvStorage::Allocate() {
   return Status::Ok();
 }
 
-uint64_t KvStorage::row_bytes(Side side) const {
-  return side == Side::kK ? layout_.k_row_bytes() : layout_.v_row_bytes();
+uint64_t KvStorage::row_bytes(KvSide side) const {
+  return side == KvSide::kK ? layout_.k_row_bytes() : layout_.v_row_bytes();
 }
 
-uint64_t KvStorage::row_elems(Side side) const {
-  return side == Side::kK ? layout_.k_row_elems() : layout_.v_row_elems();
+uint64_t KvStorage::row_elems(KvSide side) const {
+  return side == KvSide::kK ? layout_.k_row_elems() : layout_.v_row_elems();
 }
 
-std::span<std::byte> KvStorage::Rows(Side side, uint32_t layer, CellId first,
-                                     uint64_t count) const {
+std::span<std::byte> KvStorage::RowSpan(KvSide side, uint32_t layer,
+                                        CellId first, uint64_t count) const {
   KV_CHECK_LT(layer, layout_.num_layers);
   KV_CHECK_LE(count, num_cells_);
   KV_CHECK_LE(first.value(), num_cells_ - count)
       << "cells [" << first.value() << ", +" << count << ") of " << num_cells_;
   const uint64_t bytes = row_bytes(side);
-  std::byte* base = (side == Side::kK ? k_ : v_)[layer];
+  std::byte* base = (side == KvSide::kK ? k_ : v_)[layer];
   return {base + first.value() * bytes, count * bytes};
 }
 
-std::span<std::byte> KvStorage::KRow(uint32_t layer, CellId cell) {
-  return Rows(Side::kK, layer, cell, 1);
-}
-std::span<const std::byte> KvStorage::KRow(uint32_t layer, CellId cell) const {
-  return Rows(Side::kK, layer, cell, 1);
-}
-std::span<std::byte> KvStorage::VRow(uint32_t layer, CellId cell) {
-  return Rows(Side::kV, layer, cell, 1);
-}
-std::span<const std::byte> KvStorage::VRow(uint32_t layer, CellId cell) const {
-  return Rows(Side::kV, layer, cell, 1);
-}
-std::span<std::byte> KvStorage::KRows(uint32_t layer, CellId first,
-                                      uint64_t count) {
-  return Rows(Side::kK, layer, first, count);
-}
-std::span<const std::byte> KvStorage::KRows(uint32_t layer, CellId first,
-                                            uint64_t count) const {
-  return Rows(Side::kK, layer, first, count);
-}
-std::span<std::byte> KvStorage::VRows(uint32_t layer, CellId first,
-                                      uint64_t count) {
-  return Rows(Side::kV, layer, first, count);
-}
-std::span<const std::byte> KvStorage::VRows(uint32_t layer, CellId first,
-                                            uint64_t count) const {
-  return Rows(Side::kV, layer, first, count);
+std::span<std::byte> KvStorage::Rows(KvSide side, uint32_t layer, CellId first,
+                                     uint64_t count) {
+  return RowSpan(side, layer, first, count);
 }
 
-void KvStorage::Write(Side side, uint32_t layer, CellId cell,
+std::span<const std::byte> KvStorage::Rows(KvSide side, uint32_t layer,
+                                           CellId first, uint64_t count) const {
+  return RowSpan(side, layer, first, count);
+}
+
+void KvStorage::Write(KvSide side, uint32_t layer, CellId cell,
                       std::span<const float> values) {
   KV_CHECK_EQ(values.size(), row_elems(side));
-  EncodeRow(layout_.dtype, values, Rows(side, layer, cell, 1));
+  EncodeRow(layout_.dtype, values, RowSpan(side, layer, cell, 1));
 }
 
-void KvStorage::Read(Side side, uint32_t layer, CellId cell,
+void KvStorage::Read(KvSide side, uint32_t layer, CellId cell,
                      std::span<float> out) const {
   KV_CHECK_EQ(out.size(), row_elems(side));
-  DecodeRow(layout_.dtype, Rows(side, layer, cell, 1), out);
+  DecodeRow(layout_.dtype, RowSpan(side, layer, cell, 1), out);
 }
 
-void KvStorage::Gather(Side side, uint32_t layer, std::span<const CellId> cells,
+void KvStorage::Gather(KvSide side, uint32_t layer,
+                       std::span<const CellId> cells,
                        std::span<float> out) const {
   const uint64_t elems = row_elems(side);
   KV_CHECK_EQ(out.size(), cells.size() * elems);
@@ -127,33 +109,10 @@ void KvStorage::Gather(Side side, uint32_t layer, std::span<const CellId> cells,
            cells[i + run].value() == cells[i].value() + run) {
       ++run;
     }
-    DecodeRow(layout_.dtype, Rows(side, layer, cells[i], run),
+    DecodeRow(layout_.dtype, RowSpan(side, layer, cells[i], run),
               out.subspan(i * elems, run * elems));
     i += run;
   }
-}
-
-void KvStorage::WriteK(uint32_t layer, CellId cell,
-                       std::span<const float> values) {
-  Write(Side::kK, layer, cell, values);
-}
-void KvStorage::WriteV(uint32_t layer, CellId cell,
-                       std::span<const float> values) {
-  Write(Side::kV, layer, cell, values);
-}
-void KvStorage::ReadK(uint32_t layer, CellId cell, std::span<float> out) const {
-  Read(Side::kK, layer, cell, out);
-}
-void KvStorage::ReadV(uint32_t layer, CellId cell, std::span<float> out) const {
-  Read(Side::kV, layer, cell, out);
-}
-void KvStorage::GatherK(uint32_t layer, std::span<const CellId> cells,
-                        std::span<float> out) const {
-  Gather(Side::kK, layer, cells, out);
-}
-void KvStorage::GatherV(uint32_t layer, std::span<const CellId> cells,
-                        std::span<float> out) const {
-  Gather(Side::kV, layer, cells, out);
 }
 
 void KvStorage::ApplyMove(const CellMove& move) {
@@ -163,10 +122,12 @@ void KvStorage::ApplyMove(const CellMove& move) {
   KV_CHECK(src + move.count <= dst || dst + move.count <= src)
       << "overlapping move " << move.src << " -> " << move.dst << " x"
       << move.count;
-  for (Side side : {Side::kK, Side::kV}) {
+  for (KvSide side : {KvSide::kK, KvSide::kV}) {
     for (uint32_t layer = 0; layer < layout_.num_layers; ++layer) {
-      const std::span<std::byte> from = Rows(side, layer, move.src, move.count);
-      const std::span<std::byte> to = Rows(side, layer, move.dst, move.count);
+      const std::span<std::byte> from =
+          RowSpan(side, layer, move.src, move.count);
+      const std::span<std::byte> to =
+          RowSpan(side, layer, move.dst, move.count);
       std::memcpy(to.data(), from.data(), to.size());
     }
   }

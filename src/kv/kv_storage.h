@@ -38,62 +38,38 @@ class KvStorage {
   // Returns the bytes held: num_cells * layout().cell_bytes().
   uint64_t memory_bytes() const { return num_cells_ * layout_.cell_bytes(); }
 
-  // Returns the raw encoded K row of `cell` in `layer`.
-  std::span<std::byte> KRow(uint32_t layer, CellId cell);
-  // Const version of KRow.
-  std::span<const std::byte> KRow(uint32_t layer, CellId cell) const;
-  // Returns the raw encoded V row of `cell` in `layer`.
-  std::span<std::byte> VRow(uint32_t layer, CellId cell);
-  // Const version of VRow.
-  std::span<const std::byte> VRow(uint32_t layer, CellId cell) const;
-  // Returns the raw K rows of cells [first, first + count) in `layer`, which
-  // are contiguous: count * k_row_bytes bytes.
-  std::span<std::byte> KRows(uint32_t layer, CellId first, uint64_t count);
-  // Const version of KRows.
-  std::span<const std::byte> KRows(uint32_t layer, CellId first,
-                                   uint64_t count) const;
-  // Returns the raw V rows of cells [first, first + count) in `layer`.
-  std::span<std::byte> VRows(uint32_t layer, CellId first, uint64_t count);
-  // Const version of VRows.
-  std::span<const std::byte> VRows(uint32_t layer, CellId first,
-                                   uint64_t count) const;
-
-  // Encodes `values` (k_row_elems floats) into the K row of `cell`.
-  void WriteK(uint32_t layer, CellId cell, std::span<const float> values);
-  // Encodes `values` (v_row_elems floats) into the V row of `cell`.
-  void WriteV(uint32_t layer, CellId cell, std::span<const float> values);
-  // Decodes the K row of `cell` into `out` (k_row_elems floats).
-  void ReadK(uint32_t layer, CellId cell, std::span<float> out) const;
-  // Decodes the V row of `cell` into `out` (v_row_elems floats).
-  void ReadV(uint32_t layer, CellId cell, std::span<float> out) const;
-  // Decodes the K rows of `cells`, in the given order, into
-  // out [cells.size(), k_row_elems].
-  void GatherK(uint32_t layer, std::span<const CellId> cells,
-               std::span<float> out) const;
-  // Decodes the V rows of `cells` into out [cells.size(), v_row_elems].
-  void GatherV(uint32_t layer, std::span<const CellId> cells,
-               std::span<float> out) const;
+  // Returns the raw encoded `side` rows of cells [first, first + count) in
+  // `layer`, which are contiguous: count * row bytes of that side.
+  std::span<std::byte> Rows(KvSide side, uint32_t layer, CellId first,
+                            uint64_t count = 1);
+  // Const version of Rows.
+  std::span<const std::byte> Rows(KvSide side, uint32_t layer, CellId first,
+                                  uint64_t count = 1) const;
+  // Encodes `values` (the side's row_elems floats) into the `side` row of
+  // `cell`.
+  void Write(KvSide side, uint32_t layer, CellId cell,
+             std::span<const float> values);
+  // Decodes the `side` row of `cell` into `out` (row_elems floats).
+  void Read(KvSide side, uint32_t layer, CellId cell,
+            std::span<float> out) const;
+  // Decodes the `side` rows of `cells`, in the given order, into
+  // out [cells.size(), row_elems].
+  void Gather(KvSide side, uint32_t layer, std::span<const CellId> cells,
+              std::span<float> out) const;
 
   // Copies each move's cells (K and V of all layers) from src to dst, in the
   // order given; each move's ranges must be in bounds and must not overlap.
   void ApplyMoves(std::span<const CellMove> moves);
 
  private:
-  enum class Side { kK, kV };
-
   KvStorage(const KvLayout& layout, uint64_t num_cells);
   Status Allocate();
 
-  uint64_t row_bytes(Side side) const;
-  uint64_t row_elems(Side side) const;
+  uint64_t row_bytes(KvSide side) const;
+  uint64_t row_elems(KvSide side) const;
   // Returns the rows of [first, first + count) on `side`; checks bounds.
-  std::span<std::byte> Rows(Side side, uint32_t layer, CellId first,
-                            uint64_t count) const;
-  void Write(Side side, uint32_t layer, CellId cell,
-             std::span<const float> values);
-  void Read(Side side, uint32_t layer, CellId cell, std::span<float> out) const;
-  void Gather(Side side, uint32_t layer, std::span<const CellId> cells,
-              std::span<float> out) const;
+  std::span<std::byte> RowSpan(KvSide side, uint32_t layer, CellId first,
+                               uint64_t count) const;
   void ApplyMove(const CellMove& move);
 
   KvLayout layout_;

@@ -14,8 +14,6 @@
 namespace kvault {
 namespace {
 
-std::string Name(SeqId seq) { return KvVault::SeqLabel(seq); }
-
 // Opens the tiers `options` asks for, in spill order: RAM, then disk.
 StatusOr<std::vector<std::unique_ptr<SpillTier>>> OpenTiers(
     Env* env, const KvVaultOptions& options, const KvLayout& layout) {
@@ -38,7 +36,7 @@ std::string Describe(const std::vector<Eviction>& evicted) {
   std::string out;
   for (const Eviction& e : evicted) {
     if (!out.empty()) out += ", ";
-    out += Name(e.seq) + " -> " + e.tier;
+    out += SeqLabel(e.seq) + " -> " + e.tier;
   }
   return out;
 }
@@ -81,14 +79,6 @@ KvVault::KvVault(KvCache* cache, Env* env, const KvVaultOptions& options,
       policy_(std::move(policy)),
       spill_tiers_(std::move(spill_tiers)) {}
 
-std::string KvVault::SeqLabel(SeqId seq) {
-  // Raw scratch ids read as garbage in a log line.
-  if (IsScratchSeq(seq)) {
-    return "scratch#" + std::to_string(seq.value() - kFirstScratchSeq.value());
-  }
-  return "seq#" + std::to_string(seq.value());
-}
-
 void KvVault::Touch(SeqId seq) { meta_[seq].last_use = ++clock_; }
 
 void KvVault::SetActive(SeqId seq, bool active) { meta_[seq].active = active; }
@@ -103,7 +93,7 @@ KvVault::SeqMeta KvVault::MetaOf(SeqId seq) const {
 StatusOr<VaultRestoreResult> KvVault::Restore(SeqId seq,
                                               const std::string& path) {
   if (IsScratchSeq(seq)) {
-    return InvalidArgumentError("restore into " + Name(seq) +
+    return InvalidArgumentError("restore into " + SeqLabel(seq) +
                                 ", a reserved restore scratch sequence");
   }
   std::vector<Eviction> evicted;
@@ -120,9 +110,9 @@ StatusOr<std::optional<VaultRestoreResult>> KvVault::EnsureResident(SeqId seq) {
   }
   std::optional<size_t> t = spill_tiers_.TierOf(seq);
   if (!t) {
-    return NotFoundError(Name(seq) + " is neither resident nor spilled");
+    return NotFoundError(SeqLabel(seq) + " is neither resident nor spilled");
   }
-  const std::string where = "bringing back " + Name(seq) + " from the " +
+  const std::string where = "bringing back " + SeqLabel(seq) + " from the " +
                             std::string(spill_tiers_.TierName(*t)) + " tier";
   StatusOr<std::unique_ptr<RandomAccessFile>> file = spill_tiers_.Open(*t, seq);
   if (!file.ok()) return file.status().WithContext(where);
@@ -145,7 +135,7 @@ RestoreOptions KvVault::RoomForRestore(SeqId target, SeqId scratch,
     const RoomRequest request{num_pages,
                               {target, scratch},
                               target,
-                              "restore into " + Name(target) + " needs " +
+                              "restore into " + SeqLabel(target) + " needs " +
                                   std::to_string(num_tokens) + " cells (" +
                                   std::to_string(num_pages) + " pages)"};
     return MakeRoomFor(request, evicted);
@@ -177,12 +167,12 @@ StatusOr<VaultRestoreResult> KvVault::FinishRestore(
 Status KvVault::Erase(SeqId seq) {
   if (IsScratchSeq(seq)) {
     // Its cells belong to a restore in flight.
-    return InvalidArgumentError("erase " + Name(seq) +
+    return InvalidArgumentError("erase " + SeqLabel(seq) +
                                 ": a reserved restore scratch sequence");
   }
   cache_->RemoveSequence(seq);
   meta_.erase(seq);
-  return spill_tiers_.Erase(seq).WithContext("erasing " + Name(seq));
+  return spill_tiers_.Erase(seq).WithContext("erasing " + SeqLabel(seq));
 }
 
 bool KvVault::IsSpilled(SeqId seq) const {

@@ -97,9 +97,6 @@ class KvVault {
       KvCache* cache, const KvVaultOptions& options,
       std::unique_ptr<EvictionPolicy> policy = nullptr);
 
-  // Returns the name of `seq` in messages: "seq#N", or "scratch#K" for a
-  // restore scratch id.
-  static std::string SeqLabel(SeqId seq);
   // Marks `seq` as used now (the LRU clock).
   void Touch(SeqId seq);
   // Marks `seq` as in use by a running request (never evicted) or idle.
@@ -117,20 +114,18 @@ class KvVault {
   // On success a spilled copy of `seq` is discarded (it is stale).
   StatusOr<VaultRestoreResult> Restore(SeqId seq, const std::string& path);
   // --- Asynchronous restore and save (kv_vault_async.cc) ------------------
-  // Owner thread: Restore up to the I/O. Validates the file at `path` and
+  // Owner thread: Restore up to the I/O. Validates the state file and
   // reserves its cells under `scratch` (IsScratchSeq, one per job in
   // flight), evicting idle LRU sequences (never `seq`, active or scratch
   // ones) when short, exactly as Restore does (check-first, same errors).
   // Sets last_evictions(). Run job->Load() on any thread, then pass the job
   // to EndRestore. A failure is booked as a failed restore at once (no
   // EndRestore then).
-  StatusOr<std::unique_ptr<RestoreJob>> BeginRestore(SeqId seq,
-                                                     const std::string& path,
-                                                     SeqId scratch);
-  // The same with `file`, already opened from `path` (e.g. a PrefetchedFile
-  // opened on an I/O thread, so that this call reads only memory).
+  // `file` is the file at `path` as opened (e.g. a PrefetchedFile opened on
+  // an I/O thread, so that this call reads only memory); a failed open is
+  // booked as a failed restore like any other.
   StatusOr<std::unique_ptr<RestoreJob>> BeginRestore(
-      SeqId seq, std::unique_ptr<RandomAccessFile> file,
+      SeqId seq, StatusOr<std::unique_ptr<RandomAccessFile>> file,
       const std::string& path, SeqId scratch);
   // Owner thread: commits `job` whose Load returned `load_status` (aborts it
   // when not OK) and books it like Restore: counters, last_evictions(),
@@ -182,8 +177,6 @@ class KvVault {
   }
   // Returns per-tier and overall counters.
   VaultStats Stats() const;
-  // Returns the eviction policy in use.
-  const EvictionPolicy& policy() const { return *policy_; }
 
  private:
   struct SeqMeta {

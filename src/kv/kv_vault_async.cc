@@ -10,34 +10,22 @@
 #include "kv/kv_vault.h"
 
 namespace kvault {
-namespace {
-
-std::string Name(SeqId seq) { return KvVault::SeqLabel(seq); }
-
-}  // namespace
 
 StatusOr<std::unique_ptr<RestoreJob>> KvVault::BeginRestore(
-    SeqId seq, const std::string& path, SeqId scratch) {
-  StatusOr<std::unique_ptr<RandomAccessFile>> file =
-      env_->NewRandomAccessFile(path);
-  if (!file.ok()) {
-    const StatusOr<RestoreResult> failed(file.status().WithContext(path));
-    return FinishRestore(seq, failed, {}).status();
-  }
-  return BeginRestore(seq, std::move(file).value(), path, scratch);
-}
-
-StatusOr<std::unique_ptr<RestoreJob>> KvVault::BeginRestore(
-    SeqId seq, std::unique_ptr<RandomAccessFile> file, const std::string& path,
-    SeqId scratch) {
+    SeqId seq, StatusOr<std::unique_ptr<RandomAccessFile>> file,
+    const std::string& path, SeqId scratch) {
   if (IsScratchSeq(seq)) {
-    return InvalidArgumentError("restore into " + Name(seq) +
+    return InvalidArgumentError("restore into " + SeqLabel(seq) +
                                 ", a reserved restore scratch sequence");
+  }
+  if (!file.ok()) {
+    const StatusOr<RestoreResult> failed(file.status());
+    return FinishRestore(seq, failed, {}).status();
   }
   std::vector<Eviction> evicted;
   StatusOr<std::unique_ptr<RestoreJob>> job =
-      RestoreJob::Prepare(std::move(file), fingerprint_, cache_, seq, scratch,
-                          RoomForRestore(seq, scratch, &evicted));
+      RestoreJob::Prepare(std::move(file).value(), fingerprint_, cache_, seq,
+                          scratch, RoomForRestore(seq, scratch, &evicted));
   if (!job.ok()) {
     // Booked as a failed restore now: there is no job to end.
     const StatusOr<RestoreResult> failed(job.status().WithContext(path));
@@ -74,7 +62,7 @@ StatusOr<VaultRestoreResult> KvVault::EndRestore(
 
 StatusOr<SaveSnapshot> KvVault::SnapshotForSave(SeqId seq) const {
   if (IsScratchSeq(seq) || !cache_->table().Contains(seq)) {
-    return NotFoundError("save " + Name(seq) + ": not resident");
+    return NotFoundError("save " + SeqLabel(seq) + ": not resident");
   }
   return TakeSaveSnapshot(*cache_, seq, fingerprint_);
 }

@@ -14,8 +14,6 @@
 namespace kvault {
 namespace {
 
-std::string Name(SeqId seq) { return KvVault::SeqLabel(seq); }
-
 // Returns the size of `seq`'s state file as WriteSequenceState writes it
 // from `cache` with `save`.
 uint64_t StateBytes(const KvCache& cache, const SaveOptions& save, SeqId seq) {
@@ -31,10 +29,10 @@ uint64_t StateBytes(const KvCache& cache, const SaveOptions& save, SeqId seq) {
 
 StatusOr<Eviction> KvVault::Evict(SeqId seq) {
   if (IsScratchSeq(seq) || !cache_->table().Contains(seq)) {
-    return NotFoundError("evict: " + Name(seq) + " is not resident");
+    return NotFoundError("evict: " + SeqLabel(seq) + " is not resident");
   }
   if (IsActive(seq)) {
-    return FailedPreconditionError("evict: " + Name(seq) + " is active");
+    return FailedPreconditionError("evict: " + SeqLabel(seq) + " is active");
   }
   KV_ASSIGN_OR_RETURN(
       StoredEntry stored,
@@ -47,7 +45,7 @@ StatusOr<Eviction> KvVault::Evict(SeqId seq) {
   // Committed: the tier holds a validated copy, so the pages may go.
   cache_->RemoveSequence(seq);
   ++evictions_;
-  KV_LOG(INFO) << "evicted " << Name(seq) << " (" << stored.info.num_tokens
+  KV_LOG(INFO) << "evicted " << SeqLabel(seq) << " (" << stored.info.num_tokens
                << " tokens, " << stored.info.num_bytes << " bytes) to the "
                << stored.tier << " tier";
   return Eviction{seq, stored.tier, stored.info.num_tokens,
@@ -96,8 +94,8 @@ Status KvVault::MakeRoomFor(const RoomRequest& request,
       continue;
     }
     // The sequence stays resident; later candidates may still free enough.
-    KV_LOG(WARNING) << request.need << ": could not evict " << Name(seq) << ": "
-                    << eviction.status();
+    KV_LOG(WARNING) << request.need << ": could not evict " << SeqLabel(seq)
+                    << ": " << eviction.status();
     if (first_error.ok()) first_error = eviction.status();
   }
   if (planner.CanPlace(request.num_pages)) return Status::Ok();
@@ -122,7 +120,7 @@ StatusOr<Eviction> KvVault::EvictForRoom(SeqId seq,
 StatusOr<SaveResult> KvVault::Save(SeqId seq, const std::string& path) {
   if (IsScratchSeq(seq)) {
     // Its cells may be half loaded by a restore in flight.
-    return NotFoundError("save " + Name(seq) + " to " + path +
+    return NotFoundError("save " + SeqLabel(seq) + " to " + path +
                          ": a restore scratch sequence");
   }
   if (cache_->table().Contains(seq)) {
@@ -130,7 +128,7 @@ StatusOr<SaveResult> KvVault::Save(SeqId seq, const std::string& path) {
                               save_options_);
   }
   if (!spill_tiers_.TierOf(seq)) {
-    return NotFoundError("save " + Name(seq) + " to " + path +
+    return NotFoundError("save " + SeqLabel(seq) + " to " + path +
                          ": neither resident nor spilled");
   }
   return spill_tiers_.CopyTo(seq, env_, path, save_options_.sync);

@@ -83,13 +83,15 @@ void ScatterChunk(std::span<const PageId> pages, uint32_t page_size,
   const uint64_t v_row_bytes = layout.v_row_bytes();
   for (uint32_t layer = 0; layer < layout.num_layers; ++layer) {
     // One bounds-checked span per layer and side; the runs index into it.
-    std::byte* k = storage->KRows(layer, CellId(0), num_cells).data();
+    std::byte* k =
+        storage->Rows(KvSide::kK, layer, CellId(0), num_cells).data();
     for (const CellRun& run : runs) {
       std::memcpy(k + run.first * k_row_bytes, payload,
                   run.count * k_row_bytes);
       payload += run.count * k_row_bytes;
     }
-    std::byte* v = storage->VRows(layer, CellId(0), num_cells).data();
+    std::byte* v =
+        storage->Rows(KvSide::kV, layer, CellId(0), num_cells).data();
     for (const CellRun& run : runs) {
       std::memcpy(v + run.first * v_row_bytes, payload,
                   run.count * v_row_bytes);

@@ -10,6 +10,24 @@
 #include "core/check.h"
 
 namespace kvault {
+namespace {
+
+// Returns the pool cell of logical cell `index` in `pages`.
+CellId CellIn(uint32_t page_size, std::span<const PageId> pages,
+              uint64_t index) {
+  const int shift = std::countr_zero(page_size);
+  const uint64_t offset = index & (uint64_t{page_size} - 1);
+  return CellId((uint64_t{pages[index >> shift].value()} << shift) | offset);
+}
+
+// Returns true when a sequence of `num_cells` cells in `pages` has a partly
+// filled tail page that others share: the next append must copy it first.
+bool TailNeedsCopy(const PagePool& pool, std::span<const PageId> pages,
+                   uint64_t num_cells) {
+  return num_cells % pool.page_size() != 0 && pool.RefCount(pages.back()) > 1;
+}
+
+}  // namespace
 
 SequenceTable::SequenceTable(PagePool* pool, const AllocationPolicy* policy)
     : pool_(pool), policy_(policy) {
@@ -59,7 +77,7 @@ StatusOr<AppendResult> SequenceTable::Append(SeqId seq,
   s.cells.insert(s.cells.end(), tokens.begin(), tokens.end());
   result.cells.reserve(tokens.size());
   for (uint64_t i = old_len; i < s.cells.size(); ++i) {
-    result.cells.push_back(CellIn(s.pages, i));
+    result.cells.push_back(CellIn(pool_->page_size(), s.pages, i));
   }
   return result;
 }
@@ -68,7 +86,8 @@ StatusOr<SequenceTable::AppendPlan> SequenceTable::PlanAppend(
     SeqId seq, uint64_t num_tokens) const {
   AppendPlan plan;
   if (num_tokens == 0) return plan;
-  plan.cow = TailNeedsCopy(Find(seq));
+  const Sequence* s = Find(seq);
+  plan.cow = s != nullptr && TailNeedsCopy(*pool_, s->pages, s->cells.size());
   uint64_t num_needed = UINT32_MAX;  // saturates absurd requests
   if (num_tokens <= pool_->num_cells()) {
     num_needed = PagesToGrow(seq, num_tokens);
@@ -91,15 +110,11 @@ StatusOr<SequenceTable::AppendPlan> SequenceTable::PlanAppend(
 uint64_t SequenceTable::PagesToGrow(SeqId seq, uint64_t num_cells) const {
   if (num_cells == 0) return 0;
   const Sequence* s = Find(seq);
-  if (s == nullptr) return PagesFor(num_cells);
-  return PagesFor(s->cells.size() + num_cells) - s->pages.size() +
-         (TailNeedsCopy(s) ? 1 : 0);
-}
-
-bool SequenceTable::TailNeedsCopy(const Sequence* s) const {
-  // A partially filled tail page that others share must not be written.
-  return s != nullptr && s->cells.size() % pool_->page_size() != 0 &&
-         pool_->RefCount(s->pages.back()) > 1;
+  const uint32_t page_size = pool_->page_size();
+  if (s == nullptr) return PagesForCells(num_cells, page_size);
+  return PagesForCells(s->cells.size() + num_cells, page_size) -
+         s->pages.size() +
+         (TailNeedsCopy(*pool_, s->pages, s->cells.size()) ? 1 : 0);
 }
 
 bool SequenceTable::Contains(SeqId seq) const { return Find(seq) != nullptr; }
@@ -125,7 +140,7 @@ CellId SequenceTable::CellAt(SeqId seq, uint64_t index) const {
   const Sequence* s = Find(seq);
   KV_CHECK(s != nullptr) << "CellAt on unknown " << seq;
   KV_CHECK_LT(index, s->cells.size()) << "CellAt past the end of " << seq;
-  return CellIn(s->pages, index);
+  return CellIn(pool_->page_size(), s->pages, index);
 }
 
 std::vector<SeqId> SequenceTable::SequenceIds() const {
@@ -157,21 +172,6 @@ uint64_t SequenceTable::num_used_cells() const {
     i = end;
   }
   return used;
-}
-
-uint64_t SequenceTable::PagesFor(uint64_t num_cells) const {
-  return PagesForCells(num_cells, pool_->page_size());
-}
-
-CellId SequenceTable::CellIn(std::span<const PageId> pages,
-                             uint64_t index) const {
-  const int shift = std::countr_zero(pool_->page_size());
-  const uint64_t offset = index & (uint64_t{pool_->page_size()} - 1);
-  return CellId((uint64_t{pages[index >> shift].value()} << shift) | offset);
-}
-
-void SequenceTable::ReleasePages(const std::vector<PageId>& pages) {
-  for (PageId page : pages) pool_->Unref(page);
 }
 
 const SequenceTable::Sequence* SequenceTable::Find(SeqId seq) const {

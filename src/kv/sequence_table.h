@@ -118,12 +118,6 @@ class SequenceTable {
   // page lists and pool refcounts. Precondition: as PagePool::ApplyRemap.
   void ApplyPageRemap(std::span<const PageId> new_page_of);
 
-  // --- Checking (sequence_table_check.cc) ---------------------------------
-  // Returns Internal describing the first broken invariant: refcount of
-  // every page == number of sequences listing it, no page listed twice by one
-  // sequence, page counts match lengths, free + used == total.
-  Status CheckInvariants() const;
-
  private:
   struct Sequence {
     std::vector<PageId> pages;
@@ -137,20 +131,18 @@ class SequenceTable {
   };
 
   StatusOr<AppendPlan> PlanAppend(SeqId seq, uint64_t num_tokens) const;
-  // Returns true when `s`'s tail page is partly filled and shared: the next
-  // append must copy it first.
-  bool TailNeedsCopy(const Sequence* s) const;
-  // Returns the number of pages `num_cells` cells occupy.
-  uint64_t PagesFor(uint64_t num_cells) const;
-  // Returns the pool cell of logical cell `index` in `pages`.
-  CellId CellIn(std::span<const PageId> pages, uint64_t index) const;
-  void ReleasePages(const std::vector<PageId>& pages);
   const Sequence* Find(SeqId seq) const;
 
   PagePool* pool_;
   const AllocationPolicy* policy_;
   std::map<SeqId, Sequence> seqs_;
 };
+
+// Returns Internal describing the first broken invariant of `table` and its
+// pool (sequence_table_check.cc): refcount of every page == number of
+// sequences listing it, no page listed twice by one sequence, page counts
+// match lengths, free + used == total.
+Status CheckInvariants(const SequenceTable& table);
 
 }  // namespace kvault
 

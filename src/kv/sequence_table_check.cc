@@ -1,4 +1,4 @@
-// SequenceTable::CheckInvariants: the table and the pool agree exactly.
+// CheckInvariants(SequenceTable): the table and the pool agree exactly.
 #include <string>
 #include <vector>
 
@@ -43,20 +43,22 @@ Status CheckPoolFreeSets(const PagePool& pool) {
 
 }  // namespace
 
-Status SequenceTable::CheckInvariants() const {
-  const PagePool& pool = *pool_;
+Status CheckInvariants(const SequenceTable& table) {
+  const PagePool& pool = table.pool();
   std::vector<uint32_t> refs(pool.num_pages(), 0);         // [num_pages]
   std::vector<uint32_t> last_lister(pool.num_pages(), 0);  // [num_pages]
   uint32_t ordinal = 0;
-  for (const auto& [id, s] : seqs_) {
+  for (SeqId id : table.SequenceIds()) {
     ++ordinal;
     const std::string where = "seq#" + Str(id.value());
-    if (s.pages.size() != PagesFor(s.cells.size())) {
-      return InternalError(where + " has " + Str(s.pages.size()) +
-                           " pages for " + Str(s.cells.size()) +
-                           " cells; expected " + Str(PagesFor(s.cells.size())));
+    const std::span<const PageId> pages = table.Pages(id);
+    const uint64_t expected = PagesForCells(table.Length(id), pool.page_size());
+    if (pages.size() != expected) {
+      return InternalError(where + " has " + Str(pages.size()) + " pages for " +
+                           Str(table.Length(id)) + " cells; expected " +
+                           Str(expected));
     }
-    for (PageId page : s.pages) {
+    for (PageId page : pages) {
       if (page.value() >= pool.num_pages()) {
         return InternalError(where + " lists invalid page#" +
                              Str(page.value()));

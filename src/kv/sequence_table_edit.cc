@@ -152,8 +152,9 @@ Status SequenceTable::CopySequence(SeqId src, SeqId dst, uint64_t num_cells) {
   Sequence copy;
   copy.cells.assign(it->second.cells.begin(),
                     it->second.cells.begin() + num_cells);
-  copy.pages.assign(it->second.pages.begin(),
-                    it->second.pages.begin() + PagesFor(num_cells));
+  copy.pages.assign(
+      it->second.pages.begin(),
+      it->second.pages.begin() + PagesForCells(num_cells, pool_->page_size()));
   for (PageId page : copy.pages) pool_->Ref(page);
   RemoveSequence(dst);
   seqs_[dst] = std::move(copy);
@@ -186,10 +187,10 @@ Status SequenceTable::AppendSequence(SeqId dst, SeqId from) {
   }
   Sequence& d = seqs_[dst];
   if (d.cells.size() % pool_->page_size() != 0) {
-    return InvalidArgumentError(
-        "AppendSequence onto " + SeqName(dst) + ": its " +
-        std::to_string(d.cells.size()) +
-        " cells end inside a page of " + std::to_string(pool_->page_size()));
+    return InvalidArgumentError("AppendSequence onto " + SeqName(dst) +
+                                ": its " + std::to_string(d.cells.size()) +
+                                " cells end inside a page of " +
+                                std::to_string(pool_->page_size()));
   }
   Sequence moved = std::move(it->second);
   seqs_.erase(it);
@@ -204,7 +205,7 @@ void SequenceTable::KeepOnly(SeqId seq) {
       ++it;
       continue;
     }
-    ReleasePages(it->second.pages);
+    for (PageId page : it->second.pages) pool_->Unref(page);
     it = seqs_.erase(it);
   }
 }
@@ -212,12 +213,14 @@ void SequenceTable::KeepOnly(SeqId seq) {
 void SequenceTable::RemoveSequence(SeqId seq) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return;
-  ReleasePages(it->second.pages);
+  for (PageId page : it->second.pages) pool_->Unref(page);
   seqs_.erase(it);
 }
 
 void SequenceTable::Clear() {
-  for (const auto& [id, s] : seqs_) ReleasePages(s.pages);
+  for (const auto& [id, s] : seqs_) {
+    for (PageId page : s.pages) pool_->Unref(page);
+  }
   seqs_.clear();
 }
 

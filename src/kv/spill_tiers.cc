@@ -18,8 +18,6 @@ namespace {
 constexpr uint64_t kCopyBufferBytes = uint64_t{1} << 20;
 
 // Messages name sequences as the vault does.
-std::string Name(SeqId seq) { return KvVault::SeqLabel(seq); }
-
 // Copies all of `in` to `out`; returns the bytes copied.
 StatusOr<uint64_t> CopyFile(const RandomAccessFile& in, WritableFile* out) {
   std::vector<std::byte> buffer(std::min(kCopyBufferBytes, in.size()));
@@ -97,7 +95,7 @@ StatusOr<StoredEntry> SpillTiers::Store(SeqId seq, uint64_t last_use,
     budgets += (budgets.empty() ? "" : ", ") + std::string(tier->name()) + " " +
                std::to_string(tier->budget_bytes());
   }
-  return ResourceExhaustedError("evict " + Name(seq) + ": its state of " +
+  return ResourceExhaustedError("evict " + SeqLabel(seq) + ": its state of " +
                                 std::to_string(num_bytes) +
                                 " bytes exceeds every tier budget (" +
                                 (budgets.empty() ? "no tiers" : budgets) + ")");
@@ -108,8 +106,8 @@ StatusOr<StoredEntry> SpillTiers::StoreInto(size_t t, SeqId seq,
                                             uint64_t num_bytes,
                                             const SpillWriteFn& write) {
   SpillTier& tier = *tiers_[t];
-  const std::string where =
-      "evict " + Name(seq) + " to the " + std::string(tier.name()) + " tier";
+  const std::string where = "evict " + SeqLabel(seq) + " to the " +
+                            std::string(tier.name()) + " tier";
   KV_RETURN_IF_ERROR(MakeTierRoom(t, num_bytes, seq).WithContext(where));
   StatusOr<SpillEntryInfo> info = tier.Put(seq, last_use, write);
   if (!info.ok()) return info.status().WithContext(where);
@@ -154,7 +152,7 @@ Status SpillTiers::MakeTierRoom(size_t t, uint64_t num_bytes, SeqId incoming) {
 Status SpillTiers::Demote(size_t t, const SpillEntryInfo& entry) {
   SpillTier& from = *tiers_[t];
   SpillTier& to = *tiers_[t + 1];
-  const std::string where = "demote " + Name(entry.seq) + " from the " +
+  const std::string where = "demote " + SeqLabel(entry.seq) + " from the " +
                             std::string(from.name()) + " tier to the " +
                             std::string(to.name()) + " tier";
   KV_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
@@ -170,7 +168,7 @@ Status SpillTiers::Demote(size_t t, const SpillEntryInfo& entry) {
   ++counters_[t].num_demotions;
   ++counters_[t + 1].num_spills;
   counters_[t + 1].spilled_bytes += info->num_bytes;
-  KV_LOG(INFO) << "demoted " << Name(entry.seq) << " (" << info->num_bytes
+  KV_LOG(INFO) << "demoted " << SeqLabel(entry.seq) << " (" << info->num_bytes
                << " bytes) from the " << from.name() << " tier to the "
                << to.name() << " tier";
   return Status::Ok();
@@ -179,13 +177,13 @@ Status SpillTiers::Demote(size_t t, const SpillEntryInfo& entry) {
 Status SpillTiers::Drop(size_t t, const SpillEntryInfo& entry) {
   SpillTier& tier = *tiers_[t];
   KV_RETURN_IF_ERROR(tier.Remove(entry.seq).WithContext(
-      "drop " + Name(entry.seq) + " from the " + std::string(tier.name()) +
+      "drop " + SeqLabel(entry.seq) + " from the " + std::string(tier.name()) +
       " tier"));
   ++counters_[t].num_drops;
   counters_[t].dropped_bytes += entry.num_bytes;
-  KV_LOG(WARNING) << "dropped " << Name(entry.seq) << " (" << entry.num_tokens
-                  << " tokens, " << entry.num_bytes << " bytes) from the "
-                  << tier.name()
+  KV_LOG(WARNING) << "dropped " << SeqLabel(entry.seq) << " ("
+                  << entry.num_tokens << " tokens, " << entry.num_bytes
+                  << " bytes) from the " << tier.name()
                   << " tier: every tier is over budget; its KV is lost and "
                      "must be recomputed";
   return Status::Ok();
@@ -199,9 +197,9 @@ StatusOr<std::unique_ptr<RandomAccessFile>> SpillTiers::Open(size_t t,
 void SpillTiers::BroughtBack(size_t t, SeqId seq,
                              const RestoreResult& restored) {
   ++counters_[t].num_bring_backs;
-  KV_LOG(INFO) << "brought back " << Name(seq) << " (" << restored.num_tokens
-               << " tokens, " << restored.bytes_read << " bytes) from the "
-               << tiers_[t]->name() << " tier";
+  KV_LOG(INFO) << "brought back " << SeqLabel(seq) << " ("
+               << restored.num_tokens << " tokens, " << restored.bytes_read
+               << " bytes) from the " << tiers_[t]->name() << " tier";
   DiscardStale(seq, "brought back");
 }
 
@@ -209,10 +207,11 @@ StatusOr<SaveResult> SpillTiers::CopyTo(SeqId seq, Env* env,
                                         const std::string& path, bool sync) {
   std::optional<size_t> t = TierOf(seq);
   if (!t) {
-    return NotFoundError("save " + Name(seq) + " to " + path + ": not spilled");
+    return NotFoundError("save " + SeqLabel(seq) + " to " + path +
+                         ": not spilled");
   }
   const auto start = std::chrono::steady_clock::now();
-  const std::string where = "save " + Name(seq) + " from the " +
+  const std::string where = "save " + SeqLabel(seq) + " from the " +
                             std::string(tiers_[*t]->name()) + " tier";
   StatusOr<std::unique_ptr<RandomAccessFile>> file = tiers_[*t]->Open(seq);
   if (!file.ok()) return file.status().WithContext(where);
@@ -237,7 +236,7 @@ void SpillTiers::DiscardStale(SeqId seq, std::string_view why) {
     Status removed = tier->Remove(seq);
     if (!removed.ok()) {
       // Only a stale copy is left behind; it occupies budget until replaced.
-      KV_LOG(WARNING) << Name(seq) << " " << why << ": removing its "
+      KV_LOG(WARNING) << SeqLabel(seq) << " " << why << ": removing its "
                       << tier->name() << " tier entry failed: " << removed;
     }
   }

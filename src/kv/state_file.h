@@ -37,6 +37,14 @@ inline constexpr SeqId kPrefixLoadSeq{0xFFFFFFFEu};
 inline constexpr bool IsScratchSeq(SeqId seq) {
   return seq.value() >= kFirstScratchSeq.value();
 }
+// Returns the name of `seq` in messages: "seq#N", or "scratch#K" for a
+// restore scratch id (raw scratch ids read as garbage in a log line).
+inline std::string SeqLabel(SeqId seq) {
+  if (IsScratchSeq(seq)) {
+    return "scratch#" + std::to_string(seq.value() - kFirstScratchSeq.value());
+  }
+  return "seq#" + std::to_string(seq.value());
+}
 
 struct SaveOptions {
   // Chunk size the writer aims for (see ChooseTokensPerChunk).

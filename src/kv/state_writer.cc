@@ -60,13 +60,15 @@ void GatherChunk(const KvStorage& storage, std::span<const CellRun> runs,
   const uint64_t v_row_bytes = layout.v_row_bytes();
   for (uint32_t layer = 0; layer < layout.num_layers; ++layer) {
     // One bounds-checked span per layer and side; the runs index into it.
-    const std::byte* k = storage.KRows(layer, CellId(0), num_cells).data();
+    const std::byte* k =
+        storage.Rows(KvSide::kK, layer, CellId(0), num_cells).data();
     for (const CellRun& run : runs) {
       std::memcpy(payload, k + run.first * k_row_bytes,
                   run.count * k_row_bytes);
       payload += run.count * k_row_bytes;
     }
-    const std::byte* v = storage.VRows(layer, CellId(0), num_cells).data();
+    const std::byte* v =
+        storage.Rows(KvSide::kV, layer, CellId(0), num_cells).data();
     for (const CellRun& run : runs) {
       std::memcpy(payload, v + run.first * v_row_bytes,
                   run.count * v_row_bytes);

@@ -151,15 +151,15 @@ void AttendGroup(const KvStorage& storage, uint32_t layer,
   std::fill(out, out + uint64_t{n_gqa} * dv, 0.0f);
   RowSlice k_slice(dtype, uint64_t{g} * dk, dk, backend);
   RowSlice v_slice(dtype, uint64_t{g} * dv, dv, backend);
-  // Row addresses computed here rather than by KRow/VRow per cell (whose
+  // Row addresses computed here rather than by Rows per cell (whose
   // bounds checks cost ~7% of a decode step); every cell id comes from the
   // sequence table, so it is in range.
   const uint64_t k_bytes = storage.layout().k_row_bytes();
   const uint64_t v_bytes = storage.layout().v_row_bytes();
   const std::byte* k_base =
-      storage.KRows(layer, CellId(0), storage.num_cells()).data();
+      storage.Rows(KvSide::kK, layer, CellId(0), storage.num_cells()).data();
   const std::byte* v_base =
-      storage.VRows(layer, CellId(0), storage.num_cells()).data();
+      storage.Rows(KvSide::kV, layer, CellId(0), storage.num_cells()).data();
   for (size_t i = 0; i < seq.cells.size(); ++i) {
     if (seq.positions[i] > query_pos) continue;  // causal mask
     const std::byte* k_row = k_base + seq.cells[i].value() * k_bytes;
@@ -212,8 +212,10 @@ void Attend(const KvStorage& storage, uint32_t layer,
   if (storage.layout().dtype == KvDtype::kF16 &&
       CanAttendGroupF16Fast(shape, isa)) {
     F16GroupRows rows;
-    rows.k_base = storage.KRows(layer, CellId(0), storage.num_cells()).data();
-    rows.v_base = storage.VRows(layer, CellId(0), storage.num_cells()).data();
+    rows.k_base =
+        storage.Rows(KvSide::kK, layer, CellId(0), storage.num_cells()).data();
+    rows.v_base =
+        storage.Rows(KvSide::kV, layer, CellId(0), storage.num_cells()).data();
     rows.k_row_bytes = storage.layout().k_row_bytes();
     rows.v_row_bytes = storage.layout().v_row_bytes();
     return AttendF16Fast(rows, shape, isa, seqs, seq_of, query_pos, q, out,

@@ -295,8 +295,10 @@ class ForwardPass {
     // Written before attention: a token attends to itself and to the
     // earlier tokens of its sequence in this batch.
     for (size_t t = 0; t < n_; ++t) {
-      storage_->WriteK(layer, cells_[t], std::span(&k_[t * k_width], k_width));
-      storage_->WriteV(layer, cells_[t], std::span(&v_[t * v_width], v_width));
+      storage_->Write(KvSide::kK, layer, cells_[t],
+                      std::span(&k_[t * k_width], k_width));
+      storage_->Write(KvSide::kV, layer, cells_[t],
+                      std::span(&v_[t * v_width], v_width));
     }
     AttentionShape shape{
         h_.n_head, h_.n_head_kv, h_.n_embd_head_k, h_.n_embd_head_v,
@@ -393,10 +395,10 @@ Status InferenceContext::DiscardRange(SeqId seq, Pos p0, Pos p1) {
       if (tokens[i].pos < p1) continue;
       const CellId cell = cache_->table().CellAt(seq, i);
       for (uint32_t layer = 0; layer < h.n_layer; ++layer) {
-        storage->ReadK(layer, cell, row);
+        storage->Read(KvSide::kK, layer, cell, row);
         rope.Apply(model_->arch().rope_style, 0, row.data(), h.n_head_kv,
                    h.n_embd_head_k);
-        storage->WriteK(layer, cell, row);
+        storage->Write(KvSide::kK, layer, cell, row);
       }
     }
   }

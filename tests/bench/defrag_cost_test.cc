@@ -55,7 +55,7 @@ TEST(DefragCostVerifyTest, DetectsAChangedByte) {
   KvCache& cache = *pool->cache;
   const SeqId seq = cache.table().SequenceIds().back();
   const CellId cell = cache.table().CellAt(seq, 5);
-  std::span<std::byte> v = cache.storage()->VRow(1, cell);
+  std::span<std::byte> v = cache.storage()->Rows(KvSide::kV, 1, cell);
   v[3] = static_cast<std::byte>(static_cast<uint8_t>(v[3]) ^ 0x40);
   Status s = VerifyPatterns(cache);
   EXPECT_FALSE(s.ok());

@@ -498,14 +498,16 @@ TEST_P(DefragStorageTest, ApplyMovesKeepsEverySequencesBytes) {
       for (uint32_t layer = 0; layer < 2; ++layer) {
         for (float& x : k) x = normal(rng);
         for (float& x : v) x = normal(rng);
-        s.WriteK(layer, CellId(c), k);
-        s.WriteV(layer, CellId(c), v);
+        s.Write(KvSide::kK, layer, CellId(c), k);
+        s.Write(KvSide::kV, layer, CellId(c), v);
       }
     }
     auto snapshot = [&](uint32_t page, uint32_t layer, bool is_k) {
       std::span<const std::byte> b =
-          is_k ? std::as_const(s).KRows(layer, CellId(uint64_t{page} * ps), ps)
-               : std::as_const(s).VRows(layer, CellId(uint64_t{page} * ps), ps);
+          is_k ? std::as_const(s).Rows(KvSide::kK, layer,
+                                       CellId(uint64_t{page} * ps), ps)
+               : std::as_const(s).Rows(KvSide::kV, layer,
+                                       CellId(uint64_t{page} * ps), ps);
       return std::vector<std::byte>(b.begin(), b.end());
     };
     std::vector<std::vector<std::byte>> before;  // [page][layer][k/v]

@@ -44,9 +44,9 @@ class DiskTierTest : public ::testing::Test {
     std::mt19937 rng(seed);
     for (CellId cell : *cells) {
       for (uint32_t layer = 0; layer < 2; ++layer) {
-        for (std::byte& b : cache_->storage()->KRow(layer, cell))
+        for (std::byte& b : cache_->storage()->Rows(KvSide::kK, layer, cell))
           b = std::byte(rng());
-        for (std::byte& b : cache_->storage()->VRow(layer, cell))
+        for (std::byte& b : cache_->storage()->Rows(KvSide::kV, layer, cell))
           b = std::byte(rng());
       }
     }

@@ -34,7 +34,7 @@ void Fragment(KvCache* cache) {
     for (int i = 0; i < 4; ++i) {
       std::vector<float> row(4, float(s * 100 + i));
       for (uint32_t layer = 0; layer < 2; ++layer) {
-        cache->storage()->WriteK(layer, (*cells)[i], row);
+        cache->storage()->Write(KvSide::kK, layer, (*cells)[i], row);
       }
     }
   }
@@ -61,11 +61,12 @@ TEST(KvCacheTest, DefragOnFailKeepsEverySequencesData) {
   for (int s : {1, 3}) {
     for (uint64_t i = 0; i < 4; ++i) {
       std::vector<float> row(4);
-      cache->storage()->ReadK(1, cache->table().CellAt(SeqId(s), i), row);
+      cache->storage()->Read(KvSide::kK, 1, cache->table().CellAt(SeqId(s), i),
+                             row);
       EXPECT_EQ(row[0], float(s * 100 + i)) << "seq " << s << " cell " << i;
     }
   }
-  EXPECT_TRUE(cache->table().CheckInvariants().ok());
+  EXPECT_TRUE(CheckInvariants(cache->table()).ok());
 }
 
 TEST(KvCacheTest, DefragLeavesOneFreeRun) {

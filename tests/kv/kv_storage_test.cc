@@ -42,8 +42,10 @@ void FillAll(KvStorage& s) {
   const KvLayout& l = s.layout();
   for (uint64_t c = 0; c < s.num_cells(); ++c) {
     for (uint32_t layer = 0; layer < l.num_layers; ++layer) {
-      s.WriteK(layer, CellId(c), RowValues(c, layer, 0, l.k_row_elems()));
-      s.WriteV(layer, CellId(c), RowValues(c, layer, 1, l.v_row_elems()));
+      s.Write(KvSide::kK, layer, CellId(c),
+              RowValues(c, layer, 0, l.k_row_elems()));
+      s.Write(KvSide::kV, layer, CellId(c),
+              RowValues(c, layer, 1, l.v_row_elems()));
     }
   }
 }
@@ -57,8 +59,8 @@ TEST_P(KvStorageDtypeTest, WriteReadEveryCellLayerAndSide) {
   std::vector<float> k(l.k_row_elems()), v(l.v_row_elems());
   for (uint64_t c = 0; c < s.num_cells(); ++c) {
     for (uint32_t layer = 0; layer < l.num_layers; ++layer) {
-      s.ReadK(layer, CellId(c), k);
-      s.ReadV(layer, CellId(c), v);
+      s.Read(KvSide::kK, layer, CellId(c), k);
+      s.Read(KvSide::kV, layer, CellId(c), v);
       ASSERT_EQ(k, Expected(l.dtype, RowValues(c, layer, 0, k.size())));
       ASSERT_EQ(v, Expected(l.dtype, RowValues(c, layer, 1, v.size())));
     }
@@ -73,24 +75,24 @@ TEST_P(KvStorageDtypeTest, RawRowsHoldTheEncoding) {
   const uint32_t last = l.num_layers - 1;
   std::vector<std::byte> enc(l.v_row_bytes());
   EncodeRow(l.dtype, RowValues(3, last, 1, l.v_row_elems()), enc);
-  ASSERT_EQ(cs.VRow(last, CellId(3)).size(), enc.size());
-  EXPECT_TRUE(
-      std::equal(enc.begin(), enc.end(), cs.VRow(last, CellId(3)).begin()));
+  ASSERT_EQ(cs.Rows(KvSide::kV, last, CellId(3)).size(), enc.size());
+  EXPECT_TRUE(std::equal(enc.begin(), enc.end(),
+                         cs.Rows(KvSide::kV, last, CellId(3)).begin()));
   // A range of rows is the concatenation of the single rows.
-  std::span<const std::byte> range = cs.KRows(0, CellId(1), 3);
+  std::span<const std::byte> range = cs.Rows(KvSide::kK, 0, CellId(1), 3);
   ASSERT_EQ(range.size(), 3 * l.k_row_bytes());
   for (uint64_t i = 0; i < 3; ++i) {
-    std::span<const std::byte> row = cs.KRow(0, CellId(1 + i));
+    std::span<const std::byte> row = cs.Rows(KvSide::kK, 0, CellId(1 + i));
     EXPECT_TRUE(std::equal(row.begin(), row.end(),
                            range.begin() + i * l.k_row_bytes()));
   }
   // Writing raw bytes is visible to ReadK.
-  std::span<std::byte> dst = s.KRow(last, CellId(0));
-  std::span<const std::byte> src = cs.KRow(0, CellId(4));
+  std::span<std::byte> dst = s.Rows(KvSide::kK, last, CellId(0));
+  std::span<const std::byte> src = cs.Rows(KvSide::kK, 0, CellId(4));
   std::copy(src.begin(), src.end(), dst.begin());
   std::vector<float> a(l.k_row_elems()), b(l.k_row_elems());
-  s.ReadK(last, CellId(0), a);
-  s.ReadK(0, CellId(4), b);
+  s.Read(KvSide::kK, last, CellId(0), a);
+  s.Read(KvSide::kK, 0, CellId(4), b);
   EXPECT_EQ(a, b);
 }
 
@@ -108,12 +110,12 @@ TEST_P(KvStorageDtypeTest, GatherFollowsTheGivenOrder) {
   for (uint32_t layer = 0; layer < l.num_layers; ++layer) {
     std::vector<float> gk(cells.size() * l.k_row_elems());
     std::vector<float> gv(cells.size() * l.v_row_elems());
-    s.GatherK(layer, cells, gk);
-    s.GatherV(layer, cells, gv);
+    s.Gather(KvSide::kK, layer, cells, gk);
+    s.Gather(KvSide::kV, layer, cells, gv);
     std::vector<float> k(l.k_row_elems()), v(l.v_row_elems());
     for (size_t i = 0; i < cells.size(); ++i) {
-      s.ReadK(layer, cells[i], k);
-      s.ReadV(layer, cells[i], v);
+      s.Read(KvSide::kK, layer, cells[i], k);
+      s.Read(KvSide::kV, layer, cells[i], v);
       ASSERT_TRUE(std::equal(k.begin(), k.end(), gk.begin() + i * k.size()))
           << "seed " << seed << " i " << i;
       ASSERT_TRUE(std::equal(v.begin(), v.end(), gv.begin() + i * v.size()))
@@ -144,8 +146,8 @@ TEST_P(KvStorageDtypeTest, ApplyMovesMatchesAShadowModel) {
   std::vector<float> k(l.k_row_elems()), v(l.v_row_elems());
   for (uint64_t c = 0; c < n; ++c) {
     for (uint32_t layer = 0; layer < l.num_layers; ++layer) {
-      s.ReadK(layer, CellId(c), k);
-      s.ReadV(layer, CellId(c), v);
+      s.Read(KvSide::kK, layer, CellId(c), k);
+      s.Read(KvSide::kV, layer, CellId(c), v);
       ASSERT_EQ(k, Expected(l.dtype, RowValues(shadow[c], layer, 0, k.size())))
           << "cell " << c << " layer " << layer;
       ASSERT_EQ(v, Expected(l.dtype, RowValues(shadow[c], layer, 1, v.size())))
@@ -173,7 +175,7 @@ TEST(KvStorageTest, CreateReportsSizesAndStartsZeroed) {
   EXPECT_EQ(s.layout(), layout);
   EXPECT_EQ(s.memory_bytes(), 100u * 4u * 2u * 256u);
   std::vector<float> v(128, 1.0f);
-  s.ReadV(3, CellId(99), v);
+  s.Read(KvSide::kV, 3, CellId(99), v);
   EXPECT_EQ(v, std::vector<float>(128, 0.0f));
 }
 
@@ -198,22 +200,22 @@ TEST(KvStorageTest, CreateRejectsBadArguments) {
 
 TEST(KvStorageTest, MovedFromStorageCanBeReassigned) {
   KvStorage a = MustCreate(KvLayout{1, 1, 4, 4, KvDtype::kF32}, 2);
-  a.WriteK(0, CellId(1), std::vector<float>{1, 2, 3, 4});
+  a.Write(KvSide::kK, 0, CellId(1), std::vector<float>{1, 2, 3, 4});
   KvStorage b = std::move(a);
   std::vector<float> k(4);
-  b.ReadK(0, CellId(1), k);
+  b.Read(KvSide::kK, 0, CellId(1), k);
   EXPECT_EQ(k, (std::vector<float>{1, 2, 3, 4}));
 }
 
 TEST(KvStorageDeathTest, OutOfRangeAndMisuseDie) {
   KvStorage s = MustCreate(KvLayout{2, 1, 4, 4, KvDtype::kF32}, 8);
   std::vector<float> row(4), short_row(3);
-  EXPECT_DEATH(s.WriteK(2, CellId(0), row), "check failed");
-  EXPECT_DEATH(s.WriteK(0, CellId(8), row), "check failed");
-  EXPECT_DEATH(s.ReadV(0, CellId(0), short_row), "check failed");
-  EXPECT_DEATH(s.KRows(0, CellId(6), 3), "check failed");
+  EXPECT_DEATH(s.Write(KvSide::kK, 2, CellId(0), row), "check failed");
+  EXPECT_DEATH(s.Write(KvSide::kK, 0, CellId(8), row), "check failed");
+  EXPECT_DEATH(s.Read(KvSide::kV, 0, CellId(0), short_row), "check failed");
+  EXPECT_DEATH(s.Rows(KvSide::kK, 0, CellId(6), 3), "check failed");
   const std::vector<CellId> cells = {CellId(1), CellId(2)};
-  EXPECT_DEATH(s.GatherK(0, cells, row), "check failed");
+  EXPECT_DEATH(s.Gather(KvSide::kK, 0, cells, row), "check failed");
   const CellMoves overlap = {{CellId(0), CellId(2), 3}};
   EXPECT_DEATH(s.ApplyMoves(overlap), "overlapping move");
   const CellMoves out_of_range = {{CellId(0), CellId(6), 3}};

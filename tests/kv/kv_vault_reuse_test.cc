@@ -71,6 +71,14 @@ class KvVaultReuseTest : public ::testing::Test {
 
   // Writes a random `num_tokens`-token file in 4-token chunks to
   // /saved/<name>; remembers its content as saved_[name].
+  // Opens `path` and begins its restore into `seq` under `scratch`.
+  StatusOr<std::unique_ptr<RestoreJob>> BeginRestoreAt(SeqId seq,
+                                                       const std::string& path,
+                                                       SeqId scratch) {
+    return vault_->BeginRestore(seq, env_.NewRandomAccessFile(path), path,
+                                scratch);
+  }
+
   std::string SavedFile(const std::string& name, uint64_t num_tokens) {
     const SeqId seq(static_cast<uint32_t>(saved_.size() + 1));
     AppendRandom(source_.get(), seq, num_tokens, 5000 + seq.value());
@@ -97,7 +105,7 @@ class KvVaultReuseTest : public ::testing::Test {
 
   // BeginRestore, Load on another thread, EndRestore.
   StatusOr<VaultRestoreResult> RestoreAsync(const std::string& path) {
-    auto job = vault_->BeginRestore(kTarget, path, kScratch);
+    auto job = BeginRestoreAt(kTarget, path, kScratch);
     if (!job.ok()) return job.status();
     const Status loaded = LoadOnThread(job->get());
     return vault_->EndRestore(std::move(job).value(), loaded);
@@ -123,15 +131,14 @@ TEST_F(KvVaultReuseTest, RestoreFitsOnlyInTheTargetsPagesAndReplacesIt) {
   EXPECT_TRUE(ContentOf(*cache_, SeqId(1)) == seq1);
   EXPECT_TRUE(ContentOf(*cache_, SeqId(2)) == seq2);
   EXPECT_EQ(cache_->pool().num_free_pages(), 0u);
-  EXPECT_TRUE(cache_->table().CheckInvariants().ok());
+  EXPECT_TRUE(CheckInvariants(cache_->table()).ok());
   EXPECT_EQ(vault_->Stats().restores_ok, 1u);
 }
 
 // The asynchronous path moves nothing until EndRestore: after Load the
 // target still holds its old KV.
 TEST_F(KvVaultReuseTest, AsyncRestoreTouchesTheTargetOnlyAtCommit) {
-  auto job =
-      vault_->BeginRestore(kTarget, SavedFile("six_pages", 24), kScratch);
+  auto job = BeginRestoreAt(kTarget, SavedFile("six_pages", 24), kScratch);
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_FALSE(cache_->table().Contains(kScratch));  // nothing reserved
   const Status loaded = LoadOnThread(job->get());
@@ -141,7 +148,7 @@ TEST_F(KvVaultReuseTest, AsyncRestoreTouchesTheTargetOnlyAtCommit) {
   ASSERT_TRUE(restored.ok()) << restored.status();
   EXPECT_TRUE(restored->reused_target_pages);
   EXPECT_TRUE(ContentOf(*cache_, kTarget) == saved_["six_pages"]);
-  EXPECT_TRUE(cache_->table().CheckInvariants().ok());
+  EXPECT_TRUE(CheckInvariants(cache_->table()).ok());
 }
 
 // A bit flipped in the first or the last chunk, or a read error at the
@@ -165,7 +172,7 @@ TEST_F(KvVaultReuseTest, BadFileLeavesTheTargetsOldKv) {
     const std::string path = SavedFile(c.name, 24);
     if (c.flip_at != 0) FlipBit(path, c.flip_at);
     const state_test::CacheSnapshot before = state_test::TakeSnapshot(*cache_);
-    auto job = vault_->BeginRestore(kTarget, path, kScratch);
+    auto job = BeginRestoreAt(kTarget, path, kScratch);
     ASSERT_TRUE(job.ok()) << job.status();
     if (c.fail_read != 0) env_.FailNthRead(c.fail_read);
     const Status loaded = LoadOnThread(job->get());
@@ -194,8 +201,7 @@ TEST_F(KvVaultReuseTest, BadFileLeavesTheTargetsOldKv) {
 // Other sequences keep growing while the file is read; when they take the
 // free page, the commit refuses and the target keeps its old KV.
 TEST_F(KvVaultReuseTest, PoolFilledWhileLoadingFailsWithNoRoom) {
-  auto job =
-      vault_->BeginRestore(kTarget, SavedFile("six_pages", 24), kScratch);
+  auto job = BeginRestoreAt(kTarget, SavedFile("six_pages", 24), kScratch);
   ASSERT_TRUE(job.ok()) << job.status();
   const Status loaded = LoadOnThread(job->get());
   ASSERT_TRUE(loaded.ok()) << loaded;
@@ -206,7 +212,7 @@ TEST_F(KvVaultReuseTest, PoolFilledWhileLoadingFailsWithNoRoom) {
             std::string::npos)
       << restored.status();
   EXPECT_TRUE(ContentOf(*cache_, kTarget) == target_before_);
-  EXPECT_TRUE(cache_->table().CheckInvariants().ok());
+  EXPECT_TRUE(CheckInvariants(cache_->table()).ok());
 }
 
 // 7 pages > the free page + the target's 5: refused before anything moves;
@@ -215,8 +221,7 @@ TEST_F(KvVaultReuseTest, TooBigOrAbortedChangesNothing) {
   const state_test::CacheSnapshot before = state_test::TakeSnapshot(*cache_);
   auto too_big = vault_->Restore(kTarget, SavedFile("seven_pages", 28));
   ASSERT_TRUE(too_big.status().IsResourceExhausted()) << too_big.status();
-  auto job =
-      vault_->BeginRestore(kTarget, SavedFile("six_pages", 24), kScratch);
+  auto job = BeginRestoreAt(kTarget, SavedFile("six_pages", 24), kScratch);
   ASSERT_TRUE(job.ok()) << job.status();
   auto aborted =
       vault_->EndRestore(std::move(job).value(), CancelledError("timed out"));

@@ -99,6 +99,14 @@ class KvVaultTest : public ::testing::Test {
     return path;
   }
 
+  // Opens `path` and begins its restore into `seq` under `scratch`.
+  StatusOr<std::unique_ptr<RestoreJob>> BeginRestoreAt(SeqId seq,
+                                                       const std::string& path,
+                                                       SeqId scratch) {
+    return vault_->BeginRestore(seq, env_.NewRandomAccessFile(path), path,
+                                scratch);
+  }
+
   std::string SavedFile(const std::string& name, uint64_t num_tokens) {
     const SeqId seq(static_cast<uint32_t>(saved_.size() + 1));
     AppendRandom(source_.get(), seq, num_tokens, 5000 + seq.value());
@@ -117,7 +125,7 @@ class KvVaultTest : public ::testing::Test {
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_TRUE(ContentOf(*cache_, SeqId(id)) == original_[id]);
     EXPECT_FALSE(vault_->IsSpilled(SeqId(id)));
-    EXPECT_TRUE(cache_->table().CheckInvariants().ok());
+    EXPECT_TRUE(CheckInvariants(cache_->table()).ok());
   }
 
   const TierStats& Tier(const VaultStats& s, const std::string& name) {
@@ -536,7 +544,7 @@ TEST_F(KvVaultTest, BeginRestoreEvictsIdleSequencesAndEndRestoreBooksIt) {
   MakeVault(s12 + s12 / 2, 1 << 20);
   AddSequences({1, 2, 3, 4}, 12);
   const std::string path = SavedFile("big", 40);  // needs 10 pages
-  auto job = vault_->BeginRestore(SeqId(9), path, kScratchA);
+  auto job = BeginRestoreAt(SeqId(9), path, kScratchA);
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ((*job)->num_tokens(), 40u);
   EXPECT_EQ(cache_->table().Length(kScratchA), 40u);
@@ -579,14 +587,14 @@ TEST_F(KvVaultTest, BeginRestoreEvictsIdleSequencesAndEndRestoreBooksIt) {
 TEST_F(KvVaultTest, TwoRestoresInFlightUnderDifferentScratchIds) {
   MakeVault(1 << 20, 0);
   AddSequences({1, 2}, 12);
-  auto job_a = vault_->BeginRestore(SeqId(1), SavedFile("a", 20), kScratchA);
+  auto job_a = BeginRestoreAt(SeqId(1), SavedFile("a", 20), kScratchA);
   ASSERT_TRUE(job_a.ok()) << job_a.status();  // 6 + 5 of 16 pages
   EXPECT_TRUE(vault_->last_evictions().empty());
-  auto job_b = vault_->BeginRestore(SeqId(5), SavedFile("b", 24), kScratchB);
+  auto job_b = BeginRestoreAt(SeqId(5), SavedFile("b", 24), kScratchB);
   ASSERT_TRUE(job_b.ok()) << job_b.status();  // 6 pages: evicts seq 1
   EXPECT_EQ(Ids(vault_->last_evictions()), std::vector<uint32_t>{1});
   EXPECT_EQ(cache_->table().Length(kScratchA), 20u);
-  auto job_c = vault_->BeginRestore(SeqId(6), SavedFile("c", 4), kScratchB);
+  auto job_c = BeginRestoreAt(SeqId(6), SavedFile("c", 4), kScratchB);
   EXPECT_EQ(job_c.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(vault_->Stats().restores_failed, 1u);
   const Status loaded_b = LoadOnThread(job_b->get());
@@ -613,7 +621,7 @@ TEST_F(KvVaultTest, BeginRestoreWithoutRoomFailsLikeRestoreEvictingNothing) {
   vault_->SetActive(SeqId(5), true);
   const std::string path = SavedFile("big", 56);
   const state_test::CacheSnapshot before = state_test::TakeSnapshot(*cache_);
-  auto job = vault_->BeginRestore(SeqId(2), path, kScratchA);
+  auto job = BeginRestoreAt(SeqId(2), path, kScratchA);
   ASSERT_TRUE(job.status().IsResourceExhausted()) << job.status();
   EXPECT_NE(job.status().message().find(
                 "restore into seq#2 needs 56 cells (14 pages); free 7 pages, "
@@ -625,10 +633,9 @@ TEST_F(KvVaultTest, BeginRestoreWithoutRoomFailsLikeRestoreEvictingNothing) {
       state_test::DiffSnapshots(before, state_test::TakeSnapshot(*cache_)), "");
   EXPECT_TRUE(vault_->last_evictions().empty());
   EXPECT_EQ(vault_->Stats().restores_failed, 1u);
-  EXPECT_TRUE(vault_->BeginRestore(SeqId(2), "/saved/none", kScratchA)
-                  .status()
-                  .IsNotFound());
-  EXPECT_EQ(vault_->BeginRestore(kScratchB, path, kScratchA).status().code(),
+  EXPECT_TRUE(
+      BeginRestoreAt(SeqId(2), "/saved/none", kScratchA).status().IsNotFound());
+  EXPECT_EQ(BeginRestoreAt(kScratchB, path, kScratchA).status().code(),
             StatusCode::kInvalidArgument);
 }
 
@@ -639,7 +646,7 @@ TEST_F(KvVaultTest, CorruptChunkFailsLoadAndEndRestoreKeepsTheTarget) {
   const Content target_before = ContentOf(*cache_, SeqId(9));
   const std::string path = CorruptSavedFile("bad", 40);
 
-  auto job = vault_->BeginRestore(SeqId(9), path, kScratchA);
+  auto job = BeginRestoreAt(SeqId(9), path, kScratchA);
   ASSERT_TRUE(job.ok()) << job.status();
   const Status loaded = LoadOnThread(job->get());
   EXPECT_EQ(loaded.reason(), kReasonChecksumMismatch) << loaded;
@@ -662,7 +669,7 @@ TEST_F(KvVaultTest, EndRestoreIntoSpilledTargetDiscardsTheStaleCopy) {
   MakeVault(1 << 20, 0);
   AddSequences({1}, 5);
   ASSERT_TRUE(vault_->Evict(SeqId(1)).ok());
-  auto job = vault_->BeginRestore(SeqId(1), SavedFile("n", 6), kScratchA);
+  auto job = BeginRestoreAt(SeqId(1), SavedFile("n", 6), kScratchA);
   ASSERT_TRUE(job.ok()) << job.status();
   const Status loaded = LoadOnThread(job->get());
   ASSERT_TRUE(vault_->EndRestore(std::move(job).value(), loaded).ok());

@@ -79,9 +79,11 @@ TEST_F(PageRecordTest, RecordRestoresThePageCellsAndBytes) {
     const CellId from = cache_->table().CellAt(kSeq, 8 + i);
     const CellId to = cache_->table().CellAt(kBack, i);
     for (uint32_t layer = 0; layer < 2; ++layer) {
-      auto a = s.KRow(layer, from), b = s.KRow(layer, to);
+      auto a = s.Rows(KvSide::kK, layer, from),
+           b = s.Rows(KvSide::kK, layer, to);
       EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size()), 0);
-      auto c = s.VRow(layer, from), d = s.VRow(layer, to);
+      auto c = s.Rows(KvSide::kV, layer, from),
+           d = s.Rows(KvSide::kV, layer, to);
       EXPECT_EQ(std::memcmp(c.data(), d.data(), c.size()), 0);
     }
   }

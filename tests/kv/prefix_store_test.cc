@@ -47,10 +47,12 @@ class PrefixStoreTest : public ::testing::Test {
       const CellId a = cache_->table().CellAt(kA, i);
       const CellId b = cache_->table().CellAt(kB, i);
       for (uint32_t layer = 0; layer < 2; ++layer) {
-        if (std::memcmp(s.KRow(layer, a).data(), s.KRow(layer, b).data(),
-                        s.KRow(layer, a).size()) != 0 ||
-            std::memcmp(s.VRow(layer, a).data(), s.VRow(layer, b).data(),
-                        s.VRow(layer, a).size()) != 0) {
+        if (std::memcmp(s.Rows(KvSide::kK, layer, a).data(),
+                        s.Rows(KvSide::kK, layer, b).data(),
+                        s.Rows(KvSide::kK, layer, a).size()) != 0 ||
+            std::memcmp(s.Rows(KvSide::kV, layer, a).data(),
+                        s.Rows(KvSide::kV, layer, b).data(),
+                        s.Rows(KvSide::kV, layer, a).size()) != 0) {
           return false;
         }
       }
@@ -80,7 +82,7 @@ TEST_F(PrefixStoreTest, PublishedPagesComeBackIntoAnotherSequence) {
   EXPECT_TRUE(SameBytes(8));
   EXPECT_FALSE(cache_->table().Contains(kPrefixLoadSeq));
   EXPECT_EQ(store_->Stats().pages_loaded, 2u);
-  EXPECT_TRUE(cache_->table().CheckInvariants().ok());
+  EXPECT_TRUE(CheckInvariants(cache_->table()).ok());
 }
 
 TEST_F(PrefixStoreTest, ExtendStopsAtTheLimitTheFirstGapAndOtherTokens) {
@@ -132,7 +134,7 @@ TEST_F(PrefixStoreTest, BadRecordsAreRefusedRemovedAndCounted) {
   mem_->records = foreign_records->records;
   EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 0, 10), 0u);
   EXPECT_EQ(store_->Stats().bad_records, 3u);
-  EXPECT_TRUE(cache_->table().CheckInvariants().ok());
+  EXPECT_TRUE(CheckInvariants(cache_->table()).ok());
 }
 
 // Two models (or cache shapes) sharing one store directory: each has its

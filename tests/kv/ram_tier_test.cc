@@ -40,9 +40,9 @@ class RamTierTest : public ::testing::Test {
     std::mt19937 rng(seq.value());
     for (CellId cell : *cells) {
       for (uint32_t layer = 0; layer < 2; ++layer) {
-        for (std::byte& b : cache_->storage()->KRow(layer, cell))
+        for (std::byte& b : cache_->storage()->Rows(KvSide::kK, layer, cell))
           b = std::byte(rng());
-        for (std::byte& b : cache_->storage()->VRow(layer, cell))
+        for (std::byte& b : cache_->storage()->Rows(KvSide::kV, layer, cell))
           b = std::byte(rng());
       }
     }

@@ -126,7 +126,7 @@ TEST_P(RestoreJobPhasesTest, RoundTripIntoFragmentedPool) {
       DiffSnapshots(SnapshotWithout(before, SeqId(1), page_size),
                     SnapshotWithout(TakeSnapshot(*cache), SeqId(1), page_size)),
       "");
-  EXPECT_TRUE(cache->table().CheckInvariants().ok());
+  EXPECT_TRUE(CheckInvariants(cache->table()).ok());
   // Finished: a second Commit is refused, Abort and Load change nothing.
   const CacheSnapshot after = TakeSnapshot(*cache);
   EXPECT_EQ((*job)->Commit().status().code(), StatusCode::kFailedPrecondition);
@@ -195,7 +195,7 @@ TEST(RestoreJobTest, LoadOnAnotherThreadWhileOwnerUsesTheCache) {
   for (const auto& [id, filler] : fillers) {
     EXPECT_EQ(SequenceBytes(*cache, SeqId(id)), filler) << "seq#" << id;
   }
-  EXPECT_TRUE(cache->table().CheckInvariants().ok());
+  EXPECT_TRUE(CheckInvariants(cache->table()).ok());
 }
 
 class RestoreJobFailureTest : public ::testing::Test {
@@ -362,7 +362,7 @@ TEST(RestoreJobTest, TwoConcurrentJobsWithDifferentScratchIds) {
   EXPECT_EQ(SequenceBytes(*cache, SeqId(12)), SequenceBytes(*source, SeqId(1)));
   EXPECT_EQ(cache->table().SequenceIds(),
             (std::vector<SeqId>{SeqId(10), SeqId(11), SeqId(12)}));
-  EXPECT_TRUE(cache->table().CheckInvariants().ok());
+  EXPECT_TRUE(CheckInvariants(cache->table()).ok());
 }
 
 // Under contiguous+defrag, a reservation that needs a defragmentation is

@@ -322,7 +322,7 @@ class PropertyRun {
   }
 
   std::string Verify() {
-    Status inv = table_.CheckInvariants();
+    Status inv = CheckInvariants(table_);
     if (!inv.ok()) return inv.ToString();
     std::vector<SeqId> ids;
     for (const auto& [id, cells] : model_) ids.push_back(id);

@@ -68,20 +68,20 @@ class SequenceTableTest : public ::testing::Test {
   void SetUp() override { Init(8); }
   void TearDown() override {
     if (table_ != nullptr) {
-      EXPECT_TRUE(table_->CheckInvariants().ok()) << table_->CheckInvariants();
+      EXPECT_TRUE(CheckInvariants(*table_).ok()) << CheckInvariants(*table_);
     }
   }
 
   AppendResult MustAppend(SeqId seq, Pos begin, Pos end) {
     StatusOr<AppendResult> r = table_->Append(seq, Tokens(begin, end));
     KV_CHECK(r.ok()) << r.status();
-    KV_CHECK_OK(table_->CheckInvariants());
+    KV_CHECK_OK(CheckInvariants(*table_));
     return std::move(r).value();
   }
   CellMoves MustRemove(SeqId seq, Pos p0, Pos p1) {
     StatusOr<CellMoves> r = table_->RemoveRange(seq, p0, p1);
     KV_CHECK(r.ok()) << r.status();
-    KV_CHECK_OK(table_->CheckInvariants());
+    KV_CHECK_OK(CheckInvariants(*table_));
     return std::move(r).value();
   }
   uint32_t Refs(uint32_t page) { return pool_->RefCount(PageId(page)); }
@@ -432,12 +432,12 @@ TEST_F(SequenceTableTest, NumUsedCellsCountsSharedCellsOnce) {
 TEST_F(SequenceTableTest, CheckInvariantsDetectsForeignReferences) {
   MustAppend(kA, 0, 5);
   pool_->Ref(PageId(1));
-  Status s = table_->CheckInvariants();
+  Status s = CheckInvariants(*table_);
   EXPECT_EQ(s.code(), StatusCode::kInternal);
   EXPECT_EQ(s.message(), "page#1 has refcount 2 but 1 sequences list it");
   pool_->Unref(PageId(1));
   pool_->AllocateSpecific(Ids({6}));
-  EXPECT_THAT(table_->CheckInvariants().message(),
+  EXPECT_THAT(CheckInvariants(*table_).message(),
               HasSubstr("page#6 has refcount 1 but 0"));
   pool_->Unref(PageId(6));
 }
@@ -452,7 +452,7 @@ TEST_F(SequenceTableTest, PageRemapRewritesListsAndRefcounts) {
   EXPECT_EQ(table_->SequencePageLists(),
             (std::vector<std::vector<PageId>>{Ids({2, 3}), Ids({2, 3})}));
   table_->ApplyPageRemap(Ids({0, 1, 0, 1, 4, 5, 6, 7}));
-  EXPECT_TRUE(table_->CheckInvariants().ok());
+  EXPECT_TRUE(CheckInvariants(*table_).ok());
   EXPECT_EQ(ToVector(table_->Pages(kC)), Ids({0, 1}));
   EXPECT_EQ(ToVector(table_->Pages(kD)), Ids({0, 1}));
   EXPECT_EQ(Refs(0), 2u);

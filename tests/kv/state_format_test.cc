@@ -345,7 +345,8 @@ std::string SpecFile(const KvCache& cache, SeqId seq, uint32_t tpc) {
       for (int side = 0; side < 2; ++side) {
         for (uint64_t i = c * tpc; i < end; ++i) {
           const CellId cell = table.CellAt(seq, i);
-          auto row = side == 0 ? storage.KRow(l, cell) : storage.VRow(l, cell);
+          auto row = side == 0 ? storage.Rows(KvSide::kK, l, cell)
+                               : storage.Rows(KvSide::kV, l, cell);
           payload.append(reinterpret_cast<const char*>(row.data()), row.size());
         }
       }

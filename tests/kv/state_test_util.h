@@ -76,8 +76,8 @@ inline void FillRandomRows(KvCache* cache, std::span<const CellId> cells,
   };
   for (CellId cell : cells) {
     for (uint32_t layer = 0; layer < storage->layout().num_layers; ++layer) {
-      fill(storage->KRow(layer, cell));
-      fill(storage->VRow(layer, cell));
+      fill(storage->Rows(KvSide::kK, layer, cell));
+      fill(storage->Rows(KvSide::kV, layer, cell));
     }
   }
 }
@@ -121,7 +121,8 @@ inline std::string CellBytes(const KvStorage& storage, CellId cell) {
   std::string out;
   for (uint32_t layer = 0; layer < storage.layout().num_layers; ++layer) {
     for (std::span<const std::byte> row :
-         {storage.KRow(layer, cell), storage.VRow(layer, cell)}) {
+         {storage.Rows(KvSide::kK, layer, cell),
+          storage.Rows(KvSide::kV, layer, cell)}) {
       out.append(reinterpret_cast<const char*>(row.data()), row.size());
     }
   }

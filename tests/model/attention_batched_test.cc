@@ -39,8 +39,8 @@ void DoubleHead(const KvStorage& storage, uint32_t layer,
   std::vector<std::vector<double>> values;
   for (size_t i = 0; i < seq.cells.size(); ++i) {
     if (seq.positions[i] > query_pos) continue;
-    storage.ReadK(layer, seq.cells[i], k);
-    storage.ReadV(layer, seq.cells[i], v);
+    storage.Read(KvSide::kK, layer, seq.cells[i], k);
+    storage.Read(KvSide::kV, layer, seq.cells[i], v);
     double dot = 0;
     for (uint32_t d = 0; d < s.head_dim_k; ++d) {
       dot += double{k[g * s.head_dim_k + d]} * q[d];
@@ -90,8 +90,8 @@ class AttentionBatchedTest : public testing::Test {
       for (uint64_t c = 0; c < num_cells; ++c) {
         for (float& x : k) x = dist(rng_);
         for (float& x : v) x = dist(rng_);
-        storage_->WriteK(layer, CellId(c), k);
-        storage_->WriteV(layer, CellId(c), v);
+        storage_->Write(KvSide::kK, layer, CellId(c), k);
+        storage_->Write(KvSide::kV, layer, CellId(c), v);
       }
     }
   }
@@ -293,8 +293,8 @@ TEST_F(AttentionBatchedTest, GroupEntryPointMatchesReference) {
   std::shuffle(free_cells.begin(), free_cells.end(), rng_);
   const SeqCells seq = MakeSeq(33, 0, free_cells);
   F16GroupRows rows;
-  rows.k_base = storage_->KRows(kLayer, CellId(0), 50).data();
-  rows.v_base = storage_->VRows(kLayer, CellId(0), 50).data();
+  rows.k_base = storage_->Rows(KvSide::kK, kLayer, CellId(0), 50).data();
+  rows.v_base = storage_->Rows(KvSide::kV, kLayer, CellId(0), 50).data();
   rows.k_row_bytes = storage_->layout().k_row_bytes();
   rows.v_row_bytes = storage_->layout().v_row_bytes();
   const std::vector<float> q = RandomQueries(s, 1);

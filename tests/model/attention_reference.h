@@ -35,9 +35,9 @@ inline void ReferenceGroup(const KvStorage& storage, uint32_t layer,
   std::fill(out, out + uint64_t{n_gqa} * dv, 0.0f);
   for (size_t i = 0; i < seq.cells.size(); ++i) {
     if (seq.positions[i] > query_pos) continue;
-    const std::byte* k = storage.KRow(layer, seq.cells[i]).data() +
+    const std::byte* k = storage.Rows(KvSide::kK, layer, seq.cells[i]).data() +
                          uint64_t{g} * dk * 2;
-    const std::byte* v = storage.VRow(layer, seq.cells[i]).data() +
+    const std::byte* v = storage.Rows(KvSide::kV, layer, seq.cells[i]).data() +
                          uint64_t{g} * dv * 2;
     for (uint32_t j = 0; j < n_gqa; ++j) {
       float* acc = out + uint64_t{j} * dv;

@@ -59,8 +59,8 @@ std::unique_ptr<KvStorage> RandomStorage(const AttentionShape& s,
   for (uint64_t c = 0; c < cells; ++c) {
     for (float& x : k) x = dist(rng);
     for (float& x : v) x = dist(rng);
-    out->WriteK(kLayer, CellId(c), k);
-    out->WriteV(kLayer, CellId(c), v);
+    out->Write(KvSide::kK, kLayer, CellId(c), k);
+    out->Write(KvSide::kV, kLayer, CellId(c), v);
   }
   return out;
 }

@@ -480,7 +480,7 @@ TEST(InferenceTest, RejectsBadBatchesWithoutTouchingTheCache) {
   EXPECT_EQ(result.status().code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(cache->table().Length(SeqId(1)), 2u);
   EXPECT_FALSE(cache->table().Contains(SeqId(2)));
-  EXPECT_TRUE(cache->table().CheckInvariants().ok());
+  EXPECT_TRUE(CheckInvariants(cache->table()).ok());
   EXPECT_EQ(cache->Stats().allocated_cells, 4u);
 }
 
@@ -510,8 +510,10 @@ TEST(InferenceTest, DiscardRangeMovesCellsAndRotatesKeys) {
   auto row_of = [&](SeqId seq, size_t i, bool key, uint32_t layer) {
     std::vector<float> row(key ? k_elems : v_elems);
     const CellId cell = cache->table().CellAt(seq, i);
-    if (key) storage.ReadK(layer, cell, row);
-    else storage.ReadV(layer, cell, row);
+    if (key)
+      storage.Read(KvSide::kK, layer, cell, row);
+    else
+      storage.Read(KvSide::kV, layer, cell, row);
     return row;
   };
   std::vector<std::vector<float>> v_before;
@@ -536,8 +538,8 @@ TEST(InferenceTest, DiscardRangeMovesCellsAndRotatesKeys) {
     SCOPED_TRACE("cell " + std::to_string(i));
     std::vector<float> shifted = row_of(SeqId(0), i, true, 0);
     std::vector<float> expect(k_elems);
-    fresh_storage.ReadK(0, fresh_cache->table().CellAt(SeqId(0), i - 4),
-                        expect);
+    fresh_storage.Read(KvSide::kK, 0,
+                       fresh_cache->table().CellAt(SeqId(0), i - 4), expect);
     for (uint64_t e = 0; e < k_elems; ++e) {
       EXPECT_NEAR(shifted[e], expect[e], 1e-4f * (1 + std::fabs(expect[e])));
     }
