@@ -100,7 +100,7 @@ Status ParseShape(const Flags& f, ServeOptions* o) {
 }
 
 // --spill-ram, --cache-ram (MiB; -1 no limit), --spill-dir, --spill-disk,
-// --prefix-disk.
+// --prefix-disk, --kv-store.
 Status ParseTiers(const Flags& f, ServeOptions* o) {
   EngineOptions& e = o->engine;
   if (f.Has("spill-ram") && f.Has("cache-ram")) {
@@ -133,6 +133,7 @@ Status ParseTiers(const Flags& f, ServeOptions* o) {
     }
     e.prefix_dir = JoinPath(e.spill_dir, kPrefixStoreDirName);
   }
+  e.kv_store_url = f.GetString("kv-store", "");
   return Status::Ok();
 }
 

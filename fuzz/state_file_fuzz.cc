@@ -349,7 +349,8 @@ void FuzzAsPageRecord(std::shared_ptr<const std::string> bytes) {
   FUZZ_ASSERT(mem->Put(key, record).ok());
   const ModelFingerprint fingerprint =
       header.ok() ? header->fingerprint : ModelFingerprint{1, 2};
-  PrefixStore store(std::move(mem), fingerprint, root, SaveOptions{});
+  PrefixStore store(SingleTier(std::move(mem)), fingerprint, root,
+                    SaveOptions{});
   const SeqId seq{6};
   const uint64_t got = store.Extend(cache.get(), seq, wanted, 0, kPageSize);
   FUZZ_ASSERT(got == 0 || got == kPageSize);
@@ -360,7 +361,8 @@ void FuzzAsPageRecord(std::shared_ptr<const std::string> bytes) {
     const std::span<const TokenPos> cells = cache->table().Cells(seq);
     FUZZ_ASSERT(std::equal(cells.begin(), cells.end(), wanted.begin()));
   }
-  FUZZ_ASSERT(records->Contains(key) == (store.Stats().bad_records == 0));
+  FUZZ_ASSERT(records->Contains(key) ==
+              (store.Stats().tiers[0].bad_records == 0));
   std::map<SeqId, SeqSnapshot> after = SnapshotAll(*cache);
   after.erase(seq);
   FUZZ_ASSERT(after == before);

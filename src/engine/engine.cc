@@ -11,6 +11,7 @@
 #include "engine/engine_impl.h"
 #include "kv/disk_page_store.h"
 #include "kv/page_key.h"
+#include "kv/redis_page_store.h"
 
 namespace kvault {
 namespace {
@@ -63,21 +64,36 @@ uint64_t RopeConfigHash(const LlamaHparams& h) {
   return Xxh3_64WithSeed(floats, sizeof(floats), Xxh3_64(ints, sizeof(ints)));
 }
 
-// Opens the persistent prefix store the options ask for (null: none).
-// Records are not fsynced: they are a cache, checked whenever read, and a
-// killed process's page-cache writes survive it.
-StatusOr<std::unique_ptr<PrefixStore>> OpenPrefixStore(
-    const EngineOptions& o, const LlamaModel& model, const KvLayout& layout) {
-  if (o.prefix_disk_bytes == 0) return std::unique_ptr<PrefixStore>();
+// Opens the persistent prefix store the options ask for (null: none): the
+// disk tier, then the shared remote tier. Records are not fsynced: they
+// are a cache, checked whenever read, and a killed process's page-cache
+// writes survive it.
+StatusOr<std::unique_ptr<PrefixStore>> OpenPrefixStore(const EngineOptions& o,
+                                                       const LlamaModel& model,
+                                                       const KvLayout& layout) {
   Env* env = o.env != nullptr ? o.env : Env::Default();
-  KV_ASSIGN_OR_RETURN(std::unique_ptr<DiskPageStore> disk,
-                      DiskPageStore::Open(env, o.prefix_dir,
-                                          o.prefix_disk_bytes, /*sync=*/false));
   const PageKey root = ChainRoot(model.fingerprint(), layout, o.page_size,
                                  RopeConfigHash(model.hparams()));
+  std::vector<std::unique_ptr<PageStore>> tiers;
+  if (o.prefix_disk_bytes > 0) {
+    KV_ASSIGN_OR_RETURN(
+        std::unique_ptr<DiskPageStore> disk,
+        DiskPageStore::Open(env, o.prefix_dir, o.prefix_disk_bytes,
+                            /*sync=*/false));
+    tiers.push_back(std::move(disk));
+  }
+  if (!o.kv_store_url.empty()) {
+    RedisPageStoreOptions redis;
+    KV_ASSIGN_OR_RETURN(redis.endpoint, ParseRedisUrl(o.kv_store_url));
+    redis.key_prefix = RedisPageKeyPrefix(root);
+    KV_LOG(INFO) << "prefix store: remote tier " << redis.endpoint.ToString()
+                 << ", keys " << redis.key_prefix << "*";
+    tiers.push_back(std::make_unique<RedisPageStore>(redis, env));
+  }
+  if (tiers.empty()) return std::unique_ptr<PrefixStore>();
   SaveOptions save;
   save.sync = false;
-  return std::make_unique<PrefixStore>(std::move(disk), model.fingerprint(),
+  return std::make_unique<PrefixStore>(std::move(tiers), model.fingerprint(),
                                        root, save);
 }
 
@@ -172,11 +188,17 @@ Status EngineOptions::Validate() const {
     return bad("prefix_disk_bytes needs prefix_dir (--prefix-disk needs "
                "--spill-dir)");
   }
-  if (prefix_disk_bytes > 0 && kv_policy == KvPolicy::kContiguousDefrag) {
+  const bool has_store = prefix_disk_bytes > 0 || !kv_store_url.empty();
+  if (has_store && kv_policy == KvPolicy::kContiguousDefrag) {
     // The store could not load pages under it (see prefix_store.h): refuse
     // rather than write records that are never read back.
-    return bad("--prefix-disk needs --kv-policy paged or contiguous; "
-               "contiguous+defrag may move cells a restore has reserved");
+    return bad(
+        std::string(prefix_disk_bytes > 0 ? "--prefix-disk" : "--kv-store") +
+        " needs --kv-policy paged or contiguous; contiguous+defrag "
+        "may move cells a restore has reserved");
+  }
+  if (!kv_store_url.empty()) {
+    KV_RETURN_IF_ERROR(ParseRedisUrl(kv_store_url).status());
   }
   if (slot_io_timeout_ms == 0) return bad("slot_io_timeout_ms must be >= 1");
   return Status::Ok();

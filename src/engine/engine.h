@@ -77,6 +77,9 @@ struct EngineOptions {
   // requests in this directory, within this budget; 0 bytes: none.
   std::string prefix_dir;
   uint64_t prefix_disk_bytes = 0;
+  // The shared remote tier of the prefix store (--kv-store
+  // redis://HOST:PORT[/DB]); empty: none.
+  std::string kv_store_url;
   uint32_t num_threads = 0;        // forward-pass threads; 0: all cores
   // The forward pass's kernel set and numerics (the apps take them from
   // ComputeBackendOptions::FromEnvironment); num_threads replaces its

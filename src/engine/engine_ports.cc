@@ -59,6 +59,10 @@ void VaultSlotKv::PublishPrefix(SeqId seq) {
   }
 }
 
+void VaultSlotKv::NotePrefill(uint64_t num_tokens, double seconds) {
+  if (prefix_store_ != nullptr) prefix_store_->NotePrefill(num_tokens, seconds);
+}
+
 uint64_t VaultSlotKv::ExtendFromStore(SeqId seq,
                                       std::span<const TokenId> prompt,
                                       uint64_t keep) {

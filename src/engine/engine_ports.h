@@ -30,6 +30,7 @@ class VaultSlotKv final : public SlotKv {
   Status SharePrefix(SeqId dst, SeqId src, uint64_t num_cells) override;
   Status Erase(SeqId seq) override;
   void PublishPrefix(SeqId seq) override;
+  void NotePrefill(uint64_t num_tokens, double seconds) override;
   uint64_t ExtendFromStore(SeqId seq, std::span<const TokenId> prompt,
                            uint64_t keep) override;
   void SetActive(SeqId seq, bool active) override;

@@ -174,6 +174,7 @@ void Generation::Finish(Slot& slot, const std::string& stop_type,
       c.n_tokens_max,
       r.timings.prompt_n + r.timings.cache_n + r.timings.predicted_n);
   c.prompt_seconds_total += r.timings.prompt_ms / 1e3;
+  kv_->NotePrefill(r.timings.prompt_n, r.timings.prompt_ms / 1e3);
   c.tokens_predicted_total += r.timings.predicted_n;
   c.predicted_seconds_total += r.timings.predicted_ms / 1e3;
   state_->deliveries.push_back(

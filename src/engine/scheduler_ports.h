@@ -68,6 +68,9 @@ class SlotKv {
   // Offers `seq`'s full pages to the persistent prefix store (a no-op
   // without one); a failure is logged and counted there, never fatal.
   virtual void PublishPrefix(SeqId seq) = 0;
+  // Tells the prefix store that a request evaluated `num_tokens` prompt
+  // tokens in `seconds`: the recompute cost a fetch is weighed against.
+  virtual void NotePrefill(uint64_t num_tokens, double seconds) = 0;
   // `seq` holds `prompt`'s first `keep` cells (resident). When the prefix
   // store holds the pages that continue them, makes `seq` hold the longest
   // stored prefix of `prompt` (at most prompt.size() - 1 cells); returns

@@ -28,6 +28,13 @@ struct PageStoreStats {
   uint64_t misses = 0;      // Get did not
   uint64_t evictions = 0;   // records dropped for the budget
   uint64_t removals = 0;    // records removed by Remove (e.g. found corrupt)
+  // Remote stores only (0 for local ones):
+  uint64_t errors = 0;          // commands that failed (down, slow, refused)
+  uint64_t read_bytes = 0;      // record bytes fetched by Get
+  uint64_t read_micros = 0;     // time those fetches took
+  uint64_t queued_bytes = 0;    // records waiting to be written
+  uint64_t dropped_writes = 0;  // records not written (queue full, errors)
+  bool available = true;        // false while the store is backing off
 };
 
 class PageStore {
@@ -51,6 +58,13 @@ class PageStore {
   virtual Status Remove(const PageKey& key) = 0;
   // Returns the counters and occupancy.
   virtual PageStoreStats Stats() const = 0;
+  // Returns the expected seconds a Get of a `num_bytes` record takes, from
+  // what the store measured (0 for a local store; +infinity while a remote
+  // one is down), for the fetch-or-recompute choice.
+  virtual double ExpectedFetchSeconds(uint64_t num_bytes) const {
+    (void)num_bytes;
+    return 0;
+  }
 };
 
 }  // namespace kvault

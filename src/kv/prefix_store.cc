@@ -1,10 +1,12 @@
 #include "kv/prefix_store.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/check.h"
 #include "core/log.h"
 #include "core/memory_file.h"
 #include "kv/page_record.h"
@@ -12,11 +14,42 @@
 
 namespace kvault {
 
-PrefixStore::PrefixStore(std::unique_ptr<PageStore> store,
+namespace {
+
+// Weight of the newest prefill in the rate's moving average.
+constexpr double kPrefillWeight = 0.2;
+
+// Reads all of `file`.
+StatusOr<std::string> ReadAll(const RandomAccessFile& file) {
+  std::string bytes(file.size(), '\0');
+  KV_ASSIGN_OR_RETURN(size_t n,
+                      file.ReadAt(0, std::as_writable_bytes(std::span(bytes))));
+  if (n != bytes.size()) return IOError("short read of a page record");
+  return bytes;
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<PageStore>> SingleTier(
+    std::unique_ptr<PageStore> store) {
+  std::vector<std::unique_ptr<PageStore>> tiers;
+  tiers.push_back(std::move(store));
+  return tiers;
+}
+
+PrefixStore::PrefixStore(std::vector<std::unique_ptr<PageStore>> tiers,
                          const ModelFingerprint& model, const PageKey& root,
                          SaveOptions save)
-    : store_(std::move(store)), model_(model), root_(root),
-      save_(std::move(save)) {}
+    : model_(model), root_(root), save_(std::move(save)) {
+  KV_CHECK(!tiers.empty());
+  for (std::unique_ptr<PageStore>& store : tiers) {
+    KV_CHECK(store != nullptr);
+    Tier tier;
+    tier.stats.name = std::string(store->name());
+    tier.store = std::move(store);
+    tiers_.push_back(std::move(tier));
+  }
+}
 
 Status PrefixStore::Publish(const KvCache& cache, SeqId seq) {
   if (!cache.table().Contains(seq)) return Status::Ok();
@@ -24,23 +57,46 @@ Status PrefixStore::Publish(const KvCache& cache, SeqId seq) {
                       TakeSaveSnapshot(cache, seq, model_));
   const std::vector<PageKey> keys =
       PageKeyChain(root_, snap.tokens, snap.page_size);
+  Status first_error;
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (store_->Contains(keys[i])) continue;
-    std::string record;
-    StringWritableFile out(&record);
-    const PageKey& parent = i == 0 ? root_ : keys[i - 1];
-    Status written = WritePageRecord(*cache.storage(), PageSnapshot(snap, i),
-                                     keys[i], parent, save_, &out)
-                         .status();
-    if (written.ok()) written = store_->Put(keys[i], record);
-    if (!written.ok()) {
-      ++stats_.publish_failures;
-      return written.WithContext("prefix store " + std::string(store_->name()) +
-                                 ": page " + keys[i].ToHex());
+    std::string record;  // written once, for the first tier lacking it
+    for (Tier& tier : tiers_) {
+      if (tier.store->Contains(keys[i])) continue;
+      Status written;
+      if (record.empty()) {
+        StringWritableFile out(&record);
+        const PageKey& parent = i == 0 ? root_ : keys[i - 1];
+        written = WritePageRecord(*cache.storage(), PageSnapshot(snap, i),
+                                  keys[i], parent, save_, &out)
+                      .status();
+      }
+      if (written.ok()) written = tier.store->Put(keys[i], record);
+      if (written.ok()) {
+        ++tier.stats.pages_published;
+        continue;
+      }
+      ++tier.stats.publish_failures;
+      if (first_error.ok()) {
+        first_error = written.WithContext("prefix store " + tier.stats.name +
+                                          ": page " + keys[i].ToHex());
+      }
     }
-    ++stats_.pages_published;
   }
-  return Status::Ok();
+  return first_error;
+}
+
+void PrefixStore::NotePrefill(uint64_t num_tokens, double seconds) {
+  if (num_tokens == 0 || seconds <= 0) return;
+  const double per_token = seconds / static_cast<double>(num_tokens);
+  const double w = prefill_seconds_per_token_ == 0 ? 1.0 : kPrefillWeight;
+  prefill_seconds_per_token_ += w * (per_token - prefill_seconds_per_token_);
+}
+
+double PrefixStore::RecomputeSeconds(uint32_t page_size) const {
+  if (prefill_seconds_per_token_ == 0) {
+    return std::numeric_limits<double>::infinity();  // not measured yet
+  }
+  return prefill_seconds_per_token_ * page_size;
 }
 
 bool PrefixStore::HasPageAt(std::span<const TokenPos> wanted, uint64_t begin,
@@ -51,7 +107,10 @@ bool PrefixStore::HasPageAt(std::span<const TokenPos> wanted, uint64_t begin,
   }
   const std::vector<PageKey> keys =
       PageKeyChain(root_, wanted.first(begin + page_size), page_size);
-  return store_->Contains(keys.back());
+  for (const Tier& tier : tiers_) {
+    if (tier.store->Contains(keys.back())) return true;
+  }
+  return false;
 }
 
 uint64_t PrefixStore::Extend(KvCache* cache, SeqId seq,
@@ -66,25 +125,55 @@ uint64_t PrefixStore::Extend(KvCache* cache, SeqId seq,
   const std::vector<PageKey> keys =
       PageKeyChain(root_, wanted.first(limit), page_size);
   uint64_t i = have / page_size;
-  for (; i < keys.size() && store_->Contains(keys[i]); ++i) {
+  for (; i < keys.size(); ++i) {
     const PageKey& parent = i == 0 ? root_ : keys[i - 1];
-    if (!LoadPage(cache, seq, keys[i], parent,
-                  wanted.subspan(i * page_size, page_size))) {
+    if (!FetchPage(cache, seq, keys[i], parent,
+                   wanted.subspan(i * page_size, page_size))) {
       break;
     }
-    ++stats_.pages_loaded;
   }
   return std::max<uint64_t>(have, i * page_size);
 }
 
-bool PrefixStore::LoadPage(KvCache* cache, SeqId seq, const PageKey& key,
+bool PrefixStore::FetchPage(KvCache* cache, SeqId seq, const PageKey& key,
+                            const PageKey& parent,
+                            std::span<const TokenPos> cells) {
+  const uint32_t page_size = cache->pool().page_size();
+  const uint64_t page_bytes =
+      uint64_t{page_size} * cache->storage()->layout().cell_bytes();
+  for (size_t t = 0; t < tiers_.size(); ++t) {
+    Tier& tier = tiers_[t];
+    if (!tier.store->Contains(key)) continue;
+    if (tier.store->ExpectedFetchSeconds(page_bytes) >
+        RecomputeSeconds(page_size)) {
+      ++tier.stats.fetches_skipped;
+      continue;
+    }
+    StatusOr<std::unique_ptr<RandomAccessFile>> file = tier.store->Get(key);
+    if (!file.ok()) continue;  // gone meanwhile, or the store is down
+    if (!LoadPage(cache, seq, tier, **file, key, parent, cells)) continue;
+    ++tier.stats.pages_loaded;
+    if (t == 0) return true;
+    StatusOr<std::string> record = ReadAll(**file);
+    for (size_t near = 0; record.ok() && near < t; ++near) {
+      if (tiers_[near].store->Put(key, *record).ok()) {
+        ++tiers_[near].stats.pages_published;
+      } else {
+        ++tiers_[near].stats.publish_failures;
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
+bool PrefixStore::LoadPage(KvCache* cache, SeqId seq, Tier& tier,
+                           const RandomAccessFile& record, const PageKey& key,
                            const PageKey& parent,
                            std::span<const TokenPos> cells) {
-  StatusOr<std::unique_ptr<RandomAccessFile>> file = store_->Get(key);
-  if (!file.ok()) return false;  // gone meanwhile: a miss
   Status bad;
   StatusOr<std::unique_ptr<RandomAccessFile>> state =
-      OpenPageRecord(**file, key, parent);
+      OpenPageRecord(record, key, parent);
   if (!state.ok()) {
     bad = state.status();
   } else {
@@ -103,17 +192,20 @@ bool PrefixStore::LoadPage(KvCache* cache, SeqId seq, const PageKey& key,
     cache->RemoveSequence(kPrefixLoadSeq);
     bad = CorruptionError("its cells are not the page's tokens");
   }
-  ++stats_.bad_records;
-  KV_LOG(WARNING) << "prefix store " << store_->name() << ": record "
+  ++tier.stats.bad_records;
+  KV_LOG(WARNING) << "prefix store " << tier.stats.name << ": record "
                   << key.ToHex() << " refused and removed: " << bad;
-  Status removed = store_->Remove(key);
+  Status removed = tier.store->Remove(key);
   if (!removed.ok()) KV_LOG(WARNING) << removed;
   return false;
 }
 
 PrefixStoreStats PrefixStore::Stats() const {
-  PrefixStoreStats s = stats_;
-  s.store = store_->Stats();
+  PrefixStoreStats s;
+  for (const Tier& tier : tiers_) {
+    s.tiers.push_back(tier.stats);
+    s.tiers.back().store = tier.store->Stats();
+  }
   return s;
 }
 

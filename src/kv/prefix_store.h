@@ -1,9 +1,14 @@
 // PrefixStore: the prefix cache's persistent layer. It writes every full
 // page a finished request leaves in the pool as a page record
-// (page_record.h) under its content key (page_key.h) into a PageStore, and
-// brings stored pages back for a new request whose prompt continues a
-// stored chain, so a conversation goes on after a restart (or in another
-// instance sharing the store) with only its new tokens evaluated.
+// (page_record.h) under its content key (page_key.h) into each of its
+// tiers (PageStores, nearest first: the local disk, then a store shared by
+// several instances), and brings stored pages back for a new request whose
+// prompt continues a stored chain, so a conversation goes on after a
+// restart (or in another instance sharing the store) with only its new
+// tokens evaluated. A page is fetched from the nearest tier that has it,
+// and only when the tier's expected fetch time beats recomputing the page
+// at the measured prefill rate; a page found in a farther tier is copied
+// into the nearer ones.
 //
 // Every record read back is checked before it is used: the record must
 // name the page and parent asked for, pass every state-file check (model,
@@ -21,6 +26,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "core/status_or.h"
 #include "kv/kv_cache.h"
@@ -31,26 +38,40 @@
 
 namespace kvault {
 
-struct PrefixStoreStats {
+struct PrefixTierStats {
+  std::string name;  // the PageStore's name: "disk", "redis"
   PageStoreStats store;
-  uint64_t pages_published = 0;   // records written
-  uint64_t publish_failures = 0;  // records that could not be written
+  uint64_t pages_published = 0;   // records written (or queued)
+  uint64_t publish_failures = 0;  // records that could not be
   uint64_t pages_loaded = 0;      // records brought back into the pool
   uint64_t bad_records = 0;       // records refused on reading (removed)
+  uint64_t fetches_skipped = 0;   // held, but recomputing was expected faster
 };
+
+struct PrefixStoreStats {
+  std::vector<PrefixTierStats> tiers;  // nearest first
+};
+
+// Returns {store}, the tiers of a prefix store with one tier.
+std::vector<std::unique_ptr<PageStore>> SingleTier(
+    std::unique_ptr<PageStore> store);
 
 class PrefixStore {
  public:
-  // Keeps records in `store` for chains rooted at `root` (ChainRoot of the
-  // cache's model, layout and page size), written with `save` (its `sync`
-  // says whether each record is fsynced).
-  PrefixStore(std::unique_ptr<PageStore> store, const ModelFingerprint& model,
-              const PageKey& root, SaveOptions save);
+  // Keeps records in `tiers` (non-empty, nearest first) for chains rooted
+  // at `root` (ChainRoot of the cache's model, layout and page size),
+  // written with `save` (its `sync` says whether each record is fsynced).
+  PrefixStore(std::vector<std::unique_ptr<PageStore>> tiers,
+              const ModelFingerprint& model, const PageKey& root,
+              SaveOptions save);
 
-  // Writes a record for each full page of `seq` that the store lacks.
-  // Returns the first write error (the pages before it are stored); the
-  // sequence is never changed.
+  // Writes a record for each full page of `seq` into each tier that lacks
+  // it. Returns the first write error (other pages and tiers are still
+  // written); the sequence is never changed.
   Status Publish(const KvCache& cache, SeqId seq);
+  // Adds a measured prefill (`num_tokens` evaluated in `seconds`) to the
+  // rate that fetches are weighed against.
+  void NotePrefill(uint64_t num_tokens, double seconds);
   // `seq` holds exactly the first `have` cells of `wanted` (a multiple of
   // the page size). Appends the stored pages that continue `wanted`, in
   // order, while each is found, verified and fits in the pool, and while
@@ -58,25 +79,36 @@ class PrefixStore {
   // afterwards (>= have).
   uint64_t Extend(KvCache* cache, SeqId seq, std::span<const TokenPos> wanted,
                   uint64_t have, uint64_t limit);
-  // Returns true when the store has the page of `wanted` that starts at
-  // cell `begin` (a multiple of the page size) after the pages before it.
+  // Returns true when a tier has the page of `wanted` that starts at cell
+  // `begin` (a multiple of the page size) after the pages before it.
   bool HasPageAt(std::span<const TokenPos> wanted, uint64_t begin,
                  uint32_t page_size) const;
   // Returns the counters.
   PrefixStoreStats Stats() const;
 
  private:
-  // Loads the record of page `key` after `parent`, which must hold
-  // `cells`, onto the end of `seq`; false (counted, logged, the record
-  // removed when bad) when it cannot.
-  bool LoadPage(KvCache* cache, SeqId seq, const PageKey& key,
+  struct Tier {
+    std::unique_ptr<PageStore> store;
+    PrefixTierStats stats;
+  };
+  // Brings page `key` (after `parent`, holding `cells`) onto the end of
+  // `seq` from the nearest tier that has it and is worth fetching from;
+  // copies the record into the nearer tiers. False when no tier could.
+  bool FetchPage(KvCache* cache, SeqId seq, const PageKey& key,
+                 const PageKey& parent, std::span<const TokenPos> cells);
+  // Loads `record` of page `key` from `tier` onto the end of `seq`; false
+  // (counted, logged, the record removed when bad) when it cannot.
+  bool LoadPage(KvCache* cache, SeqId seq, Tier& tier,
+                const RandomAccessFile& record, const PageKey& key,
                 const PageKey& parent, std::span<const TokenPos> cells);
+  // Returns the expected seconds to recompute one page of `page_size`.
+  double RecomputeSeconds(uint32_t page_size) const;
 
-  std::unique_ptr<PageStore> store_;
+  std::vector<Tier> tiers_;
   ModelFingerprint model_;
   PageKey root_;
   SaveOptions save_;
-  PrefixStoreStats stats_;
+  double prefill_seconds_per_token_ = 0;  // moving average; 0: not measured
 };
 
 }  // namespace kvault

@@ -707,6 +707,12 @@ constexpr ArgSpec kTable[] = {
      "checksummed records in <spill-dir>/prefix, up to BYTES (LRU), and a "
      "later prompt that continues one loads them instead of recomputing, "
      "also after a restart (default 0: off)"},
+    {"kv-store", "--kv-store", "", kValue, "URL", "", kServe, kKvault,
+     "shared prefix cache: full KV pages are also kept, checksummed, in "
+     "this Redis/Valkey server (redis://HOST:PORT[/DB]) for every instance "
+     "of the same model; written in the background, fetched when faster "
+     "than recomputing; a store that is down only costs the hits "
+     "(default: none)"},
     {"prefix-cache", "--prefix-cache", "--no-prefix-cache", kSwitch, "", "",
      kServe, kKvault,
      "a request reuses the longest prompt prefix any slot holds, in whole "

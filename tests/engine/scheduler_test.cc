@@ -118,6 +118,9 @@ class FakeKv final : public SlotKv {
     return Status::Ok();
   }
   void PublishPrefix(SeqId seq) override { ++num_publishes; }
+  void NotePrefill(uint64_t num_tokens, double seconds) override {
+    prefill_tokens_noted += num_tokens;
+  }
   // A store holding the whole pages of `stored`.
   uint64_t ExtendFromStore(SeqId seq, std::span<const TokenId> prompt,
                            uint64_t keep) override {
@@ -153,6 +156,7 @@ class FakeKv final : public SlotKv {
   uint64_t num_spills = 0;
   uint64_t num_shares = 0;
   uint64_t num_publishes = 0;
+  uint64_t prefill_tokens_noted = 0;
   std::vector<TokenId> stored;  // what the fake prefix store holds
 
  private:
@@ -399,6 +403,7 @@ TEST_F(SchedulerTest, PromptContinuingTheStoreLoadsItsPages) {
   EXPECT_EQ(a->result.timings.prompt_n, 3u);
   EXPECT_EQ(scheduler_->state().counters.prompt_tokens_from_store_total, 8u);
   EXPECT_EQ(kv_->num_publishes, 1u);
+  EXPECT_EQ(kv_->prefill_tokens_noted, 3u);  // the store's recompute rate
   // The same prompt in the same slot: its own cache beats the store.
   auto b = Submit(p, 3, /*slot=*/0);
   RunToIdle();

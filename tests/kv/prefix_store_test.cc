@@ -35,8 +35,8 @@ class PrefixStoreTest : public ::testing::Test {
     auto mem = std::make_unique<MemPageStore>();
     mem_ = mem.get();
     root_ = ChainRoot(kTestFingerprint, SmallLayout(), 4, 0);
-    store_ = std::make_unique<PrefixStore>(std::move(mem), kTestFingerprint,
-                                           root_, SaveOptions{});
+    store_ = std::make_unique<PrefixStore>(
+        SingleTier(std::move(mem)), kTestFingerprint, root_, SaveOptions{});
     const auto cells = cache_->table().Cells(kA);
     wanted_.assign(cells.begin(), cells.end());
   }
@@ -71,7 +71,7 @@ TEST_F(PrefixStoreTest, PublishedPagesComeBackIntoAnotherSequence) {
   ASSERT_TRUE(store_->Publish(*cache_, kA).ok());
   EXPECT_EQ(mem_->records.size(), 2u);  // the partial third page is not
   ASSERT_TRUE(store_->Publish(*cache_, kA).ok());  // nothing new
-  EXPECT_EQ(store_->Stats().pages_published, 2u);
+  EXPECT_EQ(store_->Stats().tiers[0].pages_published, 2u);
   EXPECT_TRUE(store_->HasPageAt(wanted_, 4, 4));
   EXPECT_FALSE(store_->HasPageAt(wanted_, 8, 4));
 
@@ -81,7 +81,7 @@ TEST_F(PrefixStoreTest, PublishedPagesComeBackIntoAnotherSequence) {
                          cache_->table().Cells(kB).begin()));
   EXPECT_TRUE(SameBytes(8));
   EXPECT_FALSE(cache_->table().Contains(kPrefixLoadSeq));
-  EXPECT_EQ(store_->Stats().pages_loaded, 2u);
+  EXPECT_EQ(store_->Stats().tiers[0].pages_loaded, 2u);
   EXPECT_TRUE(CheckInvariants(cache_->table()).ok());
 }
 
@@ -100,7 +100,7 @@ TEST_F(PrefixStoreTest, ExtendStopsAtTheLimitTheFirstGapAndOtherTokens) {
   EXPECT_FALSE(cache_->table().Contains(kB));
   // A sequence that does not hold exactly `have` cells is left alone.
   EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 4, 10), 4u);
-  EXPECT_EQ(store_->Stats().bad_records, 0u);
+  EXPECT_EQ(store_->Stats().tiers[0].bad_records, 0u);
 }
 
 // A damaged record, a record under the wrong key, another model's record:
@@ -111,7 +111,7 @@ TEST_F(PrefixStoreTest, BadRecordsAreRefusedRemovedAndCounted) {
   mem_->records[keys[1]][mem_->records[keys[1]].size() / 2] ^= 0x01;
   EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 0, 10), 4u);
   EXPECT_FALSE(mem_->Contains(keys[1]));
-  EXPECT_EQ(store_->Stats().bad_records, 1u);
+  EXPECT_EQ(store_->Stats().tiers[0].bad_records, 1u);
   EXPECT_TRUE(SameBytes(4));
 
   // Page 0's (valid) record filed under page 1's key.
@@ -119,7 +119,7 @@ TEST_F(PrefixStoreTest, BadRecordsAreRefusedRemovedAndCounted) {
   mem_->records[keys[1]] = mem_->records.at(keys[0]);
   EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 0, 10), 4u);
   EXPECT_FALSE(mem_->Contains(keys[1]));
-  EXPECT_EQ(store_->Stats().bad_records, 2u);
+  EXPECT_EQ(store_->Stats().tiers[0].bad_records, 2u);
 
   // Another model's records under this chain's keys (same tokens, same
   // root given, different fingerprint inside the state files).
@@ -127,13 +127,13 @@ TEST_F(PrefixStoreTest, BadRecordsAreRefusedRemovedAndCounted) {
   AppendRandom(other_cache.get(), kA, 10, 3);
   auto foreign_mem = std::make_unique<MemPageStore>();
   MemPageStore* foreign_records = foreign_mem.get();
-  PrefixStore writer(std::move(foreign_mem), ModelFingerprint{9, 9}, root_,
-                     SaveOptions{});
+  PrefixStore writer(SingleTier(std::move(foreign_mem)), ModelFingerprint{9, 9},
+                     root_, SaveOptions{});
   ASSERT_TRUE(writer.Publish(*other_cache, kA).ok());
   cache_->RemoveSequence(kB);
   mem_->records = foreign_records->records;
   EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 0, 10), 0u);
-  EXPECT_EQ(store_->Stats().bad_records, 3u);
+  EXPECT_EQ(store_->Stats().tiers[0].bad_records, 3u);
   EXPECT_TRUE(CheckInvariants(cache_->table()).ok());
 }
 
@@ -145,8 +145,8 @@ TEST_F(PrefixStoreTest, TwoModelsSharingADirectoryNeverSeeEachOthersPages) {
   auto open = [&env](const ModelFingerprint& model, const KvLayout& layout) {
     auto disk = DiskPageStore::Open(&env, "/prefix", 1 << 20, false);
     EXPECT_TRUE(disk.ok()) << disk.status();
-    return std::make_unique<PrefixStore>(std::move(disk).value(), model,
-                                         ChainRoot(model, layout, 4, 0),
+    return std::make_unique<PrefixStore>(SingleTier(std::move(disk).value()),
+                                         model, ChainRoot(model, layout, 4, 0),
                                          SaveOptions{});
   };
   ASSERT_TRUE(open(kTestFingerprint, SmallLayout())->Publish(*cache_, kA).ok());
@@ -154,9 +154,12 @@ TEST_F(PrefixStoreTest, TwoModelsSharingADirectoryNeverSeeEachOthersPages) {
   for (auto& other : {open(other_model, SmallLayout()),
                       open(kTestFingerprint, SmallLayout(KvDtype::kF32))}) {
     EXPECT_EQ(other->Extend(cache_.get(), kB, wanted_, 0, 10), 0u);
-    EXPECT_EQ(other->Stats().bad_records, 0u);
-    EXPECT_EQ(other->Stats().store.hits + other->Stats().store.misses, 0u);
-    EXPECT_EQ(other->Stats().store.num_records, 2u);  // the same directory
+    EXPECT_EQ(other->Stats().tiers[0].bad_records, 0u);
+    EXPECT_EQ(other->Stats().tiers[0].store.hits +
+                  other->Stats().tiers[0].store.misses,
+              0u);
+    EXPECT_EQ(other->Stats().tiers[0].store.num_records,
+              2u);  // the same directory
   }
   EXPECT_EQ(open(kTestFingerprint, SmallLayout())
                 ->Extend(cache_.get(), kB, wanted_, 0, 10),
@@ -170,7 +173,7 @@ TEST_F(PrefixStoreTest, NoRoomStopsWithoutDroppingTheRecord) {
   }
   EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 0, 10), 4u);
   EXPECT_EQ(mem_->records.size(), 2u);
-  EXPECT_EQ(store_->Stats().bad_records, 0u);
+  EXPECT_EQ(store_->Stats().tiers[0].bad_records, 0u);
 }
 
 }  // namespace

@@ -1,0 +1,205 @@
+#include "kv/redis_connection.h"
+
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <charconv>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/log.h"
+
+namespace kvault {
+namespace {
+
+timeval ToTimeval(uint64_t micros) {
+  timeval tv;
+  tv.tv_sec = static_cast<time_t>(micros / 1'000'000);
+  tv.tv_usec = static_cast<suseconds_t>(micros % 1'000'000);
+  return tv;
+}
+
+// Parses a decimal in [min, max]; nullopt otherwise.
+std::optional<int> ParseInt(std::string_view s, int min, int max) {
+  int v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < min ||
+      v > max) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+struct ReplyDeleter {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+
+ReplyPtr Own(void* reply) { return ReplyPtr(static_cast<redisReply*>(reply)); }
+
+// Returns the error a reply carries, OK for any other reply.
+Status ReplyError(const redisReply& r, std::string_view command) {
+  if (r.type != REDIS_REPLY_ERROR) return Status::Ok();
+  return UnavailableError(std::string(command) + " answered " +
+                          std::string(r.str, r.len));
+}
+
+}  // namespace
+
+std::string RedisEndpoint::ToString() const {
+  return "redis://" + host + ":" + std::to_string(port) + "/" +
+         std::to_string(db);
+}
+
+StatusOr<RedisEndpoint> ParseRedisUrl(std::string_view url) {
+  constexpr std::string_view kScheme = "redis://";
+  const std::string shown = "kv store URL '" + std::string(url) + "'";
+  if (!url.starts_with(kScheme)) {
+    return InvalidArgumentError(shown + ": expected redis://HOST:PORT[/DB]");
+  }
+  std::string_view rest = url.substr(kScheme.size());
+  RedisEndpoint e;
+  if (size_t slash = rest.find('/'); slash != std::string_view::npos) {
+    std::optional<int> db = ParseInt(rest.substr(slash + 1), 0, 1 << 20);
+    if (!db) return InvalidArgumentError(shown + ": DB must be a number >= 0");
+    e.db = *db;
+    rest = rest.substr(0, slash);
+  }
+  if (size_t colon = rest.rfind(':'); colon != std::string_view::npos) {
+    std::optional<int> port = ParseInt(rest.substr(colon + 1), 1, 65535);
+    if (!port) return InvalidArgumentError(shown + ": PORT must be 1..65535");
+    e.port = *port;
+    rest = rest.substr(0, colon);
+  }
+  if (rest.empty() || rest.find('@') != std::string_view::npos) {
+    return InvalidArgumentError(shown + ": expected a HOST (no user:password)");
+  }
+  e.host = std::string(rest);
+  return e;
+}
+
+RedisConnection::RedisConnection(RedisEndpoint endpoint, RedisTimeouts timeouts,
+                                 Env* env)
+    : endpoint_(std::move(endpoint)), timeouts_(timeouts), env_(env) {}
+
+RedisConnection::~RedisConnection() {
+  if (context_ != nullptr) redisFree(context_);
+}
+
+bool RedisConnection::backing_off() const {
+  return backoff_micros_ != 0 && env_->NowMicros() < retry_at_micros_;
+}
+
+Status RedisConnection::Fail(const std::string& what) {
+  ++num_errors_;
+  if (context_ != nullptr) {
+    redisFree(context_);
+    context_ = nullptr;
+  }
+  backoff_micros_ =
+      backoff_micros_ == 0
+          ? timeouts_.min_backoff_micros
+          : std::min(2 * backoff_micros_, timeouts_.max_backoff_micros);
+  retry_at_micros_ = env_->NowMicros() + backoff_micros_;
+  return UnavailableError(endpoint_.ToString() + ": " + what);
+}
+
+Status RedisConnection::Ensure() {
+  if (context_ != nullptr) return Status::Ok();
+  if (backing_off()) {
+    return UnavailableError(endpoint_.ToString() + " is backing off after " +
+                            "a failure");
+  }
+  context_ = redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port,
+                                     ToTimeval(timeouts_.connect_micros));
+  if (context_ == nullptr) return Fail("connect: out of memory");
+  if (context_->err != 0)
+    return Fail(std::string("connect: ") + context_->errstr);
+  if (redisSetTimeout(context_, ToTimeval(timeouts_.io_micros)) != REDIS_OK) {
+    return Fail("setting the I/O timeout");
+  }
+  if (endpoint_.db != 0) {
+    const std::string db = std::to_string(endpoint_.db);
+    ReplyPtr r = Own(redisCommand(context_, "SELECT %s", db.c_str()));
+    if (r == nullptr) return Fail(std::string("SELECT: ") + context_->errstr);
+    if (Status s = ReplyError(*r, "SELECT"); !s.ok())
+      return Fail(std::string(s.message()));
+  }
+  ++num_connects_;
+  backoff_micros_ = 0;
+  return Status::Ok();
+}
+
+StatusOr<void*> RedisConnection::Command(
+    std::span<const std::string_view> argv) {
+  KV_RETURN_IF_ERROR(Ensure());
+  std::vector<const char*> ptrs;
+  std::vector<size_t> lens;
+  for (std::string_view a : argv) {
+    ptrs.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  void* reply = redisCommandArgv(context_, static_cast<int>(argv.size()),
+                                 ptrs.data(), lens.data());
+  if (reply == nullptr) {
+    return Fail(std::string(argv[0]) + ": " + context_->errstr);
+  }
+  return reply;
+}
+
+StatusOr<std::optional<std::string>> RedisConnection::Get(
+    std::string_view key) {
+  const std::string_view argv[] = {"GET", key};
+  KV_ASSIGN_OR_RETURN(void* raw, Command(argv));
+  ReplyPtr r = Own(raw);
+  KV_RETURN_IF_ERROR(ReplyError(*r, "GET"));
+  if (r->type == REDIS_REPLY_NIL) return std::optional<std::string>();
+  if (r->type != REDIS_REPLY_STRING) {
+    return Fail("GET answered reply type " + std::to_string(r->type));
+  }
+  return std::optional<std::string>(std::string(r->str, r->len));
+}
+
+StatusOr<bool> RedisConnection::Exists(std::string_view key) {
+  const std::string_view argv[] = {"EXISTS", key};
+  KV_ASSIGN_OR_RETURN(void* raw, Command(argv));
+  ReplyPtr r = Own(raw);
+  KV_RETURN_IF_ERROR(ReplyError(*r, "EXISTS"));
+  if (r->type != REDIS_REPLY_INTEGER) {
+    return Fail("EXISTS answered reply type " + std::to_string(r->type));
+  }
+  return r->integer > 0;
+}
+
+Status RedisConnection::Del(std::string_view key) {
+  const std::string_view argv[] = {"DEL", key};
+  KV_ASSIGN_OR_RETURN(void* raw, Command(argv));
+  return ReplyError(*Own(raw), "DEL");
+}
+
+Status RedisConnection::SetMany(
+    std::span<const std::pair<std::string, std::string>> pairs, bool only_new) {
+  if (pairs.empty()) return Status::Ok();
+  KV_RETURN_IF_ERROR(Ensure());
+  for (const auto& [key, value] : pairs) {
+    const char* argv[] = {"SET", key.data(), value.data(), "NX"};
+    const size_t lens[] = {3, key.size(), value.size(), 2};
+    if (redisAppendCommandArgv(context_, only_new ? 4 : 3, argv, lens) !=
+        REDIS_OK) {
+      return Fail("queueing SET: out of memory");
+    }
+  }
+  Status first_error;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    void* raw = nullptr;
+    if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) {
+      return Fail(std::string("SET: ") + context_->errstr);
+    }
+    Status s = ReplyError(*Own(raw), "SET");
+    if (first_error.ok()) first_error = s;
+  }
+  return first_error;
+}
+
+}  // namespace kvault

@@ -1,0 +1,97 @@
+// RedisConnection: one blocking connection to a Redis or Valkey server
+// (libhiredis), for the remote prefix-store tier (redis_page_store.h).
+//
+// Every command has a deadline (connect and I/O timeouts), and a server that
+// fails once is left alone for a back-off period that doubles up to a cap:
+// while it is down, commands return Unavailable at once instead of stalling
+// the caller. The next command after the back-off reconnects. The caller
+// therefore never waits longer than one timeout per back-off period, whatever
+// the server does (down, slow, dropping connections).
+//
+// Not thread-safe: one connection per thread.
+#ifndef KVAULT_KV_REDIS_CONNECTION_H_
+#define KVAULT_KV_REDIS_CONNECTION_H_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "core/env.h"
+#include "core/status_or.h"
+
+struct redisContext;
+
+namespace kvault {
+
+// Where the store is: redis://HOST:PORT[/DB].
+struct RedisEndpoint {
+  std::string host;
+  int port = 6379;
+  int db = 0;
+
+  // Returns "redis://HOST:PORT/DB".
+  std::string ToString() const;
+};
+
+// Parses redis://HOST[:PORT][/DB] (PORT defaults to 6379, DB to 0).
+// InvalidArgument naming the part that is wrong otherwise.
+StatusOr<RedisEndpoint> ParseRedisUrl(std::string_view url);
+
+struct RedisTimeouts {
+  uint64_t connect_micros = 200'000;
+  uint64_t io_micros = 1'000'000;
+  uint64_t min_backoff_micros = 250'000;
+  uint64_t max_backoff_micros = 8'000'000;
+};
+
+class RedisConnection {
+ public:
+  // Connects lazily, on the first command. `env` (not owned) is the clock.
+  RedisConnection(RedisEndpoint endpoint, RedisTimeouts timeouts, Env* env);
+  ~RedisConnection();
+  RedisConnection(const RedisConnection&) = delete;
+  RedisConnection& operator=(const RedisConnection&) = delete;
+
+  // Returns the value of `key`, nullopt when absent.
+  StatusOr<std::optional<std::string>> Get(std::string_view key);
+  // Returns whether `key` exists.
+  StatusOr<bool> Exists(std::string_view key);
+  // Deletes `key` (OK when absent).
+  Status Del(std::string_view key);
+  // Sets each (key, value) pair, sent as one pipeline. With `only_new`
+  // (SET NX) a key that exists keeps its value.
+  Status SetMany(std::span<const std::pair<std::string, std::string>> pairs,
+                 bool only_new);
+  // Returns true while a failure's back-off runs (commands fail at once).
+  bool backing_off() const;
+  // Returns the number of successful connects (a reconnect counts anew).
+  uint64_t num_connects() const { return num_connects_; }
+  // Returns the number of commands or connects that failed.
+  uint64_t num_errors() const { return num_errors_; }
+
+ private:
+  // Connects (and SELECTs the db) when not connected; Unavailable while
+  // backing off or when the server cannot be reached.
+  Status Ensure();
+  // Sends `argv` and returns the reply (owned by the caller via FreeReply).
+  StatusOr<void*> Command(std::span<const std::string_view> argv);
+  // Drops the connection and starts (or lengthens) the back-off; returns
+  // Unavailable describing `what` failed.
+  Status Fail(const std::string& what);
+
+  RedisEndpoint endpoint_;
+  RedisTimeouts timeouts_;
+  Env* env_;
+  redisContext* context_ = nullptr;
+  uint64_t retry_at_micros_ = 0;  // no command before this time
+  uint64_t backoff_micros_ = 0;   // 0: not backing off
+  uint64_t num_connects_ = 0;
+  uint64_t num_errors_ = 0;
+};
+
+}  // namespace kvault
+
+#endif  // KVAULT_KV_REDIS_CONNECTION_H_
