@@ -27,13 +27,13 @@ std::string Tail(const std::string& log) {
 }  // namespace
 
 StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
-    const std::vector<std::string>& args, double timeout_s) {
+    const std::vector<std::string>& args, double timeout_s, uint16_t port) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return InternalError("pipe failed");
   std::vector<std::string> argv_s = {KVAULT_BINARY, "serve"};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   argv_s.push_back("--port");
-  argv_s.push_back("0");
+  argv_s.push_back(std::to_string(port));
   // /metrics is off by default, as in llama-server; every test may read it.
   argv_s.push_back("--metrics");
   std::vector<char*> argv;

@@ -22,10 +22,12 @@ namespace kvault::e2e {
 
 class ServerProcess {
  public:
-  // Starts `KVAULT_BINARY serve <args> --port 0` and waits until it is
-  // ready (or exited / `timeout_s` passed: an error with its log tail).
+  // Starts `KVAULT_BINARY serve <args> --port PORT` (0: a free one) and
+  // waits until it is ready (or exited / `timeout_s` passed: an error with
+  // its log tail).
   static StatusOr<std::unique_ptr<ServerProcess>> Start(
-      const std::vector<std::string>& args, double timeout_s = 120);
+      const std::vector<std::string>& args, double timeout_s = 120,
+      uint16_t port = 0);
   // Kills the process (SIGKILL) if still running.
   ~ServerProcess();
 
