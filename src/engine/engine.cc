@@ -250,6 +250,11 @@ Status Engine::StartErase(uint32_t slot, Reply<uint64_t> reply) {
 Status Engine::StartDefrag(Reply<DefragReport> reply) {
   return impl_->StartDefrag(std::move(reply));
 }
+
+Status Engine::StartLookup(std::vector<TokenId> tokens,
+                           Reply<PrefixLookup> reply) {
+  return impl_->StartLookup(std::move(tokens), std::move(reply));
+}
 StatusOr<SlotSaveResult> Engine::SaveSlot(uint32_t slot,
                                           const std::string& path) {
   return Await<SlotSaveResult>(
@@ -422,6 +427,13 @@ Status Engine::Impl::StartErase(uint32_t slot, Reply<uint64_t> reply) {
 
 Status Engine::Impl::StartDefrag(Reply<DefragReport> reply) {
   return PostAction(std::nullopt, NewDefragJob(target(), std::move(reply)));
+}
+
+Status Engine::Impl::StartLookup(std::vector<TokenId> tokens,
+                                 Reply<PrefixLookup> reply) {
+  return PostAction(std::nullopt,
+                    NewLookupJob(target(), prefix_store_.get(),
+                                 std::move(tokens), std::move(reply)));
 }
 
 std::vector<SlotInfo> Engine::Impl::Slots() const {

@@ -296,6 +296,17 @@ struct KvMap {
   std::vector<std::optional<uint32_t>> page_slot;
 };
 
+// How much of a prompt an instance holds (GET /kv/lookup), for routers
+// that send a request where its prefix is.
+struct PrefixLookup {
+  uint64_t num_tokens = 0;   // the prompt's
+  uint64_t pool_tokens = 0;  // leading tokens a slot's KV holds in the pool
+  std::optional<uint32_t> pool_slot;  // that slot (none when 0 tokens)
+  // Per prefix-store tier, nearest first: its name and the leading tokens
+  // it holds in whole pages.
+  std::vector<std::pair<std::string, uint64_t>> store_tokens;
+};
+
 // Receives a slot action's result (Engine::Start*).
 template <typename T>
 using Reply = std::function<void(StatusOr<T>)>;
@@ -349,6 +360,8 @@ class Engine {
   Status StartErase(uint32_t slot, Reply<uint64_t> reply);
   // Runs the defragmenter (at a quiet moment between steps).
   Status StartDefrag(Reply<DefragReport> reply);
+  // Looks up how much of `tokens` the pool and the prefix store hold.
+  Status StartLookup(std::vector<TokenId> tokens, Reply<PrefixLookup> reply);
   // Blocking StartSave.
   StatusOr<SlotSaveResult> SaveSlot(uint32_t slot, const std::string& path);
   // Blocking StartRestore.

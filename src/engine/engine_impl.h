@@ -52,6 +52,7 @@ class Engine::Impl {
                       Reply<SlotRestoreResult> reply);
   Status StartErase(uint32_t slot, Reply<uint64_t> reply);
   Status StartDefrag(Reply<DefragReport> reply);
+  Status StartLookup(std::vector<TokenId> tokens, Reply<PrefixLookup> reply);
   std::vector<SlotInfo> Slots() const;
   EngineMetrics Metrics() const;
   KvMap GetKvMap() const;

@@ -69,6 +69,7 @@ void SchedulerState::RecordJob(JobKind kind, const Status& outcome) {
       break;
     case JobKind::kErase:
     case JobKind::kDefrag:
+    case JobKind::kLookup:
       break;
   }
 }

@@ -25,7 +25,7 @@ namespace kvault {
 // snapshot their effects show in.
 using Deliveries = std::vector<std::function<void()>>;
 
-enum class JobKind { kSave, kRestore, kErase, kDefrag };
+enum class JobKind { kSave, kRestore, kErase, kDefrag, kLookup };
 
 // What a job asks for next.
 struct JobStep {

@@ -325,4 +325,44 @@ std::unique_ptr<SlotJob> NewDefragJob(JobTarget target,
       JobKind::kDefrag, "defrag", defrag, std::move(reply));
 }
 
+std::unique_ptr<SlotJob> NewLookupJob(JobTarget target,
+                                      const PrefixStore* store,
+                                      std::vector<TokenId> tokens,
+                                      Reply<PrefixLookup> reply) {
+  auto lookup = [target, store,
+                 tokens = std::move(tokens)](Slot*) -> StatusOr<PrefixLookup> {
+    PrefixLookup out;
+    out.num_tokens = tokens.size();
+    const SequenceTable& table = target.cache->table();
+    for (SeqId seq : table.SequenceIds()) {
+      if (IsScratchSeq(seq)) continue;
+      const std::span<const TokenPos> cells = table.Cells(seq);
+      uint64_t n = 0;
+      while (n < cells.size() && n < tokens.size() &&
+             cells[n].token == tokens[n] && cells[n].pos == Pos(n)) {
+        ++n;
+      }
+      if (n > out.pool_tokens) {
+        out.pool_tokens = n;
+        out.pool_slot = seq.value();  // slot i's sequence is seq i
+      }
+    }
+    if (store != nullptr) {
+      std::vector<TokenPos> wanted(tokens.size());
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        wanted[i] = {tokens[i], static_cast<Pos>(i)};
+      }
+      const uint32_t page_size = target.cache->pool().page_size();
+      const std::vector<uint64_t> held = store->HeldCells(wanted, page_size);
+      const PrefixStoreStats stats = store->Stats();
+      for (size_t t = 0; t < held.size(); ++t) {
+        out.store_tokens.emplace_back(stats.tiers[t].name, held[t]);
+      }
+    }
+    return out;
+  };
+  return std::make_unique<InstantJob<PrefixLookup>>(
+      JobKind::kLookup, "kv lookup", lookup, std::move(reply));
+}
+
 }  // namespace kvault

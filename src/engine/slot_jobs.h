@@ -19,6 +19,7 @@
 #include "engine/slot_job.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_vault.h"
+#include "kv/prefix_store.h"
 
 namespace kvault {
 
@@ -38,6 +39,11 @@ std::unique_ptr<SlotJob> NewEraseJob(JobTarget target, uint32_t slot,
                                      Reply<uint64_t> reply);
 std::unique_ptr<SlotJob> NewDefragJob(JobTarget target,
                                       Reply<DefragReport> reply);
+// `store` may be null (no prefix store).
+std::unique_ptr<SlotJob> NewLookupJob(JobTarget target,
+                                      const PrefixStore* store,
+                                      std::vector<TokenId> tokens,
+                                      Reply<PrefixLookup> reply);
 
 // Sets slot.cached from the cache's sequence table.
 void RefreshCached(const KvCache& cache, Slot& slot);

@@ -200,6 +200,18 @@ bool PrefixStore::LoadPage(KvCache* cache, SeqId seq, Tier& tier,
   return false;
 }
 
+std::vector<uint64_t> PrefixStore::HeldCells(std::span<const TokenPos> wanted,
+                                             uint32_t page_size) const {
+  const std::vector<PageKey> keys = PageKeyChain(root_, wanted, page_size);
+  std::vector<uint64_t> held;
+  for (const Tier& tier : tiers_) {
+    size_t i = 0;
+    while (i < keys.size() && tier.store->Contains(keys[i])) ++i;
+    held.push_back(uint64_t{i} * page_size);
+  }
+  return held;
+}
+
 PrefixStoreStats PrefixStore::Stats() const {
   PrefixStoreStats s;
   for (const Tier& tier : tiers_) {

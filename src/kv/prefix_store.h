@@ -83,6 +83,10 @@ class PrefixStore {
   // `begin` (a multiple of the page size) after the pages before it.
   bool HasPageAt(std::span<const TokenPos> wanted, uint64_t begin,
                  uint32_t page_size) const;
+  // Returns, per tier (nearest first), how many leading cells of `wanted`
+  // it holds in whole pages of `page_size` (a walk of the key chain).
+  std::vector<uint64_t> HeldCells(std::span<const TokenPos> wanted,
+                                  uint32_t page_size) const;
   // Returns the counters.
   PrefixStoreStats Stats() const;
 

@@ -1,6 +1,11 @@
-// kvault's extensions: GET /kv (pool statistics and the page -> slot map)
-// and POST /kv/defrag.
+// kvault's extensions: GET /kv (pool statistics and the page -> slot map),
+// POST /kv/defrag, and GET|POST /kv/lookup (how much of a prompt this
+// instance holds, for cache-aware routers).
+#include <charconv>
+
 #include "server/action_wait.h"
+#include "server/completion_codec.h"
+#include "server/json_fields.h"
 #include "server/server_state.h"
 
 namespace kvault {
@@ -49,9 +54,92 @@ json KvMapJson(const KvMap& map) {
               {"map", MapText(map)}};
 }
 
+// Parses "1,2,3" into token ids; InvalidArgument naming the bad item.
+StatusOr<std::vector<TokenId>> ParseTokenList(std::string_view text) {
+  std::vector<TokenId> ids;
+  size_t index = 0;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    TokenId id = 0;
+    auto [end, ec] =
+        std::from_chars(item.data(), item.data() + item.size(), id);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size()) {
+      return InvalidArgumentError("query parameter 'tokens': item " +
+                                  std::to_string(index) + " ('" +
+                                  std::string(item) +
+                                  "') is not a token id; expected e.g. "
+                                  "tokens=1,2,3");
+    }
+    ids.push_back(id);
+    ++index;
+    text = comma == std::string_view::npos ? "" : text.substr(comma + 1);
+  }
+  return ids;
+}
+
+// The prompt of a lookup: GET ?tokens=1,2,3 or ?prompt=TEXT, or a POST body
+// {"tokens": [...]} or {"prompt": "text" | [ids and strings]}.
+StatusOr<std::vector<TokenId>> LookupTokens(const Request& req,
+                                            const Tokenizer& tokenizer) {
+  json prompt;
+  if (req.method == "POST") {
+    KV_ASSIGN_OR_RETURN(json body, ParseJsonObject(req.body));
+    const json* p = FindField(body, "tokens");
+    if (p == nullptr) p = FindField(body, "prompt");
+    if (p == nullptr) {
+      return InvalidArgumentError("missing field 'tokens' (or 'prompt')");
+    }
+    prompt = *p;
+  } else if (!req.Param("tokens").empty()) {
+    return ParseTokenList(req.Param("tokens"));
+  } else if (!req.Param("prompt").empty()) {
+    prompt = req.Param("prompt");
+  } else {
+    return InvalidArgumentError(
+        "missing query parameter 'tokens' (e.g. tokens=1,2,3) or 'prompt'");
+  }
+  return TokenizePrompt(prompt, tokenizer, /*add_special=*/true, "prompt");
+}
+
+json LookupJson(const PrefixLookup& l) {
+  uint64_t best = l.pool_tokens;
+  json store = json::array();
+  for (const auto& [tier, n] : l.store_tokens) {
+    store.push_back({{"tier", tier}, {"n_tokens", n}});
+    best = std::max(best, n);
+  }
+  return json{{"n_tokens", l.num_tokens},
+              {"n_tokens_held", best},
+              {"pool",
+               {{"n_tokens", l.pool_tokens},
+                {"id_slot", l.pool_slot ? json(*l.pool_slot) : json(nullptr)}}},
+              {"store", std::move(store)}};
+}
+
+void HandleLookup(ServerState& state, const Request& req, Response& res) {
+  Engine* engine = state.engine.load();
+  StatusOr<std::vector<TokenId>> tokens =
+      LookupTokens(req, engine->model().tokenizer());
+  if (!tokens.ok()) return ReplyStatus(res, tokens.status());
+  StatusOr<PrefixLookup> r =
+      AwaitAction<PrefixLookup>(req, [&](Reply<PrefixLookup> reply) {
+        return engine->StartLookup(std::move(*tokens), reply);
+      });
+  if (!r.ok()) return ReplyStatus(res, r.status());
+  ReplyJson(res, LookupJson(*r));
+}
+
 }  // namespace
 
 void RegisterKvRoutes(HttpRouter& server, ServerState& state) {
+  server.Get("/kv/lookup", [&state](const Request& req, Response& res) {
+    HandleLookup(state, req, res);
+  });
+  RegisterPost(server, "/kv/lookup", state,
+               [&state](const Request& req, Response& res) {
+                 HandleLookup(state, req, res);
+               });
   server.Get("/kv", [&state](const Request&, Response& res) {
     ReplyJson(res, KvMapJson(state.engine.load()->GetKvMap()));
   });

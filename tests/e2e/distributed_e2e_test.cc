@@ -232,6 +232,19 @@ TEST_F(DistributedTest, AConversationMovesBetweenInstancesWithoutRecompute) {
       TierValue(metrics, "kvault_prefix_store_pages_loaded_total", "redis"),
       static_cast<double>(n1 / kPageSize - 1))
       << metrics;
+  // What a cache-aware router asks: how much of this prompt do you hold?
+  const std::string turn2_next = turn2 + second["content"].get<std::string>();
+  Reply held = HttpClient(other->port())
+                   .Post("/kv/lookup", json{{"prompt", turn2_next}});
+  ASSERT_EQ(held.status, 200) << held.raw;
+  std::cout << "lookup: " << held.raw << "\n";
+  EXPECT_EQ(held.body["pool"]["id_slot"], 0);
+  EXPECT_GE(held.body["pool"]["n_tokens"].get<int64_t>(), n2 + 15 - 1);
+  ASSERT_EQ(held.body["store"].size(), 2u);
+  EXPECT_EQ(held.body["store"][0]["tier"], "disk");
+  EXPECT_EQ(held.body["store"][0]["n_tokens"].get<int64_t>(),
+            (n2 + 15) / 16 * 16);
+  EXPECT_EQ(held.body["n_tokens_held"], held.body["pool"]["n_tokens"]);
   const json cold2 = Complete(other->port(), turn2, /*cache_prompt=*/false);
   EXPECT_EQ(second["content"], cold2["content"]);
 

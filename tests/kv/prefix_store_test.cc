@@ -83,6 +83,10 @@ TEST_F(PrefixStoreTest, PublishedPagesComeBackIntoAnotherSequence) {
   EXPECT_FALSE(cache_->table().Contains(kPrefixLoadSeq));
   EXPECT_EQ(store_->Stats().tiers[0].pages_loaded, 2u);
   EXPECT_TRUE(CheckInvariants(cache_->table()).ok());
+  EXPECT_EQ(store_->HeldCells(wanted_, 4), std::vector<uint64_t>{8});
+  std::vector<TokenPos> other = wanted_;
+  other[6].token += 1;
+  EXPECT_EQ(store_->HeldCells(other, 4), std::vector<uint64_t>{4});
 }
 
 TEST_F(PrefixStoreTest, ExtendStopsAtTheLimitTheFirstGapAndOtherTokens) {
