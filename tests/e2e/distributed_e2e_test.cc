@@ -318,6 +318,14 @@ TEST_F(DistributedTest, ACorruptRecordInRedisIsNeverUsed) {
   const json second = Complete(b->port(), turn2);
   EXPECT_EQ(second["timings"]["cache_n"], 0);
   EXPECT_EQ(second["content"], Complete(b->port(), turn2, false)["content"]);
+  HttpClient client(b->port());
+  Reply ids = client.Get("/kv/lookup?tokens=1,2,3");
+  ASSERT_EQ(ids.status, 200) << ids.raw;
+  EXPECT_EQ(ids.body["n_tokens"], 3);
+  Reply bad = client.Get("/kv/lookup?tokens=1,x");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.raw.find("item 1 ('x')"), std::string::npos) << bad.raw;
+  EXPECT_EQ(client.Get("/kv/lookup").status, 400);
   const std::string metrics = Metrics(*b);
   EXPECT_EQ(
       TierValue(metrics, "kvault_prefix_store_bad_records_total", "redis"), 1.0)
