@@ -323,6 +323,12 @@ Status Engine::Impl::Init() {
   vault_options.allow_drops = o.on_kv_full == OnKvFull::kDropLru;
   KV_ASSIGN_OR_RETURN(vault_, KvVault::Create(cache_.get(), vault_options));
   KV_ASSIGN_OR_RETURN(prefix_store_, OpenPrefixStore(o, *model_, layout));
+  if (!o.kv_store_url.empty()) {
+    KV_ASSIGN_OR_RETURN(RedisEndpoint endpoint, ParseRedisUrl(o.kv_store_url));
+    slot_mirror_ = std::make_unique<SlotFileMirror>(
+        endpoint, model_->fingerprint(),
+        o.env != nullptr ? o.env : Env::Default());
+  }
   ComputeBackendOptions compute = o.compute;
   compute.num_threads = o.num_threads;
   if (compute.num_threads == 0) {
@@ -444,6 +450,7 @@ std::vector<SlotInfo> Engine::Impl::Slots() const {
 EngineMetrics Engine::Impl::Metrics() const {
   MutexLock lock(&mu_);
   EngineMetrics metrics = published_.metrics;
+  if (slot_mirror_ != nullptr) metrics.slot_mirror = slot_mirror_->Stats();
   for (const Work& work : inbox_.work) {
     if (std::holds_alternative<CompletionWork>(work)) {
       ++metrics.requests_deferred;

@@ -39,6 +39,7 @@
 #include "kv/kv_types.h"
 #include "kv/kv_vault.h"
 #include "kv/prefix_store.h"
+#include "kv/slot_file_mirror.h"
 #include "model/compute_backend.h"
 #include "model/llama_model.h"
 #include "model/sampler.h"
@@ -277,6 +278,7 @@ struct EngineMetrics {
   PoolStats pool;  // sequences omitted
   VaultStats vault;
   std::optional<PrefixStoreStats> prefix_store;  // when there is one
+  std::optional<SlotFileMirrorStats> slot_mirror;  // with --kv-store
   uint64_t restores_ok = 0;            // slot restores by result
   uint64_t restores_not_found = 0;
   uint64_t restores_corrupt = 0;

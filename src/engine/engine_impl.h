@@ -95,7 +95,9 @@ class Engine::Impl {
   // Rebuilds the snapshot, then runs the deferred sink calls and replies.
   void PublishAndDeliver();
   // Returns what slot jobs work on.
-  JobTarget target() const { return {vault_.get(), cache_.get()}; }
+  JobTarget target() const {
+    return {vault_.get(), cache_.get(), slot_mirror_.get()};
+  }
 
   std::unique_ptr<LlamaModel> model_;
   // Token texts for DRY's sequence breakers and infill.
@@ -105,6 +107,7 @@ class Engine::Impl {
   std::unique_ptr<KvVault> vault_;
   std::unique_ptr<InferenceContext> context_;
   std::unique_ptr<PrefixStore> prefix_store_;  // null: none
+  std::unique_ptr<SlotFileMirror> slot_mirror_;  // null: no --kv-store
   std::unique_ptr<VaultSlotKv> slot_kv_;
   std::unique_ptr<ModelForwardPass> forward_;
   std::unique_ptr<Scheduler> scheduler_;  // scheduler thread only

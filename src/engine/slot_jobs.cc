@@ -71,6 +71,7 @@ class SaveJob final : public SlotJob {
                                                *snapshot_, path_,
                                                t_.vault->save_options())
                          : t_.vault->Save(seq_, path_);
+    if (written_.ok() && t_.mirror != nullptr) t_.mirror->Upload(path_);
     return written_.status();
   }
 
@@ -137,6 +138,14 @@ class RestoreSlotJob final : public SlotJob {
   }
 
   Status Io() override {
+    if (t_.mirror != nullptr && phase_ != kLoad) {
+      // A name saved on another instance: bring its file here first. When
+      // the store lacks it too, the open below reports the missing file.
+      Status fetched = t_.mirror->FetchIfMissing(path_);
+      if (!fetched.ok() && !fetched.IsNotFound()) {
+        KV_LOG(WARNING) << where() << ": shared store: " << fetched;
+      }
+    }
     switch (phase_) {
       case kWhole:
         whole_ = t_.vault->Restore(seq_, path_);

@@ -20,6 +20,7 @@
 #include "kv/kv_cache.h"
 #include "kv/kv_vault.h"
 #include "kv/prefix_store.h"
+#include "kv/slot_file_mirror.h"
 
 namespace kvault {
 
@@ -27,6 +28,7 @@ namespace kvault {
 struct JobTarget {
   KvVault* vault = nullptr;
   KvCache* cache = nullptr;
+  SlotFileMirror* mirror = nullptr;  // --kv-store: named saves mirrored
 };
 
 std::unique_ptr<SlotJob> NewSaveJob(JobTarget target, uint32_t slot,

@@ -266,6 +266,19 @@ void WritePrefixStoreSeries(const PrefixStoreStats& p, PrometheusWriter& w) {
   }
 }
 
+// Named slot files mirrored to the shared store (--kv-store).
+void WriteSlotMirrorSeries(const SlotFileMirrorStats& m, PrometheusWriter& w) {
+  w.Family("kvault_slot_file_mirror_uploads_total", "counter",
+           "Saved slot files copied to the shared store, by result.");
+  w.Sample(m.uploads, "result=\"ok\"");
+  w.Sample(m.upload_failures, "result=\"error\"");
+  w.Family("kvault_slot_file_mirror_fetches_total", "counter",
+           "Restores of files missing here, by what the store had.");
+  w.Sample(m.fetches, "result=\"ok\"");
+  w.Sample(m.fetch_misses, "result=\"not_found\"");
+  w.Sample(m.fetch_failures, "result=\"error\"");
+}
+
 void WriteVaultSeries(const VaultStats& v, PrometheusWriter& w) {
   w.Family("kvault_vault_evictions_total", "counter",
            "Idle sequences spilled to the tiers to make room.");
@@ -368,6 +381,7 @@ std::string FormatMetrics(const EngineMetrics& m, const EngineMetrics& window,
   WritePoolSeries(m, w);
   WriteVaultSeries(m.vault, w);
   if (m.prefix_store) WritePrefixStoreSeries(*m.prefix_store, w);
+  if (m.slot_mirror) WriteSlotMirrorSeries(*m.slot_mirror, w);
   return w.text();
 }
 

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -138,12 +139,30 @@ class DistributedTest : public ::testing::Test {
   std::unique_ptr<ServerProcess> Instance(std::string* spill, uint16_t port = 0,
                                           const std::string& model = "") {
     if (spill->empty()) *spill = MakeTempDir("spill");
-    auto p = ServerProcess::Start(
-        {"-m", model.empty() ? model_ : model, "-np", "1", "-c", "2048",
-         "--page-size", std::to_string(kPageSize), "-t", "1", "--no-fsync",
-         "--spill-dir", *spill, "--spill-disk", "64M", "--prefix-disk", "64M",
-         "--kv-store", redis_->url()},
-        120, port);
+    const std::string slots = *spill + "-slots";
+    std::filesystem::create_directories(slots);
+    auto p = ServerProcess::Start({"-m",
+                                   model.empty() ? model_ : model,
+                                   "--slot-save-path",
+                                   slots,
+                                   "-np",
+                                   "1",
+                                   "-c",
+                                   "2048",
+                                   "--page-size",
+                                   std::to_string(kPageSize),
+                                   "-t",
+                                   "1",
+                                   "--no-fsync",
+                                   "--spill-dir",
+                                   *spill,
+                                   "--spill-disk",
+                                   "64M",
+                                   "--prefix-disk",
+                                   "64M",
+                                   "--kv-store",
+                                   redis_->url()},
+                                  120, port);
     EXPECT_TRUE(p.ok()) << p.status();
     return p.ok() ? std::move(*p) : nullptr;
   }
@@ -363,6 +382,45 @@ TEST_F(DistributedTest, TwoModelsSharingTheStoreNeverSeeEachOthersPages) {
     roots.insert(key.substr(0, key.rfind(':')));
   }
   EXPECT_EQ(roots.size(), 2u);
+}
+
+// A slot saved by name on one instance restores on another, which has no
+// local copy: the file comes from the shared store and passes every check.
+TEST_F(DistributedTest, ASlotSavedByNameOnOneInstanceRestoresOnAnother) {
+  std::string spill_a, spill_b;
+  std::unique_ptr<ServerProcess> a = Instance(&spill_a);
+  ASSERT_TRUE(a);
+  const std::string story = LongStory();
+  const json first = Complete(a->port(), story);
+  Reply saved = HttpClient(a->port()).Post("/slots/0?action=save",
+                                           json{{"filename", "conv.bin"}});
+  ASSERT_EQ(saved.status, 200) << saved.raw;
+  EXPECT_EQ(StopServer(a.get()), "exit 0");  // uploads what it queued
+
+  std::unique_ptr<ServerProcess> b = Instance(&spill_b);
+  ASSERT_TRUE(b);
+  HttpClient client(b->port());
+  Reply restored =
+      client.Post("/slots/0?action=restore", json{{"filename", "conv.bin"}});
+  ASSERT_EQ(restored.status, 200) << restored.raw;
+  EXPECT_EQ(restored.body["n_restored"], saved.body["n_saved"]);
+  EXPECT_TRUE(FileExists(spill_b + "-slots/conv.bin"));
+  const std::string turn2 = story + first["content"].get<std::string>();
+  const json second = Complete(b->port(), turn2);
+  EXPECT_GE(second["timings"]["cache_n"].get<uint64_t>(),
+            saved.body["n_saved"].get<uint64_t>() - 1);
+  EXPECT_EQ(second["content"], Complete(b->port(), turn2, false)["content"]);
+  EXPECT_EQ(client
+                .Post("/slots/0?action=restore",
+                      json{{"filename", "never-saved.bin"}})
+                .status,
+            404);
+  const std::string metrics = Metrics(*b);
+  EXPECT_EQ(MetricValue(metrics,
+                        "kvault_slot_file_mirror_fetches_total{result=\"ok\"}"),
+            1.0)
+      << metrics;
+  EXPECT_EQ(StopServer(b.get()), "exit 0");
 }
 
 }  // namespace
