@@ -238,23 +238,34 @@ StatusOr<uint64_t> Engine::Submit(CompletionParams params,
 void Engine::Cancel(uint64_t task_id) { impl_->Cancel(task_id); }
 Status Engine::StartSave(uint32_t slot, std::string path,
                          Reply<SlotSaveResult> reply) {
-  return impl_->StartSave(slot, std::move(path), std::move(reply));
+  return impl_->PostAction(slot, NewSaveJob(impl_->target(), slot,
+                                            std::move(path), std::move(reply)));
 }
+
 Status Engine::StartRestore(uint32_t slot, std::string path,
                             Reply<SlotRestoreResult> reply) {
-  return impl_->StartRestore(slot, std::move(path), std::move(reply));
+  return impl_->PostAction(
+      slot,
+      NewRestoreJob(impl_->target(), slot, std::move(path), std::move(reply)));
 }
+
 Status Engine::StartErase(uint32_t slot, Reply<uint64_t> reply) {
-  return impl_->StartErase(slot, std::move(reply));
+  return impl_->PostAction(
+      slot, NewEraseJob(impl_->target(), slot, std::move(reply)));
 }
+
 Status Engine::StartDefrag(Reply<DefragReport> reply) {
-  return impl_->StartDefrag(std::move(reply));
+  return impl_->PostAction(std::nullopt,
+                           NewDefragJob(impl_->target(), std::move(reply)));
 }
 
 Status Engine::StartLookup(std::vector<TokenId> tokens,
                            Reply<PrefixLookup> reply) {
-  return impl_->StartLookup(std::move(tokens), std::move(reply));
+  return impl_->PostAction(
+      std::nullopt,
+      NewLookupJob(impl_->target(), std::move(tokens), std::move(reply)));
 }
+
 StatusOr<SlotSaveResult> Engine::SaveSlot(uint32_t slot,
                                           const std::string& path) {
   return Await<SlotSaveResult>(
@@ -406,40 +417,11 @@ void Engine::Impl::Cancel(uint64_t task_id) {
 
 Status Engine::Impl::PostAction(std::optional<uint32_t> slot,
                                 std::unique_ptr<SlotJob> job) {
+  if (slot) KV_RETURN_IF_ERROR(CheckSlot(*slot, options_.n_slots));
   return Post([&](uint64_t id) -> Work {
            return SlotActionWork{id, slot, std::move(job)};
          })
       .status();
-}
-
-Status Engine::Impl::StartSave(uint32_t slot, std::string path,
-                               Reply<SlotSaveResult> reply) {
-  KV_RETURN_IF_ERROR(CheckSlot(slot, options_.n_slots));
-  return PostAction(slot, NewSaveJob(target(), slot, std::move(path),
-                                     std::move(reply)));
-}
-
-Status Engine::Impl::StartRestore(uint32_t slot, std::string path,
-                                  Reply<SlotRestoreResult> reply) {
-  KV_RETURN_IF_ERROR(CheckSlot(slot, options_.n_slots));
-  return PostAction(slot, NewRestoreJob(target(), slot, std::move(path),
-                                        std::move(reply)));
-}
-
-Status Engine::Impl::StartErase(uint32_t slot, Reply<uint64_t> reply) {
-  KV_RETURN_IF_ERROR(CheckSlot(slot, options_.n_slots));
-  return PostAction(slot, NewEraseJob(target(), slot, std::move(reply)));
-}
-
-Status Engine::Impl::StartDefrag(Reply<DefragReport> reply) {
-  return PostAction(std::nullopt, NewDefragJob(target(), std::move(reply)));
-}
-
-Status Engine::Impl::StartLookup(std::vector<TokenId> tokens,
-                                 Reply<PrefixLookup> reply) {
-  return PostAction(std::nullopt,
-                    NewLookupJob(target(), prefix_store_.get(),
-                                 std::move(tokens), std::move(reply)));
 }
 
 std::vector<SlotInfo> Engine::Impl::Slots() const {

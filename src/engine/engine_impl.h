@@ -46,13 +46,14 @@ class Engine::Impl {
   StatusOr<uint64_t> Submit(CompletionParams params,
                             std::shared_ptr<CompletionSink> sink);
   void Cancel(uint64_t task_id);
-  Status StartSave(uint32_t slot, std::string path,
-                   Reply<SlotSaveResult> reply);
-  Status StartRestore(uint32_t slot, std::string path,
-                      Reply<SlotRestoreResult> reply);
-  Status StartErase(uint32_t slot, Reply<uint64_t> reply);
-  Status StartDefrag(Reply<DefragReport> reply);
-  Status StartLookup(std::vector<TokenId> tokens, Reply<PrefixLookup> reply);
+  // Queues the slot action `job` (on `slot`, checked against the slot
+  // count; none: the whole pool), as Engine::Start* document.
+  Status PostAction(std::optional<uint32_t> slot, std::unique_ptr<SlotJob> job);
+  // Returns what slot jobs work on.
+  JobTarget target() const {
+    return {vault_.get(), cache_.get(), slot_mirror_.get(),
+            prefix_store_.get()};
+  }
   std::vector<SlotInfo> Slots() const;
   EngineMetrics Metrics() const;
   KvMap GetKvMap() const;
@@ -72,9 +73,6 @@ class Engine::Impl {
   Status Init();
 
   // --- engine.cc: the public API -----------------------------------------
-  // Queues the slot action `job` (on `slot`; none: the whole pool).
-  Status PostAction(std::optional<uint32_t> slot,
-                    std::unique_ptr<SlotJob> job);
   // Queues `work` for the scheduler thread; Unavailable after Shutdown.
   StatusOr<uint64_t> Post(std::function<Work(uint64_t task_id)> make)
       EXCLUDES(mu_);
@@ -94,10 +92,6 @@ class Engine::Impl {
   void CancelEverything();
   // Rebuilds the snapshot, then runs the deferred sink calls and replies.
   void PublishAndDeliver();
-  // Returns what slot jobs work on.
-  JobTarget target() const {
-    return {vault_.get(), cache_.get(), slot_mirror_.get()};
-  }
 
   std::unique_ptr<LlamaModel> model_;
   // Token texts for DRY's sequence breakers and infill.

@@ -335,10 +335,9 @@ std::unique_ptr<SlotJob> NewDefragJob(JobTarget target,
 }
 
 std::unique_ptr<SlotJob> NewLookupJob(JobTarget target,
-                                      const PrefixStore* store,
                                       std::vector<TokenId> tokens,
                                       Reply<PrefixLookup> reply) {
-  auto lookup = [target, store,
+  auto lookup = [target, store = target.prefix_store,
                  tokens = std::move(tokens)](Slot*) -> StatusOr<PrefixLookup> {
     PrefixLookup out;
     out.num_tokens = tokens.size();

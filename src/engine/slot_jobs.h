@@ -29,6 +29,7 @@ struct JobTarget {
   KvVault* vault = nullptr;
   KvCache* cache = nullptr;
   SlotFileMirror* mirror = nullptr;  // --kv-store: named saves mirrored
+  const PrefixStore* prefix_store = nullptr;  // null: none
 };
 
 std::unique_ptr<SlotJob> NewSaveJob(JobTarget target, uint32_t slot,
@@ -41,9 +42,7 @@ std::unique_ptr<SlotJob> NewEraseJob(JobTarget target, uint32_t slot,
                                      Reply<uint64_t> reply);
 std::unique_ptr<SlotJob> NewDefragJob(JobTarget target,
                                       Reply<DefragReport> reply);
-// `store` may be null (no prefix store).
 std::unique_ptr<SlotJob> NewLookupJob(JobTarget target,
-                                      const PrefixStore* store,
                                       std::vector<TokenId> tokens,
                                       Reply<PrefixLookup> reply);
 

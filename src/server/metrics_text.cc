@@ -195,70 +195,72 @@ void WriteRequestSeries(const EngineMetrics& m, uint32_t n_slots,
 
 // The persistent prefix store (--prefix-disk, --kv-store), when there is
 // one: each series has one sample per tier, labelled tier="disk"|"redis".
+struct PrefixTierSeries {
+  const char* name;
+  const char* type;
+  const char* help;
+  double (*value)(const PrefixTierStats&);
+};
+using T = PrefixTierStats;
+constexpr PrefixTierSeries kPrefixTierSeries[] = {
+    {"kvault_prefix_store_records", "gauge",
+     "Page records stored (the local tier's count).",
+     [](const T& t) { return double(t.store.num_records); }},
+    {"kvault_prefix_store_used_bytes", "gauge", "Bytes they take.",
+     [](const T& t) { return double(t.store.used_bytes); }},
+    {"kvault_prefix_store_budget_bytes", "gauge",
+     "The tier's budget (0: the server's own, e.g. redis maxmemory).",
+     [](const T& t) { return double(t.store.budget_bytes); }},
+    {"kvault_prefix_store_pages_published_total", "counter",
+     "Full pages written (or queued, remote) as records.",
+     [](const T& t) { return double(t.pages_published); }},
+    {"kvault_prefix_store_publish_failures_total", "counter",
+     "Records that could not be written or queued.",
+     [](const T& t) { return double(t.publish_failures); }},
+    {"kvault_prefix_store_pages_loaded_total", "counter",
+     "Pages brought back into the pool instead of recomputed.",
+     [](const T& t) { return double(t.pages_loaded); }},
+    {"kvault_prefix_store_bad_records_total", "counter",
+     "Records refused on reading (damaged, misfiled, another model's) "
+     "and removed.",
+     [](const T& t) { return double(t.bad_records); }},
+    {"kvault_prefix_store_fetches_skipped_total", "counter",
+     "Pages held but recomputed: the expected fetch time was longer.",
+     [](const T& t) { return double(t.fetches_skipped); }},
+    {"kvault_prefix_store_hits_total", "counter",
+     "Record reads that found the record.",
+     [](const T& t) { return double(t.store.hits); }},
+    {"kvault_prefix_store_misses_total", "counter",
+     "Record reads that did not (absent, or the store did not answer).",
+     [](const T& t) { return double(t.store.misses); }},
+    {"kvault_prefix_store_evictions_total", "counter",
+     "Records dropped, least recently used first, for the budget.",
+     [](const T& t) { return double(t.store.evictions); }},
+    {"kvault_prefix_store_read_bytes_total", "counter",
+     "Record bytes fetched from a remote tier.",
+     [](const T& t) { return double(t.store.read_bytes); }},
+    {"kvault_prefix_store_read_seconds_total", "counter",
+     "Time those fetches took (with read_bytes: the fetch rate).",
+     [](const T& t) { return t.store.read_micros / 1e6; }},
+    {"kvault_prefix_store_written_bytes_total", "counter",
+     "Record bytes written to a remote tier.",
+     [](const T& t) { return double(t.store.put_bytes); }},
+    {"kvault_prefix_store_queued_bytes", "gauge",
+     "Record bytes waiting for the remote tier's writer.",
+     [](const T& t) { return double(t.store.queued_bytes); }},
+    {"kvault_prefix_store_dropped_writes_total", "counter",
+     "Records not written to a remote tier (queue full, store down).",
+     [](const T& t) { return double(t.store.dropped_writes); }},
+    {"kvault_prefix_store_errors_total", "counter",
+     "Remote commands that failed (down, slow, refused).",
+     [](const T& t) { return double(t.store.errors); }},
+    {"kvault_prefix_store_up", "gauge",
+     "1 while the tier answers, 0 while a remote one is backing off.",
+     [](const T& t) { return t.store.available ? 1.0 : 0.0; }},
+};
+
 void WritePrefixStoreSeries(const PrefixStoreStats& p, PrometheusWriter& w) {
-  using T = PrefixTierStats;
-  const struct {
-    const char* name;
-    const char* type;
-    const char* help;
-    double (*value)(const T&);
-  } series[] = {
-      {"kvault_prefix_store_records", "gauge",
-       "Page records stored (the local tier's count).",
-       [](const T& t) { return double(t.store.num_records); }},
-      {"kvault_prefix_store_used_bytes", "gauge", "Bytes they take.",
-       [](const T& t) { return double(t.store.used_bytes); }},
-      {"kvault_prefix_store_budget_bytes", "gauge",
-       "The tier's budget (0: the server's own, e.g. redis maxmemory).",
-       [](const T& t) { return double(t.store.budget_bytes); }},
-      {"kvault_prefix_store_pages_published_total", "counter",
-       "Full pages written (or queued, remote) as records.",
-       [](const T& t) { return double(t.pages_published); }},
-      {"kvault_prefix_store_publish_failures_total", "counter",
-       "Records that could not be written or queued.",
-       [](const T& t) { return double(t.publish_failures); }},
-      {"kvault_prefix_store_pages_loaded_total", "counter",
-       "Pages brought back into the pool instead of recomputed.",
-       [](const T& t) { return double(t.pages_loaded); }},
-      {"kvault_prefix_store_bad_records_total", "counter",
-       "Records refused on reading (damaged, misfiled, another model's) "
-       "and removed.",
-       [](const T& t) { return double(t.bad_records); }},
-      {"kvault_prefix_store_fetches_skipped_total", "counter",
-       "Pages held but recomputed: the expected fetch time was longer.",
-       [](const T& t) { return double(t.fetches_skipped); }},
-      {"kvault_prefix_store_hits_total", "counter",
-       "Record reads that found the record.",
-       [](const T& t) { return double(t.store.hits); }},
-      {"kvault_prefix_store_misses_total", "counter",
-       "Record reads that did not (absent, or the store did not answer).",
-       [](const T& t) { return double(t.store.misses); }},
-      {"kvault_prefix_store_evictions_total", "counter",
-       "Records dropped, least recently used first, for the budget.",
-       [](const T& t) { return double(t.store.evictions); }},
-      {"kvault_prefix_store_read_bytes_total", "counter",
-       "Record bytes fetched from a remote tier.",
-       [](const T& t) { return double(t.store.read_bytes); }},
-      {"kvault_prefix_store_read_seconds_total", "counter",
-       "Time those fetches took (with read_bytes: the fetch rate).",
-       [](const T& t) { return t.store.read_micros / 1e6; }},
-      {"kvault_prefix_store_written_bytes_total", "counter",
-       "Record bytes written to a remote tier.",
-       [](const T& t) { return double(t.store.put_bytes); }},
-      {"kvault_prefix_store_queued_bytes", "gauge",
-       "Record bytes waiting for the remote tier's writer.",
-       [](const T& t) { return double(t.store.queued_bytes); }},
-      {"kvault_prefix_store_dropped_writes_total", "counter",
-       "Records not written to a remote tier (queue full, store down).",
-       [](const T& t) { return double(t.store.dropped_writes); }},
-      {"kvault_prefix_store_errors_total", "counter",
-       "Remote commands that failed (down, slow, refused).",
-       [](const T& t) { return double(t.store.errors); }},
-      {"kvault_prefix_store_up", "gauge",
-       "1 while the tier answers, 0 while a remote one is backing off.",
-       [](const T& t) { return t.store.available ? 1.0 : 0.0; }},
-  };
-  for (const auto& s : series) {
+  for (const PrefixTierSeries& s : kPrefixTierSeries) {
     w.Family(s.name, s.type, s.help);
     for (const T& tier : p.tiers) {
       w.Sample(s.value(tier), "tier=\"" + tier.name + "\"");
