@@ -50,12 +50,16 @@ constexpr const char kBenchUsage[] =
     " [--restore-mb MB] [--json]\n"
     "  (kvault bench neighbour-stall --help for details)\n"
     "\n"
-    "usage: kvault bench defrag-cost [--pool-mib MB]... [--frag F]... [--json]\n"
+    "usage: kvault bench defrag-cost [--pool-mib MB]... [--frag F]... "
+    "[--json]\n"
     "usage: kvault bench restore-vs-recompute [-m MODEL] [--length L]..."
+    " [--json]\n"
+    "usage: kvault bench prefix-tiers [-m MODEL] [--length L] [--redis URL]"
     " [--json]\n"
     "usage: kvault bench decode-fragmentation -m MODEL [--depth D]..."
     " [--page-size P]... [--json]\n"
-    "usage: kvault bench churn [-m MODEL] [--config C]... [--turns T] [--json]\n"
+    "usage: kvault bench churn [-m MODEL] [--config C]... [--turns T] "
+    "[--json]\n"
     "  (each with --help for details)\n";
 
 // Builds one options struct per (policy, page size) pair requested.
@@ -228,6 +232,7 @@ int RunBench(const std::vector<std::string>& args) {
   if (args[0] == "restore-vs-recompute") {
     return RunBenchRestoreVsRecompute(rest);
   }
+  if (args[0] == "prefix-tiers") return RunBenchPrefixTiers(rest);
   if (args[0] == "churn") return RunBenchChurn(rest);
   if (args[0] == "decode-fragmentation") {
     return RunBenchDecodeFragmentation(rest);

@@ -41,6 +41,8 @@ int RunBenchGrammar(const std::vector<std::string>& args);
 int RunBenchDefragCost(const std::vector<std::string>& args);
 // `kvault bench restore-vs-recompute [flags]`: TTFT of restore vs prefill.
 int RunBenchRestoreVsRecompute(const std::vector<std::string>& args);
+// `kvault bench prefix-tiers [flags]`: TTFT by where the KV comes from.
+int RunBenchPrefixTiers(const std::vector<std::string>& args);
 // `kvault bench decode-fragmentation -m MODEL [flags]`: tg tok/s, paged.
 int RunBenchDecodeFragmentation(const std::vector<std::string>& args);
 // `kvault bench churn [flags]`: slot save/restore churn per KV policy.

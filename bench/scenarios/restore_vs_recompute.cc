@@ -7,12 +7,12 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <span>
 
-#include <nlohmann/json.hpp>
-
 #include "bench/scenarios/bench_models.h"
+#include "bench/scenarios/ttft_util.h"
 #include "core/env.h"
 #include "kv/kv_cache.h"
 #include "kv/state_file.h"
@@ -21,32 +21,8 @@
 namespace kvault::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = TtftClock;
 constexpr SeqId kSeq{0};
-
-double MsSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Decodes tokens[0, n) at positions [0, n) in chunks; logits for the last.
-Status Prefill(InferenceContext* ctx, std::span<const TokenId> tokens,
-               uint32_t chunk) {
-  for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
-    const size_t end = std::min(tokens.size(), begin + chunk);
-    std::vector<BatchToken> batch;  // [end - begin]
-    for (size_t i = begin; i < end; ++i) {
-      batch.push_back({kSeq, tokens[i], static_cast<Pos>(i),
-                       i + 1 == tokens.size()});
-    }
-    KV_RETURN_IF_ERROR(ctx->Decode(batch).status());
-  }
-  return Status::Ok();
-}
 
 struct Setup {
   const LlamaModel* model;
@@ -66,7 +42,7 @@ StatusOr<RestoreVsRecomputeRow> MeasureLength(const Setup& s, uint32_t n,
   const uint32_t chunk = s.options->chunk;
   const std::string path = s.dir + "/conv-" + std::to_string(n) + ".kvstate";
   s.cache->Clear();
-  KV_RETURN_IF_ERROR(Prefill(s.ctx, all.first(n), chunk));
+  KV_RETURN_IF_ERROR(Prefill(s.ctx, kSeq, all.first(n), chunk));
   SaveOptions save;
   save.sync = false;
   KV_ASSIGN_OR_RETURN(SaveResult saved,
@@ -88,7 +64,7 @@ StatusOr<RestoreVsRecomputeRow> MeasureLength(const Setup& s, uint32_t n,
     const double restore = MsSince(t0);
     s.cache->Clear();
     t0 = Clock::now();
-    KV_RETURN_IF_ERROR(Prefill(s.ctx, all, chunk));
+    KV_RETURN_IF_ERROR(Prefill(s.ctx, kSeq, all, chunk));
     const double recompute = MsSince(t0);
     if (rep == 0) continue;
     restore_ms.push_back(restore);

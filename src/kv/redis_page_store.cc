@@ -142,7 +142,9 @@ void RedisPageStore::WriterLoop() {
       while (queue_.empty() && !stop_) work_cv_.Wait(&mu_);
       if (queue_.empty()) return;  // stopped and drained
       batch.clear();
-      while (!queue_.empty() && batch.size() < options_.max_batch) {
+      while (!queue_.empty() && batch.size() < options_.max_batch &&
+             (batch.empty() || batch_bytes + queue_.front().second.size() <=
+                                   options_.max_batch_bytes)) {
         batch_bytes += queue_.front().second.size();
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();

@@ -43,8 +43,11 @@ struct RedisPageStoreOptions {
   std::string key_prefix;
   // Bytes of records waiting to be written before Put drops new ones.
   uint64_t max_queued_bytes = uint64_t{256} << 20;
-  // Records sent in one pipeline.
+  // Records, and bytes, sent in one pipeline: small records gain from
+  // pipelining; a large pipeline of large values loses to the client
+  // library moving its output buffer after each partial socket write.
   size_t max_batch = 32;
+  uint64_t max_batch_bytes = uint64_t{512} << 10;
 };
 
 // Returns the key prefix of records of chains under `root`:
