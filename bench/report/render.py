@@ -171,6 +171,42 @@ def rvr(name, title):
                    "recompute TTFT ms", "speedup"], body) +
             f"\n\n{pic}\n\n{text}\n")
 
+def tiers():
+    rs = rows("prefix-tiers")
+    if not rs:
+        return ""
+    srcs, thr = rs[:-1], rs[-1]
+    names = {"recompute": "recompute (prefill L + 1)",
+             "pool": "pool hit (1 decode step)",
+             "ram": "RAM tier (state bytes in memory)",
+             "disk": "disk tier, store reopened (after a restart)",
+             "redis": "Redis tier, another instance"}
+    body = [[names.get(r["source"], r["source"]), r["cached_tokens"],
+             f"{r['ttft_ms']:.1f}", f"{r['speedup']:.1f}x"] for r in srcs]
+    text = (f"### Prefix store throughput\n\n{thr['num_records']} page "
+            f"records of {thr['record_bytes']} bytes: written through the "
+            f"Redis tier at {thr['redis_write_gbps']:.3f} GB/s (queued, "
+            "pipelined, until flushed), read back one at a time at "
+            f"{thr['redis_read_gbps']:.3f} GB/s.")
+    rb = rows("redis-benchmark")
+    if rb:
+        b = rb[0]
+        text += (f" redis-benchmark with one client on the same value size "
+                 f"(new keys): SET {b.get('set_gbps', 0):.3f} GB/s, GET "
+                 f"{b.get('get_gbps', 0):.3f} GB/s; the tier reaches "
+                 f"{thr['redis_write_gbps'] / max(b.get('set_gbps', 1e-9), 1e-9):.2f}x "
+                 f"and {thr['redis_read_gbps'] / max(b.get('get_gbps', 1e-9), 1e-9):.2f}x "
+                 f"of that.\n\n    {cmd('redis-benchmark')}")
+    return (f"## Continuing a conversation from each tier (scenario 3)\n\n"
+            f"Time to first token of continuing a conversation of "
+            f"{srcs[0]['n_tokens']} tokens, by where its KV comes from "
+            "(bench/scenarios/prefix_tiers.h); records are read from the "
+            "page cache and a local redis-server. Medians after a "
+            "warm-up.\n\n"
+            f"    {cmd('prefix-tiers')}\n\n" +
+            table(["source", "tokens not evaluated", "TTFT ms", "speedup"],
+                  body) + f"\n\n{text}\n")
+
 def decode():
     rs = rows("decode-fragmentation")
     if not rs:
@@ -472,6 +508,7 @@ parts = {
     "restore-vs-recompute": rvr("restore-vs-recompute", "small model"),
     "restore-vs-recompute-tinyllama":
         rvr("restore-vs-recompute-tinyllama", "TinyLlama shape"),
+    "prefix-tiers": tiers(),
     "decode-fragmentation": decode(),
     "state-io": io(),
     "neighbour-stall": stall(),
