@@ -23,8 +23,8 @@ std::string RedisPageKeyPrefix(const PageKey& root) {
 RedisPageStore::RedisPageStore(RedisPageStoreOptions options, Env* env)
     : options_(std::move(options)),
       env_(env),
-      reader_(options_.endpoint, options_.timeouts, env),
-      writer_conn_(options_.endpoint, options_.timeouts, env) {
+      reader_(options_.endpoint, options_.read_timeouts, env),
+      writer_conn_(options_.endpoint, options_.write_timeouts, env) {
   writer_ = std::thread([this] { WriterLoop(); });
 }
 

@@ -38,7 +38,12 @@ namespace kvault {
 
 struct RedisPageStoreOptions {
   RedisEndpoint endpoint;
-  RedisTimeouts timeouts;
+  // Reads run on the scheduler thread between forward steps: a store
+  // that hangs may cost at most this, once per back-off period.
+  RedisTimeouts read_timeouts = {.connect_micros = 100'000,
+                                 .io_micros = 200'000};
+  // The writer thread's (no request waits on it).
+  RedisTimeouts write_timeouts;
   // Prepended to every key: "kvault:v1:page:<chain root hex>:".
   std::string key_prefix;
   // Bytes of records waiting to be written before Put drops new ones.

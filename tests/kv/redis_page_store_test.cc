@@ -79,7 +79,6 @@ class RedisPageStoreTest : public ::testing::Test {
     RedisPageStoreOptions o;
     o.endpoint = *ParseRedisUrl(url);
     o.key_prefix = RedisPageKeyPrefix(root_);
-    o.timeouts.io_micros = 300'000;
     return o;
   }
   // A prefix store of one instance: its own local tier, then redis at
