@@ -48,29 +48,17 @@ StatusOr<bench::RestoreVsRecomputeOptions> ParseRvr(const Flags& f) {
 }  // namespace
 
 int RunBenchRestoreVsRecompute(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::fputs(kRvrUsage, stdout);
-    return 0;
-  }
-  auto flags = Flags::Parse(
-      ExpandShortFlags(args, {{"-m", "model"}, {"-t", "threads"},
-                              {"-r", "reps"}}),
-      {"json"});
-  StatusOr<bench::RestoreVsRecomputeOptions> options =
-      flags.ok() ? ParseRvr(*flags)
-                 : StatusOr<bench::RestoreVsRecomputeOptions>(flags.status());
-  if (!options.ok()) {
-    std::fprintf(stderr, "kvault bench restore-vs-recompute: %s\n%s",
-                 options.status().ToString().c_str(), kRvrUsage);
-    return 2;
-  }
-  auto r = bench::RunRestoreVsRecompute(*options);
+  int exit_code = 0;
+  auto parsed = ParseScenarioArgs<bench::RestoreVsRecomputeOptions>(
+      args, "restore-vs-recompute", kRvrUsage, ParseRvr, &exit_code);
+  if (!parsed) return exit_code;
+  auto r = bench::RunRestoreVsRecompute(parsed->options);
   if (!r.ok()) {
     std::fprintf(stderr, "kvault bench restore-vs-recompute: %s\n",
                  r.status().ToString().c_str());
     return 1;
   }
-  if (flags->Has("json")) {
+  if (parsed->json) {
     std::fputs(bench::RestoreVsRecomputeJson(*r).c_str(), stdout);
     return 0;
   }

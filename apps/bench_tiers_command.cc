@@ -49,29 +49,17 @@ StatusOr<bench::PrefixTiersOptions> ParseTiers(const Flags& f) {
 }  // namespace
 
 int RunBenchPrefixTiers(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::fputs(kTiersUsage, stdout);
-    return 0;
-  }
-  auto flags = Flags::Parse(
-      ExpandShortFlags(args,
-                       {{"-m", "model"}, {"-t", "threads"}, {"-r", "reps"}}),
-      {"json"});
-  StatusOr<bench::PrefixTiersOptions> options =
-      flags.ok() ? ParseTiers(*flags)
-                 : StatusOr<bench::PrefixTiersOptions>(flags.status());
-  if (!options.ok()) {
-    std::fprintf(stderr, "kvault bench prefix-tiers: %s\n%s",
-                 options.status().ToString().c_str(), kTiersUsage);
-    return 2;
-  }
-  auto r = bench::RunPrefixTiers(*options);
+  int exit_code = 0;
+  auto parsed = ParseScenarioArgs<bench::PrefixTiersOptions>(
+      args, "prefix-tiers", kTiersUsage, ParseTiers, &exit_code);
+  if (!parsed) return exit_code;
+  auto r = bench::RunPrefixTiers(parsed->options);
   if (!r.ok()) {
     std::fprintf(stderr, "kvault bench prefix-tiers: %s\n",
                  r.status().ToString().c_str());
     return 1;
   }
-  if (flags->Has("json")) {
+  if (parsed->json) {
     std::fputs(bench::PrefixTiersJson(*r).c_str(), stdout);
     return 0;
   }

@@ -3,7 +3,9 @@
 #ifndef KVAULT_APPS_COMMANDS_H_
 #define KVAULT_APPS_COMMANDS_H_
 
+#include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +66,41 @@ inline constexpr const char kLoadModeUsage[] =
     "  --mmap           map the model file instead of reading it into memory\n"
     "                   (starts faster and shares the page cache; decode is\n"
     "                   slower without huge pages). --no-mmap: the default\n";
+
+// A bench scenario's command line: its options and whether --json was given.
+template <typename Options>
+struct ScenarioArgs {
+  Options options;
+  bool json = false;
+};
+
+// Parses `kvault bench NAME` arguments (-m, -t, -r short for --model,
+// --threads, --reps; --json a switch) with `parse`. Prints `usage` to
+// stdout for --help and sets *exit_code 0; on an error prints it with
+// `usage` to stderr and sets *exit_code 2; nullopt in both cases.
+template <typename Options>
+std::optional<ScenarioArgs<Options>> ParseScenarioArgs(
+    const std::vector<std::string>& args, const char* name, const char* usage,
+    StatusOr<Options> (*parse)(const Flags&), int* exit_code) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::fputs(usage, stdout);
+    *exit_code = 0;
+    return std::nullopt;
+  }
+  auto flags = Flags::Parse(
+      ExpandShortFlags(args,
+                       {{"-m", "model"}, {"-t", "threads"}, {"-r", "reps"}}),
+      {"json"});
+  StatusOr<Options> options =
+      flags.ok() ? parse(*flags) : StatusOr<Options>(flags.status());
+  if (!options.ok()) {
+    std::fprintf(stderr, "kvault bench %s: %s\n%s", name,
+                 options.status().ToString().c_str(), usage);
+    *exit_code = 2;
+    return std::nullopt;
+  }
+  return ScenarioArgs<Options>{std::move(options).value(), flags->Has("json")};
+}
 
 }  // namespace kvault::apps
 
