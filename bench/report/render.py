@@ -192,7 +192,7 @@ def tiers():
     if rb:
         b = rb[0]
         text += (f" redis-benchmark with one client on the same value size "
-                 f"(new keys): SET {b.get('set_gbps', 0):.3f} GB/s, GET "
+                 f"(SET of new keys, GET of an existing one): SET {b.get('set_gbps', 0):.3f} GB/s, GET "
                  f"{b.get('get_gbps', 0):.3f} GB/s; the tier reaches "
                  f"{thr['redis_write_gbps'] / max(b.get('set_gbps', 1e-9), 1e-9):.2f}x "
                  f"and {thr['redis_read_gbps'] / max(b.get('get_gbps', 1e-9), 1e-9):.2f}x "

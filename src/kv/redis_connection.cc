@@ -47,6 +47,12 @@ Status ReplyError(const redisReply& r, std::string_view command) {
 
 }  // namespace
 
+RedisValue::RedisValue(void* reply)
+    : reply_(reply, [](void* r) { freeReplyObject(r); }) {
+  const redisReply* r = static_cast<const redisReply*>(reply);
+  bytes_ = std::string_view(r->str, r->len);
+}
+
 std::string RedisEndpoint::ToString() const {
   return "redis://" + host + ":" + std::to_string(port) + "/" +
          std::to_string(db);
@@ -148,17 +154,16 @@ StatusOr<void*> RedisConnection::Command(
   return reply;
 }
 
-StatusOr<std::optional<std::string>> RedisConnection::Get(
-    std::string_view key) {
+StatusOr<std::optional<RedisValue>> RedisConnection::Get(std::string_view key) {
   const std::string_view argv[] = {"GET", key};
   KV_ASSIGN_OR_RETURN(void* raw, Command(argv));
   ReplyPtr r = Own(raw);
   KV_RETURN_IF_ERROR(ReplyError(*r, "GET"));
-  if (r->type == REDIS_REPLY_NIL) return std::optional<std::string>();
+  if (r->type == REDIS_REPLY_NIL) return std::optional<RedisValue>();
   if (r->type != REDIS_REPLY_STRING) {
     return Fail("GET answered reply type " + std::to_string(r->type));
   }
-  return std::optional<std::string>(std::string(r->str, r->len));
+  return std::optional<RedisValue>(RedisValue(r.release()));
 }
 
 StatusOr<bool> RedisConnection::Exists(std::string_view key) {

@@ -13,6 +13,7 @@
 #define KVAULT_KV_REDIS_CONNECTION_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -47,6 +48,20 @@ struct RedisTimeouts {
   uint64_t max_backoff_micros = 8'000'000;
 };
 
+// A string value as the server sent it. It keeps the client library's reply
+// alive and exposes its bytes, so a large value is not copied again.
+class RedisValue {
+ public:
+  // Takes ownership of `reply` (a string reply of the client library).
+  explicit RedisValue(void* reply);
+  // Returns the value's bytes (valid while this object or a copy lives).
+  std::string_view bytes() const { return bytes_; }
+
+ private:
+  std::shared_ptr<void> reply_;
+  std::string_view bytes_;
+};
+
 class RedisConnection {
  public:
   // Connects lazily, on the first command. `env` (not owned) is the clock.
@@ -56,7 +71,7 @@ class RedisConnection {
   RedisConnection& operator=(const RedisConnection&) = delete;
 
   // Returns the value of `key`, nullopt when absent.
-  StatusOr<std::optional<std::string>> Get(std::string_view key);
+  StatusOr<std::optional<RedisValue>> Get(std::string_view key);
   // Returns whether `key` exists.
   StatusOr<bool> Exists(std::string_view key);
   // Deletes `key` (OK when absent).

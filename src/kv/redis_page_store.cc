@@ -1,5 +1,7 @@
 #include "kv/redis_page_store.h"
 
+#include <algorithm>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -13,6 +15,24 @@ namespace {
 constexpr double kFetchWeight = 0.2;
 // Keys remembered as present before the memory is cleared.
 constexpr size_t kMaxKnownKeys = size_t{1} << 20;
+
+// A record as fetched, read in place.
+class RedisValueFile final : public RandomAccessFile {
+ public:
+  explicit RedisValueFile(RedisValue value) : value_(std::move(value)) {}
+  StatusOr<size_t> ReadAt(uint64_t offset,
+                          std::span<std::byte> out) const override {
+    const std::string_view b = value_.bytes();
+    if (offset >= b.size()) return size_t{0};
+    const size_t n = std::min<uint64_t>(out.size(), b.size() - offset);
+    std::memcpy(out.data(), b.data() + offset, n);
+    return n;
+  }
+  uint64_t size() const override { return value_.bytes().size(); }
+
+ private:
+  RedisValue value_;
+};
 
 }  // namespace
 
@@ -76,7 +96,7 @@ Status RedisPageStore::Put(const PageKey& key, std::string_view record) {
 StatusOr<std::unique_ptr<RandomAccessFile>> RedisPageStore::Get(
     const PageKey& key) {
   const uint64_t start = env_->NowMicros();
-  StatusOr<std::optional<std::string>> value = reader_.Get(KeyOf(key));
+  StatusOr<std::optional<RedisValue>> value = reader_.Get(KeyOf(key));
   const uint64_t micros = env_->NowMicros() - start;
   MutexLock lock(&mu_);
   if (!value.ok()) {
@@ -90,15 +110,15 @@ StatusOr<std::unique_ptr<RandomAccessFile>> RedisPageStore::Get(
     return NotFoundError("page " + key.ToHex() + " is not in redis");
   }
   ++stats_.hits;
-  stats_.read_bytes += (*value)->size();
+  const uint64_t num_bytes = (*value)->bytes().size();
+  stats_.read_bytes += num_bytes;
   stats_.read_micros += micros;
   const double w = fetch_bytes_avg_ == 0 ? 1.0 : kFetchWeight;
   fetch_seconds_avg_ += w * (micros / 1e6 - fetch_seconds_avg_);
-  fetch_bytes_avg_ +=
-      w * (static_cast<double>((*value)->size()) - fetch_bytes_avg_);
+  fetch_bytes_avg_ += w * (static_cast<double>(num_bytes) - fetch_bytes_avg_);
   if (known_.size() < kMaxKnownKeys) known_.insert(key);
-  return std::unique_ptr<RandomAccessFile>(new StringRandomAccessFile(
-      std::make_shared<const std::string>(std::move(**value))));
+  return std::unique_ptr<RandomAccessFile>(
+      new RedisValueFile(std::move(**value)));
 }
 
 Status RedisPageStore::Remove(const PageKey& key) {

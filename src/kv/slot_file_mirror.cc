@@ -100,7 +100,7 @@ void SlotFileMirror::Flush() {
 
 Status SlotFileMirror::FetchIfMissing(const std::string& path) {
   if (env_->FileExists(path)) return Status::Ok();
-  StatusOr<std::optional<std::string>> value = [&] {
+  StatusOr<std::optional<RedisValue>> value = [&] {
     MutexLock lock(&fetch_mu_);
     return fetch_conn_.Get(KeyFor(model_, FileName(path)));
   }();
@@ -111,7 +111,7 @@ Status SlotFileMirror::FetchIfMissing(const std::string& path) {
   if (s.ok()) {
     // Written aside and renamed, so a restore never sees half a file.
     const std::string tmp = TempPathFor(path);
-    s = WriteStringToFile(env_, **value, tmp, /*sync=*/false);
+    s = WriteStringToFile(env_, (*value)->bytes(), tmp, /*sync=*/false);
     if (s.ok()) s = env_->RenameFile(tmp, path);
     if (!s.ok()) (void)env_->RemoveFile(tmp);
   }

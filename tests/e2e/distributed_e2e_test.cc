@@ -324,7 +324,7 @@ TEST_F(DistributedTest, ACorruptRecordInRedisIsNeverUsed) {
   for (std::string key; std::getline(lines, key);) {
     auto value = cli.Get(key);
     ASSERT_TRUE(value.ok() && value->has_value());
-    std::string v = **value;
+    std::string v((*value)->bytes());
     v[v.size() / 2] ^= 0x10;
     const std::pair<std::string, std::string> set[] = {{key, v}};
     ASSERT_TRUE(cli.SetMany(set, /*only_new=*/false).ok());

@@ -186,7 +186,7 @@ TEST_F(RedisPageStoreTest, BadValuesAreRefusedDeletedAndCounted) {
   RedisConnection cli(*ParseRedisUrl(server_->url()), {}, Env::Default());
   auto value = cli.Get(key1);
   ASSERT_TRUE(value.ok() && value->has_value());
-  std::string flipped = **value;
+  std::string flipped((*value)->bytes());
   flipped[flipped.size() / 2] ^= 0x04;  // one bit inside the K/V payload
   const std::pair<std::string, std::string> set[] = {{key1, flipped}};
   ASSERT_TRUE(cli.SetMany(set, /*only_new=*/false).ok());
