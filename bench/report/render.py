@@ -192,12 +192,12 @@ def tiers():
     if rb:
         b = rb[0]
         text += (f" redis-benchmark with one client on the same value size "
-                 f"(SET of new keys, GET of an existing one): SET {b.get('set_gbps', 0):.3f} GB/s, GET "
+                 f"(SET of new keys, GET over as many existing keys): SET {b.get('set_gbps', 0):.3f} GB/s, GET "
                  f"{b.get('get_gbps', 0):.3f} GB/s; the tier reaches "
                  f"{thr['redis_write_gbps'] / max(b.get('set_gbps', 1e-9), 1e-9):.2f}x "
                  f"and {thr['redis_read_gbps'] / max(b.get('get_gbps', 1e-9), 1e-9):.2f}x "
                  f"of that.\n\n    {cmd('redis-benchmark')}")
-    return (f"## Continuing a conversation from each tier (scenario 3)\n\n"
+    return (f"## Continuing a conversation from each tier (scenario 7)\n\n"
             f"Time to first token of continuing a conversation of "
             f"{srcs[0]['n_tokens']} tokens, by where its KV comes from "
             "(bench/scenarios/prefix_tiers.h); records are read from the "

@@ -1,4 +1,4 @@
-// Scenario 3 of docs/benchmarks.md: time to first token when a conversation
+// Scenario 7 of docs/benchmarks.md: time to first token when a conversation
 // of L tokens continues, by where its KV comes from: recomputed (prefill
 // L + 1 tokens), still in the pool (one decode step), the RAM tier (its
 // state bytes restored from memory), the prefix store's disk tier as a
