@@ -28,20 +28,10 @@ StatusOr<bench::RestoreVsRecomputeOptions> ParseRvr(const Flags& f) {
   KV_RETURN_IF_ERROR(f.CheckKnown({"model", "length", "threads", "reps",
                                    "chunk", "page-size", "dir", "json"}));
   bench::RestoreVsRecomputeOptions o;
-  o.model_path = f.GetString("model", "");
-  o.dir = f.GetString("dir", "");
+  KV_RETURN_IF_ERROR(ParseTtftFlags(f, &o));
   KV_ASSIGN_OR_RETURN(std::vector<uint64_t> lengths,
                       f.GetAllUint("length", 1, 1u << 20));
   if (!lengths.empty()) o.lengths.assign(lengths.begin(), lengths.end());
-  KV_ASSIGN_OR_RETURN(uint64_t t, f.GetUint("threads", 2, 1, 1024));
-  KV_ASSIGN_OR_RETURN(uint64_t r, f.GetUint("reps", 3, 1, 1000));
-  KV_ASSIGN_OR_RETURN(uint64_t chunk, f.GetUint("chunk", 512, 1, 1u << 16));
-  KV_ASSIGN_OR_RETURN(uint64_t page, f.GetUint("page-size", 16, 1, 256));
-  o.threads = static_cast<uint32_t>(t);
-  o.compute = ComputeBackendOptions::FromEnvironment();
-  o.reps = static_cast<uint32_t>(r);
-  o.chunk = static_cast<uint32_t>(chunk);
-  o.page_size = static_cast<uint32_t>(page);
   return o;
 }
 

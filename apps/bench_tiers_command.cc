@@ -29,20 +29,10 @@ StatusOr<bench::PrefixTiersOptions> ParseTiers(const Flags& f) {
       f.CheckKnown({"model", "length", "threads", "reps", "chunk", "page-size",
                     "redis", "dir", "json"}));
   bench::PrefixTiersOptions o;
-  o.model_path = f.GetString("model", "");
-  o.dir = f.GetString("dir", "");
+  KV_RETURN_IF_ERROR(ParseTtftFlags(f, &o));
   o.redis_url = f.GetString("redis", "");
   KV_ASSIGN_OR_RETURN(uint64_t length, f.GetUint("length", 4096, 1, 1u << 20));
-  KV_ASSIGN_OR_RETURN(uint64_t t, f.GetUint("threads", 2, 1, 1024));
-  KV_ASSIGN_OR_RETURN(uint64_t r, f.GetUint("reps", 3, 1, 1000));
-  KV_ASSIGN_OR_RETURN(uint64_t chunk, f.GetUint("chunk", 512, 1, 1u << 16));
-  KV_ASSIGN_OR_RETURN(uint64_t page, f.GetUint("page-size", 16, 1, 256));
   o.length = static_cast<uint32_t>(length);
-  o.threads = static_cast<uint32_t>(t);
-  o.compute = ComputeBackendOptions::FromEnvironment();
-  o.reps = static_cast<uint32_t>(r);
-  o.chunk = static_cast<uint32_t>(chunk);
-  o.page_size = static_cast<uint32_t>(page);
   return o;
 }
 
@@ -73,6 +63,7 @@ int RunBenchPrefixTiers(const std::vector<std::string>& args) {
                 row.speedup,
                 static_cast<unsigned long long>(row.cached_tokens));
   }
+  if (parsed->options.redis_url.empty()) return 0;
   std::printf(
       "page record %llu bytes x %llu; redis write %.3f GB/s, read "
       "%.3f GB/s\n",

@@ -12,6 +12,7 @@
 #include "core/flags.h"
 #include "core/mapped_file.h"
 #include "core/status_or.h"
+#include "model/compute_backend.h"
 
 namespace kvault::apps {
 
@@ -100,6 +101,25 @@ std::optional<ScenarioArgs<Options>> ParseScenarioArgs(
     return std::nullopt;
   }
   return ScenarioArgs<Options>{std::move(options).value(), flags->Has("json")};
+}
+
+// Sets the flags the time-to-first-token scenarios share (--model, --dir,
+// --threads, --reps, --chunk, --page-size, and the compute backend from
+// the environment) on `o`, whose fields have those names.
+template <typename Options>
+Status ParseTtftFlags(const Flags& f, Options* o) {
+  o->model_path = f.GetString("model", "");
+  o->dir = f.GetString("dir", "");
+  KV_ASSIGN_OR_RETURN(uint64_t t, f.GetUint("threads", 2, 1, 1024));
+  KV_ASSIGN_OR_RETURN(uint64_t r, f.GetUint("reps", 3, 1, 1000));
+  KV_ASSIGN_OR_RETURN(uint64_t chunk, f.GetUint("chunk", 512, 1, 1u << 16));
+  KV_ASSIGN_OR_RETURN(uint64_t page, f.GetUint("page-size", 16, 1, 256));
+  o->threads = static_cast<uint32_t>(t);
+  o->compute = ComputeBackendOptions::FromEnvironment();
+  o->reps = static_cast<uint32_t>(r);
+  o->chunk = static_cast<uint32_t>(chunk);
+  o->page_size = static_cast<uint32_t>(page);
+  return Status::Ok();
 }
 
 }  // namespace kvault::apps

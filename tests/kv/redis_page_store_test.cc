@@ -97,6 +97,13 @@ class RedisPageStoreTest : public ::testing::Test {
     return std::make_unique<PrefixStore>(std::move(tiers), kTestFingerprint,
                                          root_, SaveOptions{});
   }
+  // Instance A publishes kA's full pages and waits until redis has them.
+  void PublishFromInstanceA() {
+    RedisPageStore* redis = nullptr;
+    auto a = Instance(server_->url(), &redis);
+    ASSERT_TRUE(a->Publish(*cache_, kA).ok());
+    redis->Flush();
+  }
   // The server's keys under this root, in hex page-key order.
   std::vector<std::string> ServerKeys() {
     std::string out =
@@ -154,10 +161,7 @@ TEST_F(RedisPageStoreTest, RecordsRoundTripUnderPrefixedKeys) {
 // Instance A publishes; instance B, with an empty local tier, continues the
 // same tokens from redis and keeps a local copy of what it fetched.
 TEST_F(RedisPageStoreTest, AnotherInstanceContinuesFromTheSharedStore) {
-  RedisPageStore* a_redis = nullptr;
-  auto a = Instance(server_->url(), &a_redis);
-  ASSERT_TRUE(a->Publish(*cache_, kA).ok());
-  a_redis->Flush();
+  ASSERT_NO_FATAL_FAILURE(PublishFromInstanceA());
   EXPECT_EQ(ServerKeys().size(), 2u);
 
   MemPageStore* b_local = nullptr;
@@ -177,10 +181,7 @@ TEST_F(RedisPageStoreTest, AnotherInstanceContinuesFromTheSharedStore) {
 // A bit flip, a value of the wrong size and another model's record under
 // this chain's key: each is refused, deleted from redis and counted.
 TEST_F(RedisPageStoreTest, BadValuesAreRefusedDeletedAndCounted) {
-  RedisPageStore* a_redis = nullptr;
-  auto a = Instance(server_->url(), &a_redis);
-  ASSERT_TRUE(a->Publish(*cache_, kA).ok());
-  a_redis->Flush();
+  ASSERT_NO_FATAL_FAILURE(PublishFromInstanceA());
   const std::vector<PageKey> chain = PageKeyChain(root_, wanted_, 4);
   const std::string key1 = RedisPageKeyPrefix(root_) + chain[1].ToHex();
   RedisConnection cli(*ParseRedisUrl(server_->url()), {}, Env::Default());
@@ -226,10 +227,7 @@ TEST_F(RedisPageStoreTest, BadValuesAreRefusedDeletedAndCounted) {
 // Another model (another chain root) against the same server finds none
 // of these pages: its keys have another prefix.
 TEST_F(RedisPageStoreTest, TwoModelsOnOneServerNeverSeeEachOthersPages) {
-  RedisPageStore* a_redis = nullptr;
-  auto a = Instance(server_->url(), &a_redis);
-  ASSERT_TRUE(a->Publish(*cache_, kA).ok());
-  a_redis->Flush();
+  ASSERT_NO_FATAL_FAILURE(PublishFromInstanceA());
   const ModelFingerprint other_model{5, 6};
   const PageKey other_root = ChainRoot(other_model, SmallLayout(), 4, 0);
   RedisPageStoreOptions o = Options(server_->url());
@@ -276,10 +274,7 @@ TEST_F(RedisPageStoreTest, ADownStoreCostsOnlyHitsAndIsUsedAgainLater) {
 // A frozen server (SIGSTOP) makes commands time out; the caller gets a
 // miss, not a hang or an error, and nothing wrong enters the cache.
 TEST_F(RedisPageStoreTest, AFrozenStoreTimesOutIntoMisses) {
-  RedisPageStore* a_redis = nullptr;
-  auto a = Instance(server_->url(), &a_redis);
-  ASSERT_TRUE(a->Publish(*cache_, kA).ok());
-  a_redis->Flush();
+  ASSERT_NO_FATAL_FAILURE(PublishFromInstanceA());
   server_->Freeze(true);
   auto b = Instance(server_->url());
   EXPECT_EQ(b->Extend(cache_.get(), kB, wanted_, 0, 10), 0u);
@@ -292,10 +287,7 @@ TEST_F(RedisPageStoreTest, AFrozenStoreTimesOutIntoMisses) {
 // Through a proxy that breaks every connection mid-reply: fetches fail
 // (counted), the cache holds only whole verified pages, nothing crashes.
 TEST_F(RedisPageStoreTest, AFlappingConnectionNeverYieldsAWrongCell) {
-  RedisPageStore* a_redis = nullptr;
-  auto a = Instance(server_->url(), &a_redis);
-  ASSERT_TRUE(a->Publish(*cache_, kA).ok());
-  a_redis->Flush();
+  ASSERT_NO_FATAL_FAILURE(PublishFromInstanceA());
   FlakyProxy proxy(server_->port());
   FaultInjectingEnv env;
   RedisPageStore* b_redis = nullptr;
@@ -321,10 +313,7 @@ TEST_F(RedisPageStoreTest, AFlappingConnectionNeverYieldsAWrongCell) {
 // With a measured prefill rate faster than the measured fetch rate, pages
 // are recomputed rather than fetched (counted as skipped).
 TEST_F(RedisPageStoreTest, FetchesOnlyWhenFasterThanRecomputing) {
-  RedisPageStore* a_redis = nullptr;
-  auto a = Instance(server_->url(), &a_redis);
-  ASSERT_TRUE(a->Publish(*cache_, kA).ok());
-  a_redis->Flush();
+  ASSERT_NO_FATAL_FAILURE(PublishFromInstanceA());
   auto b = Instance(server_->url());
   EXPECT_EQ(b->Extend(cache_.get(), kB, wanted_, 0, 4), 4u);  // measures
   cache_->RemoveSequence(kB);
