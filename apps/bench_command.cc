@@ -27,14 +27,16 @@ constexpr const char kBenchUsage[] =
     "usage: kvault bench state-io [--tokens T] [--layers L] [--kv-heads H]\n"
     "         [--head-dim D] [--dtype f32|f16|q8_0] [--page-size N]"
     " [--fragmented]\n"
-    "         [--reps R] [--dir DIR] [--seed K] [--json]\n"
+    "         [--threads N] [--reps R] [--dir DIR] [--seed K] [--json]\n"
     "  save and restore GB/s of one sequence's state file (save with and\n"
     "  without fsync; restore into a contiguous and a fragmented pool) next\n"
     "  to pread-from-page-cache and memcpy GB/s of the same bytes; medians\n"
     "  of R runs. Defaults: 4096 tokens, 22 layers x 4 heads x 64 f16,\n"
     "  page 16, 5 reps, a fresh directory under /tmp (removed afterwards).\n"
     "  --fragmented only the fragmented restore (restore_gbps is null)\n"
-    "  --json       one object: bytes, save_gbps, save_fsync_gbps,\n"
+    "  --threads    threads each restore reads its chunks with (default 2)\n"
+    "  --json       one object: bytes, restore_threads, save_gbps,\n"
+    "               save_fsync_gbps,\n"
     "               restore_gbps, restore_fragmented_gbps, read_gbps,\n"
     "               memcpy_gbps\n"
     "\n"
@@ -138,9 +140,9 @@ int RunAllocChurnCommand(const std::vector<std::string>& args) {
 }
 
 StatusOr<bench::StateIoOptions> ParseStateIo(const Flags& f) {
-  KV_RETURN_IF_ERROR(
-      f.CheckKnown({"tokens", "layers", "kv-heads", "head-dim", "dtype",
-                    "page-size", "fragmented", "reps", "dir", "seed", "json"}));
+  KV_RETURN_IF_ERROR(f.CheckKnown({"tokens", "layers", "kv-heads", "head-dim",
+                                   "dtype", "page-size", "fragmented",
+                                   "threads", "reps", "dir", "seed", "json"}));
   bench::StateIoOptions o;
   KV_ASSIGN_OR_RETURN(o.num_tokens,
                       f.GetUint("tokens", 4096, 1, kStateMaxTokens));
@@ -149,6 +151,7 @@ StatusOr<bench::StateIoOptions> ParseStateIo(const Flags& f) {
   KV_ASSIGN_OR_RETURN(uint64_t dim, f.GetUint("head-dim", 64, 1, 16384));
   KV_ASSIGN_OR_RETURN(uint64_t page_size, f.GetUint("page-size", 16, 1, 256));
   KV_ASSIGN_OR_RETURN(uint64_t reps, f.GetUint("reps", 5, 1, 1000));
+  KV_ASSIGN_OR_RETURN(uint64_t threads, f.GetUint("threads", 2, 1, 64));
   KV_ASSIGN_OR_RETURN(o.layout.dtype, ParseDtype(f.GetString("dtype", "f16")));
   KV_ASSIGN_OR_RETURN(o.seed, f.GetUint("seed", 1));
   o.layout.num_layers = static_cast<uint32_t>(layers);
@@ -156,6 +159,7 @@ StatusOr<bench::StateIoOptions> ParseStateIo(const Flags& f) {
   o.layout.head_dim_k = o.layout.head_dim_v = static_cast<uint32_t>(dim);
   o.page_size = static_cast<uint32_t>(page_size);
   o.reps = static_cast<uint32_t>(reps);
+  o.restore_threads = static_cast<uint32_t>(threads);
   o.fragmented_only = f.Has("fragmented");
   o.dir = f.GetString("dir", "");
   return o;
@@ -168,10 +172,11 @@ void PrintStateIoRow(const char* what, double gbps, uint64_t bytes) {
 
 void PrintStateIoTable(const bench::StateIoResult& r) {
   std::printf(
-      "state-io: %llu tokens, %s, page %u: %llu-byte file, median of "
-      "%u runs\n",
+      "state-io: %llu tokens, %s, page %u: %llu-byte file, restores with "
+      "%u thread%s, median of %u runs\n",
       (unsigned long long)r.num_tokens, r.layout.c_str(), r.page_size,
-      (unsigned long long)r.bytes, r.reps);
+      (unsigned long long)r.bytes, r.restore_threads,
+      r.restore_threads == 1 ? "" : "s", r.reps);
   PrintStateIoRow("save (no fsync)", r.save_gbps, r.bytes);
   PrintStateIoRow("save (fsync file + dir)", r.save_fsync_gbps, r.bytes);
   if (r.restore_gbps) {

@@ -219,15 +219,17 @@ Status CheckRestored(const KvCache& source, const KvCache& pool) {
 }
 
 // Restores `path` into kTargetSeq of `pool`, emptied first (untimed).
-Timed RestoreOp(const std::string& path, KvCache* pool) {
+Timed RestoreOp(const std::string& path, uint32_t num_threads, KvCache* pool) {
   Timed op;
   op.setup = [pool] {
     pool->RemoveSequence(kTargetSeq);
     return Status::Ok();
   };
-  op.run = [path, pool] {
+  op.run = [path, num_threads, pool] {
+    RestoreOptions options;
+    options.num_threads = num_threads;
     return RestoreSequenceFromFile(Env::Default(), path, kFingerprint,
-                                   kTargetSeq, pool)
+                                   kTargetSeq, pool, options)
         .status();
   };
   return op;
@@ -335,10 +337,12 @@ Status MeasureRestores(const StateIoOptions& o, const std::string& path,
   KV_ASSIGN_OR_RETURN(std::unique_ptr<PreadBench> read,
                       PreadBench::Open(path, r->bytes));
   MemcpyBench copy(r->bytes);
-  std::vector<Timed> ops = {RestoreOp(path, fragmented.get()),
-                            {.run = [&] { return read->Run(); }},
-                            {.run = [&] { return copy.Run(); }}};
-  if (contiguous) ops.push_back(RestoreOp(path, contiguous.get()));
+  std::vector<Timed> ops = {
+      RestoreOp(path, o.restore_threads, fragmented.get()),
+      {.run = [&] { return read->Run(); }},
+      {.run = [&] { return copy.Run(); }}};
+  if (contiguous)
+    ops.push_back(RestoreOp(path, o.restore_threads, contiguous.get()));
   KV_ASSIGN_OR_RETURN(std::vector<double> s, MedianSeconds(o.reps, ops));
   r->restore_fragmented_gbps = Gbps(r->bytes, s[0]);
   r->read_gbps = Gbps(r->bytes, s[1]);
@@ -362,6 +366,7 @@ StatusOr<StateIoResult> RunStateIo(const StateIoOptions& o) {
   r.num_tokens = o.num_tokens;
   r.layout = o.layout.ToString();
   r.page_size = o.page_size;
+  r.restore_threads = o.restore_threads;
   r.reps = o.reps;
   KV_RETURN_IF_ERROR(MeasureSaves(o, dir.file(), *source, &r));
   KV_RETURN_IF_ERROR(MeasureRestores(o, dir.file(), *source, &r));
@@ -372,6 +377,7 @@ std::string StateIoJson(const StateIoResult& r) {
   // ordered_json keeps the keys in the documented order.
   nlohmann::ordered_json j;
   j["bytes"] = r.bytes;
+  j["restore_threads"] = r.restore_threads;
   j["save_gbps"] = r.save_gbps;
   j["save_fsync_gbps"] = r.save_fsync_gbps;
   j["restore_gbps"] = r.restore_gbps ? nlohmann::ordered_json(*r.restore_gbps)

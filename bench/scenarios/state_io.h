@@ -18,6 +18,9 @@ struct StateIoOptions {
   // Defaults: TinyLlama-1.1B's KV shape.
   KvLayout layout{22, 4, 64, 64, KvDtype::kF16};
   uint32_t page_size = 16;
+  // Threads each restore reads and verifies its chunks with
+  // (RestoreOptions::num_threads).
+  uint32_t restore_threads = 2;
   // Only the restore into a fragmented pool (skips the contiguous one).
   bool fragmented_only = false;
   // Each figure is the median of this many timed repetitions (after one
@@ -35,6 +38,7 @@ struct StateIoResult {
   uint64_t num_tokens = 0;
   std::string layout;  // KvLayout::ToString()
   uint32_t page_size = 0;
+  uint32_t restore_threads = 0;
   uint32_t reps = 0;
   uint64_t bytes = 0;          // the state file's size
   double save_gbps = 0;        // SaveSequenceToFile, sync = false
@@ -52,7 +56,8 @@ struct StateIoResult {
 // Each restore is checked to reproduce the saved bytes.
 StatusOr<StateIoResult> RunStateIo(const StateIoOptions& options);
 
-// Returns one JSON object with exactly the keys bytes, save_gbps,
+// Returns one JSON object with exactly the keys bytes, restore_threads,
+// save_gbps,
 // save_fsync_gbps, restore_gbps (null when not measured),
 // restore_fragmented_gbps, read_gbps, memcpy_gbps.
 std::string StateIoJson(const StateIoResult& result);

@@ -44,6 +44,8 @@ uint64_t Xxh3Hasher::Digest() const {
   return XXH3_64bits_digest(static_cast<const XXH3_state_t*>(state_));
 }
 
-void Xxh3Hasher::Reset() { XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_)); }
+void Xxh3Hasher::Reset(uint64_t seed) {
+  XXH3_64bits_reset_withSeed(static_cast<XXH3_state_t*>(state_), seed);
+}
 
 }  // namespace kvault

@@ -39,8 +39,8 @@ class Xxh3Hasher {
   void Update(const void* data, size_t num_bytes);
   // Returns the hash of everything added so far (does not reset).
   uint64_t Digest() const;
-  // Forgets everything added.
-  void Reset();
+  // Forgets everything added; the next hash is XXH3-64 with `seed`.
+  void Reset(uint64_t seed = 0);
 
  private:
   void* state_;  // XXH3_state_t*, kept opaque so xxhash.h stays private.

@@ -76,6 +76,7 @@ KvVault::KvVault(KvCache* cache, Env* env, const KvVaultOptions& options,
       env_(env),
       fingerprint_(options.fingerprint),
       save_options_(options.save),
+      restore_threads_(options.restore_threads),
       policy_(std::move(policy)),
       spill_tiers_(std::move(spill_tiers)) {}
 
@@ -143,6 +144,7 @@ RestoreOptions KvVault::RoomForRestore(SeqId target, SeqId scratch,
   // No tier could take the target's old KV: the restore may still replace
   // it in place, verifying the whole file before the old cells go.
   options.reuse_target_pages = true;
+  options.num_threads = restore_threads_;
   return options;
 }
 

@@ -65,6 +65,9 @@ struct KvVaultOptions {
   // spilled entry (counted); false refuses the spill instead
   // (ResourceExhausted), so no spilled KV is ever lost.
   bool allow_drops = true;
+  // Threads each restore reads its chunks with (RestoreOptions::
+  // num_threads): spill tiers and user restores alike.
+  uint32_t restore_threads = 2;
 };
 
 // One sequence moved out of the pool.
@@ -211,6 +214,7 @@ class KvVault {
   Env* env_;
   ModelFingerprint fingerprint_;
   SaveOptions save_options_;
+  uint32_t restore_threads_;
   std::unique_ptr<EvictionPolicy> policy_;
   SpillTiers spill_tiers_;
   std::map<SeqId, SeqMeta> meta_;

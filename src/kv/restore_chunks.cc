@@ -3,10 +3,18 @@
 #include "kv/restore_chunks.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
+#include "core/check.h"
+#include "core/checksum.h"
+#include "core/mutex.h"
 #include "kv/state_format.h"
 
 namespace kvault::state_internal {
@@ -27,76 +35,200 @@ Status CheckSummary(const ValidatedFile& v, uint64_t computed) {
       .WithReason(kReasonChecksumMismatch);
 }
 
-// Reads chunk `c` into `chunk` (payload + checksum) and verifies it;
-// returns its stored checksum.
-StatusOr<uint64_t> ReadChunk(const RandomAccessFile& file, const StateHeader& h,
-                             uint64_t c, std::span<std::byte> chunk) {
-  const uint64_t t0 = c * h.tokens_per_chunk;
-  const uint64_t t = h.chunk_tokens(c);
-  const uint64_t payload_bytes = chunk.size() - 8;
-  const uint64_t offset = h.chunk_offset(c);
-  const std::string name =
-      "chunk " + std::to_string(c) + " of " + std::to_string(h.num_chunks());
-  KV_RETURN_IF_ERROR(ReadExact(file, offset, chunk, name));
-  const uint64_t stored = LoadLe64(chunk.data() + payload_bytes);
-  const uint64_t computed = ChunkChecksum(chunk.first(payload_bytes), c);
-  if (stored != computed) {
-    return CorruptionError(name + " (file bytes " +
+// Copied and hashed together in pieces this small, a piece is still in L1
+// when the hash reads it.
+constexpr uint64_t kFusedBytes = uint64_t{16} << 10;
+
+// One loading thread's reader: pulls a chunk through its own buffer into
+// the chunk's targets, hashing every payload byte on the way.
+class ChunkReader {
+ public:
+  ChunkReader(const RandomAccessFile& file, const StateHeader& h)
+      : file_(file),
+        h_(h),
+        buffer_(static_cast<std::byte*>(
+            ::operator new[](kChunkReadBytes, std::align_val_t(4096)))) {}
+
+  // Loads chunk `c` into `targets`; returns its stored checksum once the
+  // computed one matches.
+  StatusOr<uint64_t> Load(uint64_t c, const ChunkTargets& targets) {
+    const uint64_t payload_bytes = h_.chunk_tokens(c) * h_.layout.cell_bytes();
+    const uint64_t offset = h_.chunk_offset(c);
+    hasher_.Reset(ChunkChecksumSeed(c));
+    next_ = 0;
+    at_ = 0;
+    std::array<std::byte, kStateChecksumBytes> stored_bytes;
+    for (uint64_t done = 0; done < payload_bytes + kStateChecksumBytes;) {
+      const uint64_t n =
+          std::min(kChunkReadBytes, payload_bytes + kStateChecksumBytes - done);
+      KV_RETURN_IF_ERROR(ReadExact(file_, offset + done,
+                                   std::span(buffer_.get(), n), Name(c)));
+      const uint64_t to_payload =
+          done < payload_bytes ? std::min(n, payload_bytes - done) : 0;
+      CopyAndHash(targets, buffer_.get(), to_payload);
+      for (uint64_t i = to_payload; i < n; ++i) {
+        stored_bytes[done + i - payload_bytes] = buffer_[i];
+      }
+      done += n;
+    }
+    const uint64_t stored = LoadLe64(stored_bytes.data());
+    const uint64_t computed = hasher_.Digest();
+    if (stored == computed) return stored;
+    const uint64_t t0 = c * h_.tokens_per_chunk;
+    return CorruptionError(Name(c) + " (file bytes " +
                            Range(offset, offset + payload_bytes + 8) +
-                           ", tokens " + Range(t0, t0 + t) +
+                           ", tokens " + Range(t0, t0 + h_.chunk_tokens(c)) +
                            ") checksum mismatch: stored " + Hex64(stored) +
                            ", computed " + Hex64(computed))
         .WithReason(kReasonChecksumMismatch);
   }
-  return stored;
-}
+
+ private:
+  std::string Name(uint64_t c) const {
+    return "chunk " + std::to_string(c) + " of " +
+           std::to_string(h_.num_chunks());
+  }
+
+  // Copies `n` payload bytes from `from` to where the targets continue.
+  void CopyAndHash(const ChunkTargets& targets, const std::byte* from,
+                   uint64_t n) {
+    while (n > 0) {
+      while (at_ == targets[next_].size()) {  // also skips empty targets
+        ++next_;
+        at_ = 0;
+        KV_CHECK(next_ < targets.size()) << "chunk targets end early";
+      }
+      const uint64_t m =
+          std::min({n, targets[next_].size() - at_, kFusedBytes});
+      std::memcpy(targets[next_].data() + at_, from, m);
+      hasher_.Update(from, m);
+      from += m;
+      n -= m;
+      at_ += m;
+    }
+  }
+
+  const RandomAccessFile& file_;
+  const StateHeader& h_;
+  struct AlignedDelete {
+    void operator()(std::byte* p) const {
+      ::operator delete[](p, std::align_val_t(4096));
+    }
+  };
+  std::unique_ptr<std::byte[], AlignedDelete> buffer_;  // [kChunkReadBytes]
+  Xxh3Hasher hasher_;
+  size_t next_ = 0;  // the target being filled
+  uint64_t at_ = 0;  // bytes of it filled
+};
+
+// What the loading threads share: the next chunk to take, every chunk's
+// stored checksum, and the first bad chunk.
+class ChunkLoad {
+ public:
+  ChunkLoad(const RandomAccessFile& file, const StateHeader& h,
+            const ChunkTargetsFn& targets_for)
+      : file_(file),
+        h_(h),
+        targets_for_(targets_for),
+        checksums_(h.num_chunks()),
+        first_bad_(h.num_chunks()) {}
+
+  // One thread's work: takes chunks in order until none is left or one
+  // before them failed.
+  void Work() {
+    ChunkReader reader(file_, h_);
+    ChunkTargets targets;
+    for (;;) {
+      const uint64_t c = next_.fetch_add(1);
+      if (c >= h_.num_chunks() || c > first_bad_.load()) return;
+      targets.clear();
+      const uint64_t t0 = c * h_.tokens_per_chunk;
+      targets_for_(c, t0, h_.chunk_tokens(c), &targets);
+      StatusOr<uint64_t> stored = reader.Load(c, targets);
+      if (stored.ok()) {
+        checksums_[c] = *stored;
+      } else {
+        Fail(c, stored.status());
+      }
+    }
+  }
+
+  // Returns the first bad chunk's error, or OK with every checksum.
+  Status Result(std::vector<uint64_t>* checksums) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    if (!error_.ok()) return error_;
+    *checksums = std::move(checksums_);
+    return Status::Ok();
+  }
+
+ private:
+  void Fail(uint64_t c, const Status& status) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    if (c < first_bad_.load()) {
+      first_bad_.store(c);
+      error_ = status;
+    }
+  }
+
+  const RandomAccessFile& file_;
+  const StateHeader& h_;
+  const ChunkTargetsFn& targets_for_;
+  std::vector<uint64_t> checksums_;  // [chunk]; each written by one thread
+  std::atomic<uint64_t> next_{0};
+  std::atomic<uint64_t> first_bad_;  // num_chunks while none failed
+  Mutex mu_;
+  Status error_ GUARDED_BY(mu_);  // the error of chunk first_bad_
+};
 
 }  // namespace
 
-Status VerifyChunks(const RandomAccessFile& file, const ValidatedFile& v,
-                    uint64_t token_checksum, const ChunkBufferFn& buffer_for,
-                    const ChunkDoneFn& done) {
-  const StateHeader& h = v.header;
-  const uint64_t cell_bytes = h.layout.cell_bytes();
-  std::vector<uint64_t> chunk_checksums;  // grows only as chunks verify
-  for (uint64_t c = 0; c < h.num_chunks(); ++c) {
-    const uint64_t t0 = c * h.tokens_per_chunk;
-    const uint64_t t = h.chunk_tokens(c);
-    const std::span<std::byte> chunk =
-        buffer_for(c, t0, t).first(t * cell_bytes + 8);
-    KV_ASSIGN_OR_RETURN(const uint64_t stored, ReadChunk(file, h, c, chunk));
-    done(t0, t, chunk.data());
-    chunk_checksums.push_back(stored);
+Status LoadChunks(const RandomAccessFile& file, const ValidatedFile& v,
+                  uint64_t token_checksum, const ChunkTargetsFn& targets_for,
+                  uint32_t num_threads) {
+  ChunkLoad load(file, v.header, targets_for);
+  // The caller's thread works too; no thread goes without a chunk.
+  const uint64_t num_workers =
+      std::min<uint64_t>(num_threads, v.header.num_chunks());
+  const uint64_t num_helpers = num_workers > 1 ? num_workers - 1 : 0;
+  std::vector<std::thread> helpers;
+  for (uint64_t i = 0; i < num_helpers; ++i) {
+    try {
+      helpers.emplace_back([&load] { load.Work(); });
+    } catch (const std::system_error&) {
+      break;  // no thread to be had: the ones running do the work
+    }
   }
+  load.Work();
+  for (std::thread& helper : helpers) helper.join();
+  std::vector<uint64_t> checksums;
+  KV_RETURN_IF_ERROR(load.Result(&checksums));
   return CheckSummary(
-      v, SummaryChecksum(v.header_checksum, token_checksum, chunk_checksums));
+      v, SummaryChecksum(v.header_checksum, token_checksum, checksums));
+}
+
+void CellTargets(std::span<const PageId> pages, uint32_t page_size, uint64_t t0,
+                 uint64_t t, KvStorage* storage, ChunkTargets* out) {
+  std::vector<CellRun> runs;
+  CollectCellRuns(pages, page_size, t0, t0 + t, &runs);
+  const KvLayout& layout = storage->layout();
+  for (uint32_t layer = 0; layer < layout.num_layers; ++layer) {
+    for (KvSide side : {KvSide::kK, KvSide::kV}) {
+      for (const CellRun& run : runs) {
+        out->push_back(
+            storage->Rows(side, layer, CellId(run.first), run.count));
+      }
+    }
+  }
 }
 
 void ScatterChunk(std::span<const PageId> pages, uint32_t page_size,
                   uint64_t t0, uint64_t t, const std::byte* payload,
                   KvStorage* storage) {
-  std::vector<CellRun> runs;
-  CollectCellRuns(pages, page_size, t0, t0 + t, &runs);
-  const KvLayout& layout = storage->layout();
-  const uint64_t num_cells = storage->num_cells();
-  const uint64_t k_row_bytes = layout.k_row_bytes();
-  const uint64_t v_row_bytes = layout.v_row_bytes();
-  for (uint32_t layer = 0; layer < layout.num_layers; ++layer) {
-    // One bounds-checked span per layer and side; the runs index into it.
-    std::byte* k =
-        storage->Rows(KvSide::kK, layer, CellId(0), num_cells).data();
-    for (const CellRun& run : runs) {
-      std::memcpy(k + run.first * k_row_bytes, payload,
-                  run.count * k_row_bytes);
-      payload += run.count * k_row_bytes;
-    }
-    std::byte* v =
-        storage->Rows(KvSide::kV, layer, CellId(0), num_cells).data();
-    for (const CellRun& run : runs) {
-      std::memcpy(v + run.first * v_row_bytes, payload,
-                  run.count * v_row_bytes);
-      payload += run.count * v_row_bytes;
-    }
+  ChunkTargets targets;
+  CellTargets(pages, page_size, t0, t, storage, &targets);
+  for (std::span<std::byte> target : targets) {
+    std::memcpy(target.data(), payload, target.size());
+    payload += target.size();
   }
 }
 

@@ -3,7 +3,8 @@
 // into a sequence's cells. Shared by the two ways a restore loads:
 //
 //   reserved  Prepare reserved the cells under a scratch sequence, so each
-//             verified chunk is scattered into them at once.
+//             chunk is read straight into them (they are not the target's
+//             until Commit, which needs every chunk verified).
 //   buffered  there was no room beside the target's old KV, but its own pages
 //             would hold the file: Load reads the whole payload into a host
 //             buffer and verifies every chunk, and only Commit releases the
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <vector>
 
 #include "core/env.h"
 #include "core/status.h"
@@ -24,24 +26,39 @@
 
 namespace kvault::state_internal {
 
-// Returns where chunk `c` (first token `t0`, `t` tokens) is read: room for
-// its payload plus the 8-byte checksum.
-using ChunkBufferFn =
-    std::function<std::span<std::byte>(uint64_t c, uint64_t t0, uint64_t t)>;
-// Takes chunk `c`'s verified payload (tokens [t0, t0 + t)).
-using ChunkDoneFn =
-    std::function<void(uint64_t t0, uint64_t t, const std::byte* payload)>;
+// Where a chunk's payload goes: its bytes, in file order, fill these spans
+// one after another (their sizes add up to the payload's).
+using ChunkTargets = std::vector<std::span<std::byte>>;
+// Fills `out` (emptied by the caller) with chunk `c`'s targets (tokens
+// [t0, t0 + t)). Called from every loading thread; must be thread-safe.
+using ChunkTargetsFn =
+    std::function<void(uint64_t c, uint64_t t0, uint64_t t, ChunkTargets* out)>;
 
-// Reads every chunk of `file` into `buffer_for`'s span, verifies its
-// checksum (check 12) and hands it to `done`, then verifies the summary
-// (check 13). Corruption (reason checksum_mismatch) or IOError as
-// RestoreSequence; chunks after a bad one are not read.
-Status VerifyChunks(const RandomAccessFile& file, const ValidatedFile& v,
-                    uint64_t token_checksum, const ChunkBufferFn& buffer_for,
-                    const ChunkDoneFn& done);
+// The bytes a loading thread reads at once: small enough to stay in its
+// L2 cache while they are copied and hashed, large enough that a pread
+// costs little per byte.
+inline constexpr uint64_t kChunkReadBytes = uint64_t{256} << 10;
 
-// Copies a verified chunk payload ([layer][K runs, V runs], the file's
-// order) of logical cells [t0, t0 + t) into a sequence owning `pages`.
+// Reads every chunk of `file` straight through a small per-thread buffer
+// into its targets, hashing each piece as it is copied (check 12), then
+// verifies the summary (check 13). `num_threads` threads (the caller's
+// included, at most one per chunk) take chunks in file order. Corruption
+// (reason checksum_mismatch) or IOError as RestoreSequence, for the first
+// bad chunk in file order; chunks after it are not started once it is
+// known. The targets of a chunk hold unverified bytes until the call
+// returns OK: callers use them only then.
+Status LoadChunks(const RandomAccessFile& file, const ValidatedFile& v,
+                  uint64_t token_checksum, const ChunkTargetsFn& targets_for,
+                  uint32_t num_threads);
+
+// Appends to `out` where a chunk of logical cells [t0, t0 + t) of a
+// sequence owning `pages` goes in `storage`, in the file's order
+// ([layer][K runs, V runs]).
+void CellTargets(std::span<const PageId> pages, uint32_t page_size, uint64_t t0,
+                 uint64_t t, KvStorage* storage, ChunkTargets* out);
+
+// Copies a verified chunk payload (the file's order) of logical cells
+// [t0, t0 + t) into a sequence owning `pages`.
 void ScatterChunk(std::span<const PageId> pages, uint32_t page_size,
                   uint64_t t0, uint64_t t, const std::byte* payload,
                   KvStorage* storage);

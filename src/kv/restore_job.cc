@@ -154,8 +154,9 @@ struct RestoreJob::State {
   // using).
   std::vector<PageId> pages;
   uint32_t page_size = 0;
+  uint32_t num_threads = 1;  // RestoreOptions::num_threads
   // kTargetPages: the cells Commit appends, and the verified K/V payload
-  // Load read (file order, plus 8 spare bytes for the last checksum).
+  // Load read (file order).
   std::vector<TokenPos> tokens;
   std::unique_ptr<std::byte[]> payload;
   std::chrono::steady_clock::time_point start;
@@ -200,6 +201,7 @@ StatusOr<std::unique_ptr<RestoreJob>> RestoreJob::Prepare(
   state->storage = cache->storage();
   state->scratch = scratch;
   state->page_size = cache->pool().page_size();
+  state->num_threads = options.num_threads;
   return std::unique_ptr<RestoreJob>(new RestoreJob(std::move(state), target));
 }
 
@@ -231,38 +233,28 @@ Status RestoreJob::Load() {
 
 Status RestoreJob::LoadIntoCells() {
   State& s = *state_;
-  const StateHeader& h = s.validated.header;
-  // One chunk's payload and checksum at a time, reused.
-  const uint64_t buffer_bytes =
-      std::min<uint64_t>(h.tokens_per_chunk, h.num_tokens) *
-          h.layout.cell_bytes() +
-      8;
-  auto buffer = std::make_unique_for_overwrite<std::byte[]>(buffer_bytes);
-  return state_internal::VerifyChunks(
+  return state_internal::LoadChunks(
       *s.file, s.validated, s.token_checksum,
-      [&](uint64_t, uint64_t, uint64_t) {
-        return std::span<std::byte>(buffer.get(), buffer_bytes);
+      [&s](uint64_t, uint64_t t0, uint64_t t,
+           state_internal::ChunkTargets* out) {
+        state_internal::CellTargets(s.pages, s.page_size, t0, t, s.storage,
+                                    out);
       },
-      [&s](uint64_t t0, uint64_t t, const std::byte* payload) {
-        state_internal::ScatterChunk(s.pages, s.page_size, t0, t, payload,
-                                     s.storage);
-      });
+      s.num_threads);
 }
 
 Status RestoreJob::LoadIntoBuffer() {
   State& s = *state_;
   const uint64_t cell_bytes = s.validated.header.layout.cell_bytes();
-  // Chunks land back to back; each checksum is read before the next
-  // chunk's payload overwrites it, so 8 spare bytes at the end suffice.
-  const uint64_t bytes = s.validated.header.num_tokens * cell_bytes + 8;
+  const uint64_t bytes = s.validated.header.num_tokens * cell_bytes;
   s.payload = std::make_unique_for_overwrite<std::byte[]>(bytes);
-  return state_internal::VerifyChunks(
+  return state_internal::LoadChunks(
       *s.file, s.validated, s.token_checksum,
-      [&s, bytes, cell_bytes](uint64_t, uint64_t t0, uint64_t) {
-        const uint64_t at = t0 * cell_bytes;
-        return std::span<std::byte>(s.payload.get() + at, bytes - at);
+      [&s, cell_bytes](uint64_t, uint64_t t0, uint64_t t,
+                       state_internal::ChunkTargets* out) {
+        out->emplace_back(s.payload.get() + t0 * cell_bytes, t * cell_bytes);
       },
-      [](uint64_t, uint64_t, const std::byte*) {});
+      s.num_threads);
 }
 
 StatusOr<RestoreResult> RestoreJob::Commit() {

@@ -7,8 +7,9 @@
 //                        docs/state_file_format.md (header, size, trailer,
 //                        token table) and reserves the cells under a scratch
 //                        sequence (asking make_room once when short).
-//   RestoreJob::Load     any one thread, once: reads, verifies and scatters
-//                        every chunk into the reserved cells (checks 12-13).
+//   RestoreJob::Load     any one thread, once: reads every chunk into the
+//                        reserved cells and verifies it (checks 12-13),
+//                        with RestoreOptions::num_threads threads.
 //                        It touches only the file and those cells' bytes
 //                        (the page list it writes was copied by Prepare), so
 //                        the owner may use the table meanwhile.
@@ -104,8 +105,8 @@ class RestoreJob {
  private:
   struct State;
   RestoreJob(std::unique_ptr<State> state, SeqId target);
-  // Load's two placements: scatter each verified chunk into the reserved
-  // cells, or read and verify the whole payload into the host buffer.
+  // Load's two placements: read each chunk straight into the reserved
+  // cells, or the whole payload into the host buffer.
   Status LoadIntoCells();
   Status LoadIntoBuffer();
   // Commit's two placements; on error the target is as before Prepare.

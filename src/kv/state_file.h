@@ -74,6 +74,11 @@ struct RestoreOptions {
   // restored sequence's K/V) before the target's old cells are released,
   // so a bad file still leaves the target as it was.
   bool reuse_target_pages = false;
+  // Threads that read and verify the chunks (the loading thread included;
+  // at most one per chunk). More than one lets a restore outrun a single
+  // core's copy-and-hash speed where memory is fast (docs/benchmarks.md,
+  // state-io).
+  uint32_t num_threads = 1;
 };
 
 struct RestoreResult {

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/fault_injecting_env.h"
+#include "kv/restore_chunks.h"
 #include "state_test_util.h"
 
 namespace kvault {
@@ -303,6 +304,78 @@ TEST(StateFileTest, Checks11To13AndChunkSwapsAreCorruption) {
   expect_corrupt(bad, "summary checksum (trailer at offset " +
                           std::to_string(file.size() - 24) + ")");
   ASSERT_TRUE(Restore(file, cache.get(), SeqId(2)).ok());
+}
+
+RestoreOptions Threads(uint32_t num_threads) {
+  RestoreOptions options;
+  options.num_threads = num_threads;
+  return options;
+}
+
+TEST(StateFileTest, LoadingWithSeveralThreadsRestoresTheSameBytes) {
+  auto source = MakeCache(SmallLayout(), 512, 1);
+  AppendRandom(source.get(), SeqId(1), 200, 21);
+  const std::string file =
+      SaveToString(*source, SeqId(1), ChunkOf(SmallLayout(), 3));  // 67
+  for (uint32_t threads : {2u, 4u, 100u}) {
+    auto cache = MakeCache(SmallLayout(), 512, 1);
+    state_test::FragmentPool(cache.get(), 100, threads);
+    StatusOr<RestoreResult> r =
+        Restore(file, cache.get(), SeqId(1), Threads(threads));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(SequenceBytes(*cache, SeqId(1)),
+              SequenceBytes(*source, SeqId(1)));
+    EXPECT_EQ(CellsOf(*cache, SeqId(1)), CellsOf(*source, SeqId(1)));
+  }
+}
+
+TEST(StateFileTest, SeveralThreadsReportTheFirstBadChunkAndChangeNothing) {
+  auto cache = MakeCache(SmallLayout(), 512, 4);
+  AppendRandom(cache.get(), SeqId(1), 120, 3);
+  const std::string file =
+      SaveToString(*cache, SeqId(1), ChunkOf(SmallLayout(), 2));  // 60
+  const uint64_t chunk = 2 * 512 + 8;
+  const uint64_t chunk0 = 128 + 120 * 8 + 8;
+  const CacheSnapshot before = TakeSnapshot(*cache);
+  for (uint32_t threads : {1u, 3u, 8u}) {
+    std::string bad = file;
+    bad[chunk0 + 41 * chunk + 5] ^= 1;
+    bad[chunk0 + 7 * chunk + 900] ^= 1;  // the first bad one
+    Status s = Restore(bad, cache.get(), SeqId(2), Threads(threads)).status();
+    EXPECT_TRUE(s.IsCorruption()) << s;
+    EXPECT_NE(s.message().find("chunk 7 of 60 (file bytes [" +
+                               std::to_string(chunk0 + 7 * chunk) + ", "),
+              std::string::npos)
+        << s;
+    EXPECT_EQ(DiffSnapshots(before, TakeSnapshot(*cache)), "");
+  }
+}
+
+// A chunk larger than one read (kChunkReadBytes) whose stored checksum
+// straddles two reads: Q8_0 rows of 34 bytes make a 68-byte cell, and 3855
+// cells end 4 bytes before a read boundary.
+TEST(StateFileTest, ChunksLargerThanOneReadAndASplitChecksumVerify) {
+  const KvLayout layout{1, 1, 32, 32, KvDtype::kQ8_0};
+  ASSERT_EQ(layout.cell_bytes(), 68u);
+  ASSERT_EQ(3855 * 68 % state_internal::kChunkReadBytes,
+            state_internal::kChunkReadBytes - 4);
+  auto source = MakeCache(layout, 4096, 1);
+  AppendRandom(source.get(), SeqId(1), 3855, 8);
+  const std::string file = SaveToString(*source, SeqId(1));  // one chunk
+  for (uint32_t threads : {1u, 2u}) {
+    auto cache = MakeCache(layout, 4096, 1);
+    ASSERT_TRUE(Restore(file, cache.get(), SeqId(1), Threads(threads)).ok());
+    EXPECT_EQ(SequenceBytes(*cache, SeqId(1)),
+              SequenceBytes(*source, SeqId(1)));
+    for (uint64_t at : {file.size() - 24 - 1, file.size() - 24 - 8}) {
+      std::string bad = file;
+      bad[at] ^= 0x40;  // a byte of the chunk's stored checksum
+      auto other = MakeCache(layout, 4096, 1);
+      Status s = Restore(bad, other.get(), SeqId(1), Threads(threads)).status();
+      EXPECT_EQ(s.reason(), kReasonChecksumMismatch) << s;
+      EXPECT_FALSE(other->table().Contains(SeqId(1)));
+    }
+  }
 }
 
 TEST(StateFileTest, UnknownSeqNoLayoutAndScratchMisuse) {
