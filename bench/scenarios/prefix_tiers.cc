@@ -96,6 +96,9 @@ StatusOr<PrefixTiersRow> TimeWay(const Setup& s, const std::string& source,
   return row;
 }
 
+// Gets per record in the Redis read measurement.
+constexpr int kReadPasses = 4;
+
 // Publishes the history to the disk tier and (when asked) Redis, keeps its
 // state file in memory, and measures Redis's throughput.
 Status PublishHistory(Setup* s, PrefixTiersResult* result) {
@@ -141,9 +144,15 @@ Status PublishHistory(Setup* s, PrefixTiersResult* result) {
     return UnavailableError("redis at " + s->o->redis_url +
                             " did not take every record");
   }
+  // As many Gets as redis-benchmark's GET run sends (4 per record, one
+  // client, one at a time), so that the two figures compare.
   t0 = TtftClock::now();
-  for (const PageKey& key : keys) KV_RETURN_IF_ERROR(redis->Get(key).status());
-  result->redis_read_gbps = bytes / (MsSince(t0) * 1e6);
+  for (int pass = 0; pass < kReadPasses; ++pass) {
+    for (const PageKey& key : keys) {
+      KV_RETURN_IF_ERROR(redis->Get(key).status());
+    }
+  }
+  result->redis_read_gbps = kReadPasses * bytes / (MsSince(t0) * 1e6);
   return Status::Ok();
 }
 

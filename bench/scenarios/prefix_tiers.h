@@ -49,7 +49,7 @@ struct PrefixTiersResult {
   uint64_t num_records = 0;
   std::vector<PrefixTiersRow> rows;
   double redis_write_gbps = 0;  // queued Puts until flushed
-  double redis_read_gbps = 0;   // Gets, one at a time, in chain order
+  double redis_read_gbps = 0;   // Gets, one at a time, 4 passes in chain order
 };
 
 // Validates `options`, runs the measurements and removes its files.

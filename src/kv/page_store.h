@@ -10,7 +10,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
+#include <vector>
 
 #include "core/env.h"
 #include "core/status_or.h"
@@ -54,6 +56,14 @@ class PageStore {
   // absent. The reader stays valid after the record is dropped.
   virtual StatusOr<std::unique_ptr<RandomAccessFile>> Get(
       const PageKey& key) = 0;
+  // Opens the records of `keys` as Get does, one result per key in order;
+  // a remote store fetches them in one round trip.
+  virtual std::vector<StatusOr<std::unique_ptr<RandomAccessFile>>> GetMany(
+      std::span<const PageKey> keys) {
+    std::vector<StatusOr<std::unique_ptr<RandomAccessFile>>> files;
+    for (const PageKey& key : keys) files.push_back(Get(key));
+    return files;
+  }
   // Deletes the record of `key` (OK when absent), e.g. one found corrupt.
   virtual Status Remove(const PageKey& key) = 0;
   // Returns the counters and occupancy.

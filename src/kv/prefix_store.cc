@@ -124,47 +124,60 @@ uint64_t PrefixStore::Extend(KvCache* cache, SeqId seq,
   limit = std::min<uint64_t>(limit, wanted.size());
   const std::vector<PageKey> keys =
       PageKeyChain(root_, wanted.first(limit), page_size);
+  ReadAhead ahead;
   uint64_t i = have / page_size;
   for (; i < keys.size(); ++i) {
-    const PageKey& parent = i == 0 ? root_ : keys[i - 1];
-    if (!FetchPage(cache, seq, keys[i], parent,
-                   wanted.subspan(i * page_size, page_size))) {
+    if (!FetchPage(cache, seq, keys, i,
+                   wanted.subspan(i * page_size, page_size), &ahead)) {
       break;
     }
   }
   return std::max<uint64_t>(have, i * page_size);
 }
 
-bool PrefixStore::FetchPage(KvCache* cache, SeqId seq, const PageKey& key,
-                            const PageKey& parent,
-                            std::span<const TokenPos> cells) {
+bool PrefixStore::FetchPage(KvCache* cache, SeqId seq,
+                            std::span<const PageKey> keys, size_t i,
+                            std::span<const TokenPos> cells, ReadAhead* ahead) {
   const uint32_t page_size = cache->pool().page_size();
   const uint64_t page_bytes =
       uint64_t{page_size} * cache->storage()->layout().cell_bytes();
+  const PageKey& key = keys[i];
   for (size_t t = 0; t < tiers_.size(); ++t) {
     Tier& tier = tiers_[t];
-    if (!tier.store->Contains(key)) continue;
-    if (tier.store->ExpectedFetchSeconds(page_bytes) >
-        RecomputeSeconds(page_size)) {
-      ++tier.stats.fetches_skipped;
-      continue;
+    if (ahead->tier != t || i < ahead->first ||
+        i >= ahead->first + ahead->files.size()) {
+      if (!tier.store->Contains(key)) continue;
+      if (tier.store->ExpectedFetchSeconds(page_bytes) >
+          RecomputeSeconds(page_size)) {
+        ++tier.stats.fetches_skipped;
+        continue;
+      }
+      // This page and the next few of the chain, in one round trip.
+      const size_t n = std::min(kReadAheadPages, keys.size() - i);
+      *ahead = ReadAhead{t, i, tier.store->GetMany(keys.subspan(i, n))};
     }
-    StatusOr<std::unique_ptr<RandomAccessFile>> file = tier.store->Get(key);
-    if (!file.ok()) continue;  // gone meanwhile, or the store is down
+    StatusOr<std::unique_ptr<RandomAccessFile>>& file =
+        ahead->files[i - ahead->first];
+    if (!file.ok()) continue;  // absent, gone meanwhile, or the store is down
+    const PageKey& parent = i == 0 ? root_ : keys[i - 1];
     if (!LoadPage(cache, seq, tier, **file, key, parent, cells)) continue;
     ++tier.stats.pages_loaded;
-    if (t == 0) return true;
-    StatusOr<std::string> record = ReadAll(**file);
-    for (size_t near = 0; record.ok() && near < t; ++near) {
-      if (tiers_[near].store->Put(key, *record).ok()) {
-        ++tiers_[near].stats.pages_published;
-      } else {
-        ++tiers_[near].stats.publish_failures;
-      }
-    }
+    if (t > 0) CopyNearer(t, key, **file);
     return true;
   }
   return false;
+}
+
+void PrefixStore::CopyNearer(size_t t, const PageKey& key,
+                             const RandomAccessFile& record) {
+  StatusOr<std::string> bytes = ReadAll(record);
+  for (size_t near = 0; bytes.ok() && near < t; ++near) {
+    if (tiers_[near].store->Put(key, *bytes).ok()) {
+      ++tiers_[near].stats.pages_published;
+    } else {
+      ++tiers_[near].stats.publish_failures;
+    }
+  }
 }
 
 bool PrefixStore::LoadPage(KvCache* cache, SeqId seq, Tier& tier,

@@ -95,11 +95,25 @@ class PrefixStore {
     std::unique_ptr<PageStore> store;
     PrefixTierStats stats;
   };
-  // Brings page `key` (after `parent`, holding `cells`) onto the end of
-  // `seq` from the nearest tier that has it and is worth fetching from;
-  // copies the record into the nearer tiers. False when no tier could.
-  bool FetchPage(KvCache* cache, SeqId seq, const PageKey& key,
-                 const PageKey& parent, std::span<const TokenPos> cells);
+  // Records one tier fetched for a run of the chain in one round trip
+  // (PageStore::GetMany), kept for the pages after the one asked for.
+  struct ReadAhead {
+    size_t tier = SIZE_MAX;
+    size_t first = 0;  // the chain index of files[0]
+    std::vector<StatusOr<std::unique_ptr<RandomAccessFile>>> files;
+  };
+  // Pages a fetch asks a tier for at once: a remote store answers them in
+  // one round trip; at most this many records wait in memory.
+  static constexpr size_t kReadAheadPages = 8;
+
+  // Brings page keys[i] (holding `cells`) onto the end of `seq` from the
+  // nearest tier that has it and is worth fetching from (reading ahead
+  // into `ahead`); copies the record into the nearer tiers. False when no
+  // tier could.
+  bool FetchPage(KvCache* cache, SeqId seq, std::span<const PageKey> keys,
+                 size_t i, std::span<const TokenPos> cells, ReadAhead* ahead);
+  // Copies `record` of page `key`, read from tier `t`, into tiers [0, t).
+  void CopyNearer(size_t t, const PageKey& key, const RandomAccessFile& record);
   // Loads `record` of page `key` from `tier` onto the end of `seq`; false
   // (counted, logged, the record removed when bad) when it cannot.
   bool LoadPage(KvCache* cache, SeqId seq, Tier& tier,

@@ -157,6 +157,34 @@ StatusOr<void*> RedisConnection::Command(
 StatusOr<std::optional<RedisValue>> RedisConnection::Get(std::string_view key) {
   const std::string_view argv[] = {"GET", key};
   KV_ASSIGN_OR_RETURN(void* raw, Command(argv));
+  return GetReply(raw);
+}
+
+StatusOr<std::vector<StatusOr<std::optional<RedisValue>>>>
+RedisConnection::GetMany(std::span<const std::string> keys) {
+  KV_RETURN_IF_ERROR(Ensure());
+  for (const std::string& key : keys) {
+    const char* argv[] = {"GET", key.data()};
+    const size_t lens[] = {3, key.size()};
+    if (redisAppendCommandArgv(context_, 2, argv, lens) != REDIS_OK) {
+      return Fail("queueing GET: out of memory");
+    }
+  }
+  std::vector<StatusOr<std::optional<RedisValue>>> values;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    void* raw = nullptr;
+    if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) {
+      return Fail(std::string("GET: ") + context_->errstr);
+    }
+    values.push_back(GetReply(raw));
+    // A malformed reply dropped the connection; an error reply leaves the
+    // rest of the pipeline to be read.
+    if (context_ == nullptr) return values.back().status();
+  }
+  return values;
+}
+
+StatusOr<std::optional<RedisValue>> RedisConnection::GetReply(void* raw) {
   ReplyPtr r = Own(raw);
   KV_RETURN_IF_ERROR(ReplyError(*r, "GET"));
   if (r->type == REDIS_REPLY_NIL) return std::optional<RedisValue>();

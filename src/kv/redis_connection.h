@@ -72,6 +72,11 @@ class RedisConnection {
 
   // Returns the value of `key`, nullopt when absent.
   StatusOr<std::optional<RedisValue>> Get(std::string_view key);
+  // Returns, per key of `keys`, its value (nullopt when absent) or the
+  // server's error for it; sent as one pipeline, one round trip for all.
+  // An error of the connection fails the whole call.
+  StatusOr<std::vector<StatusOr<std::optional<RedisValue>>>> GetMany(
+      std::span<const std::string> keys);
   // Returns whether `key` exists.
   StatusOr<bool> Exists(std::string_view key);
   // Deletes `key` (OK when absent).
@@ -93,6 +98,8 @@ class RedisConnection {
   Status Ensure();
   // Sends `argv` and returns the reply (owned by the caller via FreeReply).
   StatusOr<void*> Command(std::span<const std::string_view> argv);
+  // Reads a GET's reply (owned: freed here): its value, nullopt for nil.
+  StatusOr<std::optional<RedisValue>> GetReply(void* reply);
   // Drops the connection and starts (or lengthens) the back-off; returns
   // Unavailable describing `what` failed.
   Status Fail(const std::string& what);

@@ -95,30 +95,60 @@ Status RedisPageStore::Put(const PageKey& key, std::string_view record) {
 
 StatusOr<std::unique_ptr<RandomAccessFile>> RedisPageStore::Get(
     const PageKey& key) {
+  return std::move(GetMany(std::span(&key, 1)).front());
+}
+
+std::vector<StatusOr<std::unique_ptr<RandomAccessFile>>>
+RedisPageStore::GetMany(std::span<const PageKey> keys) {
+  std::vector<std::string> names;
+  for (const PageKey& key : keys) names.push_back(KeyOf(key));
   const uint64_t start = env_->NowMicros();
-  StatusOr<std::optional<RedisValue>> value = reader_.Get(KeyOf(key));
+  StatusOr<std::vector<StatusOr<std::optional<RedisValue>>>> values =
+      reader_.GetMany(names);
   const uint64_t micros = env_->NowMicros() - start;
+  std::vector<StatusOr<std::unique_ptr<RandomAccessFile>>> files;
   MutexLock lock(&mu_);
-  if (!value.ok()) {
+  if (!values.ok()) {
     ++stats_.errors;
-    ++stats_.misses;
-    return value.status();
+    stats_.misses += keys.size();
+    for (size_t i = 0; i < keys.size(); ++i) files.push_back(values.status());
+    return files;
   }
-  if (!value->has_value()) {
-    ++stats_.misses;
-    known_.erase(key);
-    return NotFoundError("page " + key.ToHex() + " is not in redis");
+  uint64_t num_hits = 0;
+  uint64_t num_bytes = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    StatusOr<std::optional<RedisValue>>& answer = (*values)[i];
+    if (!answer.ok()) {  // e.g. a value of another type under the key
+      ++stats_.errors;
+      ++stats_.misses;
+      files.push_back(answer.status());
+      continue;
+    }
+    std::optional<RedisValue>& value = *answer;
+    if (!value.has_value()) {
+      ++stats_.misses;
+      known_.erase(keys[i]);
+      files.push_back(
+          NotFoundError("page " + keys[i].ToHex() + " is not in redis"));
+      continue;
+    }
+    ++num_hits;
+    num_bytes += value->bytes().size();
+    if (known_.size() < kMaxKnownKeys) known_.insert(keys[i]);
+    files.push_back(std::unique_ptr<RandomAccessFile>(
+        new RedisValueFile(std::move(*value))));
   }
-  ++stats_.hits;
-  const uint64_t num_bytes = (*value)->bytes().size();
+  stats_.hits += num_hits;
   stats_.read_bytes += num_bytes;
   stats_.read_micros += micros;
+  if (num_hits > 0) NoteFetch(num_bytes / num_hits, micros / num_hits);
+  return files;
+}
+
+void RedisPageStore::NoteFetch(uint64_t num_bytes, uint64_t micros) const {
   const double w = fetch_bytes_avg_ == 0 ? 1.0 : kFetchWeight;
   fetch_seconds_avg_ += w * (micros / 1e6 - fetch_seconds_avg_);
   fetch_bytes_avg_ += w * (static_cast<double>(num_bytes) - fetch_bytes_avg_);
-  if (known_.size() < kMaxKnownKeys) known_.insert(key);
-  return std::unique_ptr<RandomAccessFile>(
-      new RedisValueFile(std::move(**value)));
 }
 
 Status RedisPageStore::Remove(const PageKey& key) {

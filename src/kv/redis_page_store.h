@@ -78,6 +78,9 @@ class RedisPageStore final : public PageStore {
   // Fetches the record of `key`; NotFound when absent, Unavailable when the
   // server cannot answer in time.
   StatusOr<std::unique_ptr<RandomAccessFile>> Get(const PageKey& key) override;
+  // Fetches the records of `keys` in one pipeline (one round trip).
+  std::vector<StatusOr<std::unique_ptr<RandomAccessFile>>> GetMany(
+      std::span<const PageKey> keys) override;
   // Deletes `key` on the server.
   Status Remove(const PageKey& key) override;
   // Returns the counters (num_records, used_bytes, budget_bytes: 0, the
@@ -97,7 +100,7 @@ class RedisPageStore final : public PageStore {
   // The writer thread: sends batches until stopped and drained.
   void WriterLoop();
   // Adds a finished fetch of `num_bytes` taking `micros` to the estimate.
-  void NoteFetch(uint64_t num_bytes, uint64_t micros) const;
+  void NoteFetch(uint64_t num_bytes, uint64_t micros) const REQUIRES(mu_);
 
   const RedisPageStoreOptions options_;
   Env* const env_;

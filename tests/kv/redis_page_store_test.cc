@@ -312,6 +312,46 @@ TEST_F(RedisPageStoreTest, AFlappingConnectionNeverYieldsAWrongCell) {
 
 // With a measured prefill rate faster than the measured fetch rate, pages
 // are recomputed rather than fetched (counted as skipped).
+// The calls of `command` the server has answered since the last RESETSTAT.
+int CommandCalls(RedisServer& server, const std::string& command) {
+  const std::string info = server.Cli("info commandstats");
+  const std::string tag = "cmdstat_" + command + ":calls=";
+  const size_t at = info.find(tag);
+  return at == std::string::npos ? 0
+                                 : std::atoi(info.c_str() + at + tag.size());
+}
+
+TEST_F(RedisPageStoreTest, AChainIsAskedForOnceAndFetchedInOnePipeline) {
+  ASSERT_NO_FATAL_FAILURE(PublishFromInstanceA());
+  server_->Cli("config resetstat");
+  auto b = Instance(server_->url());
+  EXPECT_EQ(b->Extend(cache_.get(), kB, wanted_, 0, 10), 8u);
+  EXPECT_TRUE(HoldsWantedPrefix(kB, 8));
+  // One EXISTS for the first page; both GETs went out together.
+  EXPECT_EQ(CommandCalls(*server_, "exists"), 1);
+  EXPECT_EQ(CommandCalls(*server_, "get"), 2);
+  EXPECT_EQ(b->Stats().tiers[1].pages_loaded, 2u);
+}
+
+TEST_F(RedisPageStoreTest, AKeyOfAnotherTypeCostsOnlyItsOwnPage) {
+  ASSERT_NO_FATAL_FAILURE(PublishFromInstanceA());
+  const std::vector<std::string> keys = ServerKeys();
+  ASSERT_EQ(keys.size(), 2u);
+  const std::string page1 =
+      RedisPageKeyPrefix(root_) + PageKeyChain(root_, wanted_, 4)[1].ToHex();
+  server_->Cli("del " + page1);
+  server_->Cli("rpush " + page1 + " not-a-record");
+  RedisPageStore* redis = nullptr;
+  auto b = Instance(server_->url(), &redis);
+  // Page 0 and the WRONGTYPE error of page 1 come back in one pipeline.
+  EXPECT_EQ(b->Extend(cache_.get(), kB, wanted_, 0, 10), 4u);
+  EXPECT_TRUE(HoldsWantedPrefix(kB, 4));
+  EXPECT_EQ(redis->Stats().hits, 1u);
+  EXPECT_EQ(redis->Stats().errors, 1u);
+  // The connection still answers afterwards.
+  EXPECT_TRUE(redis->Contains(PageKeyChain(root_, wanted_, 4)[0]));
+}
+
 TEST_F(RedisPageStoreTest, FetchesOnlyWhenFasterThanRecomputing) {
   ASSERT_NO_FATAL_FAILURE(PublishFromInstanceA());
   auto b = Instance(server_->url());
@@ -319,8 +359,15 @@ TEST_F(RedisPageStoreTest, FetchesOnlyWhenFasterThanRecomputing) {
   cache_->RemoveSequence(kB);
   auto c = Instance(server_->url());
   c->NotePrefill(1'000'000'000, 1e-6);  // a prefill no fetch can beat
-  // c has not fetched yet: no estimate, so it fetches once and measures.
+  // c has not fetched yet: no estimate, so it fetches once and measures
+  // (the page lands in its disk tier too).
+  EXPECT_EQ(c->Extend(cache_.get(), kB, wanted_, 0, 4), 4u);
+  EXPECT_EQ(c->Stats().tiers[1].pages_loaded, 1u);
+  cache_->RemoveSequence(kB);
+  // Page 0 now comes from disk; page 1 only redis holds, and recomputing it
+  // is expected to be faster.
   EXPECT_EQ(c->Extend(cache_.get(), kB, wanted_, 0, 10), 4u);
+  EXPECT_EQ(c->Stats().tiers[0].pages_loaded, 1u);
   EXPECT_EQ(c->Stats().tiers[1].fetches_skipped, 1u);
   EXPECT_EQ(c->Stats().tiers[1].pages_loaded, 1u);
 }
