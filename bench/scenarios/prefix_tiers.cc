@@ -136,7 +136,7 @@ Status PublishHistory(Setup* s, PrefixTiersResult* result) {
   result->record_bytes = records.empty() ? 0 : records[0].size();
   TtftClock::time_point t0 = TtftClock::now();
   for (size_t i = 0; i < keys.size(); ++i) {
-    KV_RETURN_IF_ERROR(redis->Put(keys[i], records[i]));
+    KV_RETURN_IF_ERROR(redis->Put(keys[i], std::move(records[i])));
   }
   redis->Flush();
   result->redis_write_gbps = bytes / (MsSince(t0) * 1e6);

@@ -73,7 +73,12 @@ uint64_t VaultSlotKv::ExtendFromStore(SeqId seq,
   }
   const uint32_t ps = cache_->pool().page_size();
   const uint64_t aligned = keep / ps * ps;
-  if (!prefix_store_->HasPageAt(wanted, aligned, ps)) return keep;
+  // A stored tail (the filled part of a page) is worth asking for only
+  // where the slot holds none of that page itself.
+  if (!prefix_store_->HasPageAt(wanted, aligned, ps) &&
+      !(keep == aligned && prefix_store_->HasTailAt(wanted, aligned, ps))) {
+    return keep;
+  }
   // The store continues the prompt from `aligned` on: drop the partial
   // page after it (at most ps - 1 cells) so whole pages can follow.
   Status trimmed = aligned == 0

@@ -80,7 +80,7 @@ bool DiskPageStore::Contains(const PageKey& key) const {
   return index_.contains(key);
 }
 
-Status DiskPageStore::Put(const PageKey& key, std::string_view record) {
+Status DiskPageStore::Put(const PageKey& key, std::string record) {
   if (auto it = index_.find(key); it != index_.end()) {
     Touch(it->second);
     return Status::Ok();

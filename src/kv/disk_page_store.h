@@ -48,7 +48,7 @@ class DiskPageStore final : public PageStore {
   // Returns true when `key` is indexed.
   bool Contains(const PageKey& key) const override;
   // Writes the record file atomically (see PageStore::Put).
-  Status Put(const PageKey& key, std::string_view record) override;
+  Status Put(const PageKey& key, std::string record) override;
   // Opens the record file (see PageStore::Get); a file that vanished is
   // dropped from the index and reported NotFound.
   StatusOr<std::unique_ptr<RandomAccessFile>> Get(const PageKey& key) override;

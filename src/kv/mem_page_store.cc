@@ -1,6 +1,7 @@
 #include "kv/mem_page_store.h"
 
 #include <cstdint>
+#include <utility>
 
 #include "core/memory_file.h"
 
@@ -10,10 +11,11 @@ bool MemPageStore::Contains(const PageKey& key) const {
   return records.contains(key);
 }
 
-Status MemPageStore::Put(const PageKey& key, std::string_view record) {
-  if (records.emplace(key, std::string(record)).second) {
+Status MemPageStore::Put(const PageKey& key, std::string record) {
+  const uint64_t num_bytes = record.size();
+  if (records.emplace(key, std::move(record)).second) {
     ++stats_.puts;
-    stats_.put_bytes += record.size();
+    stats_.put_bytes += num_bytes;
   }
   return Status::Ok();
 }

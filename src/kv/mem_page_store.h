@@ -18,7 +18,7 @@ class MemPageStore final : public PageStore {
   // Returns true when `key` is held.
   bool Contains(const PageKey& key) const override;
   // Keeps a copy of `record` (no-op when the key is held).
-  Status Put(const PageKey& key, std::string_view record) override;
+  Status Put(const PageKey& key, std::string record) override;
   // Returns a reader of the record's bytes as they are now.
   StatusOr<std::unique_ptr<RandomAccessFile>> Get(const PageKey& key) override;
   // Forgets `key`.

@@ -55,6 +55,14 @@ PageKey ChainRoot(const ModelFingerprint& fingerprint, const KvLayout& layout,
 // `parent` (the root for a first page).
 PageKey NextPageKey(const PageKey& parent, std::span<const TokenPos> cells);
 
+// Returns the key of the tail record after the page keyed `parent`: the
+// cells of a partly filled last page. It hashes the parent with no cells,
+// so it never equals a full page's key; one tail per parent is kept (the
+// first published), and a reader uses as much of it as matches its prompt.
+inline PageKey TailKey(const PageKey& parent) {
+  return NextPageKey(parent, {});
+}
+
 // Returns the keys of the full pages of a sequence holding `cells`, in
 // order: page i covers cells [i * page_size, (i + 1) * page_size); a partly
 // filled last page has no key.

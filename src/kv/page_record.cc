@@ -94,8 +94,10 @@ SaveSnapshot PageSnapshot(const SaveSnapshot& snapshot, size_t index) {
   page.layout = snapshot.layout;
   page.page_size = snapshot.page_size;
   const size_t begin = index * snapshot.page_size;
+  const size_t end =
+      std::min<size_t>(begin + snapshot.page_size, snapshot.tokens.size());
   page.tokens.assign(snapshot.tokens.begin() + begin,
-                     snapshot.tokens.begin() + begin + snapshot.page_size);
+                     snapshot.tokens.begin() + end);
   page.pages = {snapshot.pages[index]};
   page.seq = snapshot.seq;
   return page;
@@ -106,9 +108,10 @@ StatusOr<uint64_t> WritePageRecord(const KvStorage& storage,
                                    const PageKey& key, const PageKey& parent,
                                    const SaveOptions& options,
                                    WritableFile* out) {
-  if (page.pages.size() != 1 || page.tokens.size() != page.page_size) {
+  if (page.pages.size() != 1 || page.tokens.empty() ||
+      page.tokens.size() > page.page_size) {
     return InvalidArgumentError(
-        "a page record holds one full page: got " +
+        "a page record holds 1 to page-size cells of one page: got " +
         std::to_string(page.tokens.size()) + " cells on " +
         std::to_string(page.pages.size()) + " pages of " +
         std::to_string(page.page_size));

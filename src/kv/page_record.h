@@ -43,13 +43,14 @@ StatusOr<PageRecordHeader> DecodePageRecordHeader(
     std::span<const std::byte> bytes);
 
 // Returns the snapshot of page `index` of `snapshot`: that page's cells
-// and that page. Precondition: the page is full
-// ((index + 1) * page_size <= snapshot.tokens.size()).
+// (all of them, or the filled part of a last page) and that page.
+// Precondition: index * page_size < snapshot.tokens.size().
 SaveSnapshot PageSnapshot(const SaveSnapshot& snapshot, size_t index);
 
 // Writes the record of the one-page snapshot `page`, keyed `key` after
 // `parent`, to `out` (appended, neither synced nor closed); returns the
-// bytes written. InvalidArgument when `page` is not one full page.
+// bytes written. InvalidArgument when `page` is not one page holding 1 to
+// page_size cells (a full page, or a tail: TailKey).
 StatusOr<uint64_t> WritePageRecord(const KvStorage& storage,
                                    const SaveSnapshot& page,
                                    const PageKey& key, const PageKey& parent,

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -47,11 +48,12 @@ class PageStore {
   // Returns true when a record for `key` is stored (as far as the store
   // knows without reading it).
   virtual bool Contains(const PageKey& key) const = 0;
-  // Stores `record` under `key`; a no-op (OK) when the key is present,
+  // Stores `record` (taken: a caller done with it moves it in) under
+  // `key`; a no-op (OK) when the key is present,
   // since records are content-addressed. Drops least recently used records
   // to stay within the budget; ResourceExhausted when the record alone is
   // larger than the budget. On failure nothing changed.
-  virtual Status Put(const PageKey& key, std::string_view record) = 0;
+  virtual Status Put(const PageKey& key, std::string record) = 0;
   // Opens the record of `key` (now the most recently used); NotFound when
   // absent. The reader stays valid after the record is dropped.
   virtual StatusOr<std::unique_ptr<RandomAccessFile>> Get(

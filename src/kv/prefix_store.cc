@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,22 +56,28 @@ Status PrefixStore::Publish(const KvCache& cache, SeqId seq) {
   if (!cache.table().Contains(seq)) return Status::Ok();
   KV_ASSIGN_OR_RETURN(const SaveSnapshot snap,
                       TakeSaveSnapshot(cache, seq, model_));
-  const std::vector<PageKey> keys =
-      PageKeyChain(root_, snap.tokens, snap.page_size);
+  std::vector<PageKey> keys = PageKeyChain(root_, snap.tokens, snap.page_size);
+  if (snap.tokens.size() % snap.page_size != 0) {  // the partial last page
+    keys.push_back(TailKey(keys.empty() ? root_ : keys.back()));
+  }
   Status first_error;
   for (size_t i = 0; i < keys.size(); ++i) {
+    const PageKey& parent = i == 0 ? root_ : keys[i - 1];
     std::string record;  // written once, for the first tier lacking it
     for (Tier& tier : tiers_) {
       if (tier.store->Contains(keys[i])) continue;
       Status written;
       if (record.empty()) {
         StringWritableFile out(&record);
-        const PageKey& parent = i == 0 ? root_ : keys[i - 1];
         written = WritePageRecord(*cache.storage(), PageSnapshot(snap, i),
                                   keys[i], parent, save_, &out)
                       .status();
       }
-      if (written.ok()) written = tier.store->Put(keys[i], record);
+      if (written.ok()) {
+        // The last tier may take the record itself; the others a copy.
+        written = tier.store->Put(
+            keys[i], &tier == &tiers_.back() ? std::move(record) : record);
+      }
       if (written.ok()) {
         ++tier.stats.pages_published;
         continue;
@@ -92,11 +99,11 @@ void PrefixStore::NotePrefill(uint64_t num_tokens, double seconds) {
   prefill_seconds_per_token_ += w * (per_token - prefill_seconds_per_token_);
 }
 
-double PrefixStore::RecomputeSeconds(uint32_t page_size) const {
+double PrefixStore::RecomputeSeconds(uint64_t num_tokens) const {
   if (prefill_seconds_per_token_ == 0) {
     return std::numeric_limits<double>::infinity();  // not measured yet
   }
-  return prefill_seconds_per_token_ * page_size;
+  return prefill_seconds_per_token_ * static_cast<double>(num_tokens);
 }
 
 bool PrefixStore::HasPageAt(std::span<const TokenPos> wanted, uint64_t begin,
@@ -132,7 +139,38 @@ uint64_t PrefixStore::Extend(KvCache* cache, SeqId seq,
       break;
     }
   }
-  return std::max<uint64_t>(have, i * page_size);
+  // Where the whole pages end, the filled part of a last page may follow.
+  const uint64_t whole = i * page_size;
+  const PageKey& parent = i == 0 ? root_ : keys[i - 1];
+  const uint64_t tail = FetchTail(
+      cache, seq, parent,
+      wanted.subspan(whole, std::min<uint64_t>(page_size - 1, limit - whole)));
+  return std::max<uint64_t>(have, whole + tail);
+}
+
+uint64_t PrefixStore::FetchTail(KvCache* cache, SeqId seq,
+                                const PageKey& parent,
+                                std::span<const TokenPos> cells) {
+  if (cells.empty()) return 0;
+  const PageKey key = TailKey(parent);
+  const uint64_t bytes = cells.size() * cache->storage()->layout().cell_bytes();
+  for (size_t t = 0; t < tiers_.size(); ++t) {
+    Tier& tier = tiers_[t];
+    if (!tier.store->Contains(key)) continue;
+    if (tier.store->ExpectedFetchSeconds(bytes) >
+        RecomputeSeconds(cells.size())) {
+      ++tier.stats.fetches_skipped;
+      continue;
+    }
+    StatusOr<std::unique_ptr<RandomAccessFile>> file = tier.store->Get(key);
+    if (!file.ok()) continue;
+    const uint64_t got = LoadTail(cache, seq, tier, **file, key, parent, cells);
+    if (got == 0) continue;  // another conversation's tail under this parent
+    ++tier.stats.pages_loaded;
+    if (t > 0) CopyNearer(t, key, **file);
+    return got;
+  }
+  return 0;
 }
 
 bool PrefixStore::FetchPage(KvCache* cache, SeqId seq,
@@ -180,36 +218,81 @@ void PrefixStore::CopyNearer(size_t t, const PageKey& key,
   }
 }
 
+Status PrefixStore::LoadRecord(KvCache* cache, const RandomAccessFile& record,
+                               const PageKey& key, const PageKey& parent) {
+  KV_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> state,
+                      OpenPageRecord(record, key, parent));
+  return RestoreSequence(*state, model_, kPrefixLoadSeq, cache).status();
+}
+
+void PrefixStore::Refuse(Tier& tier, const PageKey& key, const Status& why) {
+  ++tier.stats.bad_records;
+  KV_LOG(WARNING) << "prefix store " << tier.stats.name << ": record "
+                  << key.ToHex() << " refused and removed: " << why;
+  Status removed = tier.store->Remove(key);
+  if (!removed.ok()) KV_LOG(WARNING) << removed;
+}
+
 bool PrefixStore::LoadPage(KvCache* cache, SeqId seq, Tier& tier,
                            const RandomAccessFile& record, const PageKey& key,
                            const PageKey& parent,
                            std::span<const TokenPos> cells) {
-  Status bad;
-  StatusOr<std::unique_ptr<RandomAccessFile>> state =
-      OpenPageRecord(record, key, parent);
-  if (!state.ok()) {
-    bad = state.status();
-  } else {
-    StatusOr<RestoreResult> r =
-        RestoreSequence(**state, model_, kPrefixLoadSeq, cache);
-    if (r.status().code() == StatusCode::kResourceExhausted) return false;
-    bad = r.status();
-  }
-  if (bad.ok()) {
+  Status loaded = LoadRecord(cache, record, key, parent);
+  if (loaded.code() == StatusCode::kResourceExhausted) return false;
+  if (loaded.ok()) {
     const std::span<const TokenPos> got = cache->table().Cells(kPrefixLoadSeq);
-    if (std::equal(got.begin(), got.end(), cells.begin(), cells.end())) {
-      if (cache->AppendSequence(seq, kPrefixLoadSeq).ok()) return true;
-      cache->RemoveSequence(kPrefixLoadSeq);
-      return false;
-    }
+    const bool same = std::ranges::equal(got, cells);
+    if (same && cache->AppendSequence(seq, kPrefixLoadSeq).ok()) return true;
     cache->RemoveSequence(kPrefixLoadSeq);
-    bad = CorruptionError("its cells are not the page's tokens");
+    if (same) return false;
+    loaded = CorruptionError("its cells are not the page's tokens");
   }
-  ++tier.stats.bad_records;
-  KV_LOG(WARNING) << "prefix store " << tier.stats.name << ": record "
-                  << key.ToHex() << " refused and removed: " << bad;
-  Status removed = tier.store->Remove(key);
-  if (!removed.ok()) KV_LOG(WARNING) << removed;
+  Refuse(tier, key, loaded);
+  return false;
+}
+
+uint64_t PrefixStore::LoadTail(KvCache* cache, SeqId seq, Tier& tier,
+                               const RandomAccessFile& record,
+                               const PageKey& key, const PageKey& parent,
+                               std::span<const TokenPos> cells) {
+  const Status loaded = LoadRecord(cache, record, key, parent);
+  if (loaded.code() == StatusCode::kResourceExhausted) return 0;
+  if (!loaded.ok()) {
+    Refuse(tier, key, loaded);
+    return 0;
+  }
+  // Keep the cells that continue the prompt; the rest are dropped by
+  // position, which needs the record's positions to rise.
+  const std::span<const TokenPos> got = cache->table().Cells(kPrefixLoadSeq);
+  size_t n = 0;
+  while (n < got.size() && n < cells.size() && got[n] == cells[n]) ++n;
+  bool rising = true;
+  for (size_t c = 1; c < got.size(); ++c) rising &= got[c - 1].pos < got[c].pos;
+  const std::optional<Pos> cut =
+      n < got.size() ? std::optional<Pos>(got[n].pos) : std::nullopt;
+  if (n > 0 && cut.has_value() &&
+      (!rising ||
+       !cache
+            ->RemoveRange(kPrefixLoadSeq, *cut, std::numeric_limits<Pos>::max())
+            .ok())) {
+    n = 0;
+  }
+  if (n > 0 && cache->AppendSequence(seq, kPrefixLoadSeq).ok()) return n;
+  cache->RemoveSequence(kPrefixLoadSeq);
+  return 0;
+}
+
+bool PrefixStore::HasTailAt(std::span<const TokenPos> wanted, uint64_t begin,
+                            uint32_t page_size) const {
+  if (page_size == 0 || begin % page_size != 0 || begin >= wanted.size()) {
+    return false;
+  }
+  const std::vector<PageKey> keys =
+      PageKeyChain(root_, wanted.first(begin), page_size);
+  const PageKey key = TailKey(keys.empty() ? root_ : keys.back());
+  for (const Tier& tier : tiers_) {
+    if (tier.store->Contains(key)) return true;
+  }
   return false;
 }
 

@@ -1,6 +1,7 @@
 // PrefixStore: the prefix cache's persistent layer. It writes every full
 // page a finished request leaves in the pool as a page record
-// (page_record.h) under its content key (page_key.h) into each of its
+// (page_record.h) under its content key (page_key.h), and the filled part
+// of its last page as a tail record (TailKey), into each of its
 // tiers (PageStores, nearest first: the local disk, then a store shared by
 // several instances), and brings stored pages back for a new request whose
 // prompt continues a stored chain, so a conversation goes on after a
@@ -75,13 +76,18 @@ class PrefixStore {
   // `seq` holds exactly the first `have` cells of `wanted` (a multiple of
   // the page size). Appends the stored pages that continue `wanted`, in
   // order, while each is found, verified and fits in the pool, and while
-  // the result stays within `limit` cells; returns the cells `seq` holds
-  // afterwards (>= have).
+  // the result stays within `limit` cells, then as much of the stored tail
+  // after the last of them (TailKey) as matches `wanted`; returns the cells
+  // `seq` holds afterwards (>= have).
   uint64_t Extend(KvCache* cache, SeqId seq, std::span<const TokenPos> wanted,
                   uint64_t have, uint64_t limit);
   // Returns true when a tier has the page of `wanted` that starts at cell
   // `begin` (a multiple of the page size) after the pages before it.
   bool HasPageAt(std::span<const TokenPos> wanted, uint64_t begin,
+                 uint32_t page_size) const;
+  // Returns true when a tier has a tail record after the whole pages of
+  // `wanted` before cell `begin` (a multiple of the page size).
+  bool HasTailAt(std::span<const TokenPos> wanted, uint64_t begin,
                  uint32_t page_size) const;
   // Returns, per tier (nearest first), how many leading cells of `wanted`
   // it holds in whole pages of `page_size` (a walk of the key chain).
@@ -114,13 +120,28 @@ class PrefixStore {
                  size_t i, std::span<const TokenPos> cells, ReadAhead* ahead);
   // Copies `record` of page `key`, read from tier `t`, into tiers [0, t).
   void CopyNearer(size_t t, const PageKey& key, const RandomAccessFile& record);
+  // Appends to `seq` the longest prefix of `cells` the tail record after
+  // `parent` holds, from the nearest tier that has it; returns its length.
+  uint64_t FetchTail(KvCache* cache, SeqId seq, const PageKey& parent,
+                     std::span<const TokenPos> cells);
+  // Restores `record` (checked to be `key` after `parent`) into
+  // kPrefixLoadSeq.
+  Status LoadRecord(KvCache* cache, const RandomAccessFile& record,
+                    const PageKey& key, const PageKey& parent);
+  // Counts, logs and removes the bad record `key` of `tier`.
+  void Refuse(Tier& tier, const PageKey& key, const Status& why);
+  // Loads tail `record` and appends the part of it that starts `cells` to
+  // `seq`; returns that part's length (0: none matched, or it could not).
+  uint64_t LoadTail(KvCache* cache, SeqId seq, Tier& tier,
+                    const RandomAccessFile& record, const PageKey& key,
+                    const PageKey& parent, std::span<const TokenPos> cells);
   // Loads `record` of page `key` from `tier` onto the end of `seq`; false
   // (counted, logged, the record removed when bad) when it cannot.
   bool LoadPage(KvCache* cache, SeqId seq, Tier& tier,
                 const RandomAccessFile& record, const PageKey& key,
                 const PageKey& parent, std::span<const TokenPos> cells);
-  // Returns the expected seconds to recompute one page of `page_size`.
-  double RecomputeSeconds(uint32_t page_size) const;
+  // Returns the expected seconds to recompute `num_tokens` tokens.
+  double RecomputeSeconds(uint64_t num_tokens) const;
 
   std::vector<Tier> tiers_;
   ModelFingerprint model_;

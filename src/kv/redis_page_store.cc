@@ -78,7 +78,7 @@ bool RedisPageStore::Contains(const PageKey& key) const {
   return *exists;
 }
 
-Status RedisPageStore::Put(const PageKey& key, std::string_view record) {
+Status RedisPageStore::Put(const PageKey& key, std::string record) {
   MutexLock lock(&mu_);
   if (queued_bytes_ + record.size() > options_.max_queued_bytes) {
     ++stats_.dropped_writes;
@@ -87,8 +87,8 @@ Status RedisPageStore::Put(const PageKey& key, std::string_view record) {
         " bytes queued, limit " + std::to_string(options_.max_queued_bytes) +
         ")");
   }
-  queue_.emplace_back(KeyOf(key), std::string(record));
   queued_bytes_ += record.size();
+  queue_.emplace_back(KeyOf(key), std::move(record));
   work_cv_.Signal();
   return Status::Ok();
 }

@@ -74,7 +74,7 @@ class RedisPageStore final : public PageStore {
   bool Contains(const PageKey& key) const override;
   // Queues `record` for the writer; OK once queued. ResourceExhausted
   // (counted as a dropped write) when the queue is full.
-  Status Put(const PageKey& key, std::string_view record) override;
+  Status Put(const PageKey& key, std::string record) override;
   // Fetches the record of `key`; NotFound when absent, Unavailable when the
   // server cannot answer in time.
   StatusOr<std::unique_ptr<RandomAccessFile>> Get(const PageKey& key) override;

@@ -123,16 +123,40 @@ TEST_F(PageRecordTest, DamagedRecordsAreDetected) {
   EXPECT_TRUE(Load(good, 0).ok());
 }
 
-TEST_F(PageRecordTest, OnlyWholePagesAreWritten) {
-  SaveSnapshot partial = PageSnapshot(snap_, 0);
-  partial.tokens.pop_back();
+// The filled part of the last page (cells 16..19) is a tail record; an
+// empty page, or more cells than a page holds, is refused.
+TEST_F(PageRecordTest, TailsAreWrittenButNotEmptyOrOverfullPages) {
+  const PageKey tail_key = TailKey(keys_[1]);
+  EXPECT_NE(tail_key, NextPageKey(keys_[1], std::span(snap_.tokens).last(4)));
+  const SaveSnapshot tail = PageSnapshot(snap_, 2);
+  ASSERT_EQ(tail.tokens.size(), 4u);
   std::string bytes;
   StringWritableFile out(&bytes);
-  EXPECT_EQ(WritePageRecord(*cache_->storage(), partial, keys_[0], root_, {},
-                            &out)
-                .status()
-                .code(),
-            StatusCode::kInvalidArgument);
+  ASSERT_TRUE(
+      WritePageRecord(*cache_->storage(), tail, tail_key, keys_[1], {}, &out)
+          .ok());
+  StringRandomAccessFile file(std::make_shared<const std::string>(bytes));
+  auto state = OpenPageRecord(file, tail_key, keys_[1]);
+  ASSERT_TRUE(state.ok()) << state.status();
+  auto restored =
+      RestoreSequence(**state, kTestFingerprint, kBack, cache_.get());
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_TRUE(std::ranges::equal(cache_->table().Cells(kBack),
+                                 std::span(snap_.tokens).last(4)));
+
+  SaveSnapshot empty = tail;
+  empty.tokens.clear();
+  SaveSnapshot overfull = PageSnapshot(snap_, 0);
+  overfull.tokens.push_back(overfull.tokens.back());
+  for (const SaveSnapshot& bad : {empty, overfull}) {
+    std::string ignored;
+    StringWritableFile sink(&ignored);
+    EXPECT_EQ(
+        WritePageRecord(*cache_->storage(), bad, keys_[0], root_, {}, &sink)
+            .status()
+            .code(),
+        StatusCode::kInvalidArgument);
+  }
 }
 
 }  // namespace

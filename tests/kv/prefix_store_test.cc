@@ -1,4 +1,4 @@
-// PrefixStore: publishing a sequence's full pages as records and bringing
+// PrefixStore: publishing a sequence's pages (and tail) as records and bringing
 // them back into another sequence, with every kind of bad record refused
 // (and removed) instead of used.
 #include "kv/prefix_store.h"
@@ -69,19 +69,20 @@ class PrefixStoreTest : public ::testing::Test {
 
 TEST_F(PrefixStoreTest, PublishedPagesComeBackIntoAnotherSequence) {
   ASSERT_TRUE(store_->Publish(*cache_, kA).ok());
-  EXPECT_EQ(mem_->records.size(), 2u);  // the partial third page is not
+  EXPECT_EQ(mem_->records.size(), 3u);  // 2 pages, then the tail's 2 cells
   ASSERT_TRUE(store_->Publish(*cache_, kA).ok());  // nothing new
-  EXPECT_EQ(store_->Stats().tiers[0].pages_published, 2u);
+  EXPECT_EQ(store_->Stats().tiers[0].pages_published, 3u);
   EXPECT_TRUE(store_->HasPageAt(wanted_, 4, 4));
   EXPECT_FALSE(store_->HasPageAt(wanted_, 8, 4));
+  EXPECT_TRUE(store_->HasTailAt(wanted_, 8, 4));
+  EXPECT_FALSE(store_->HasTailAt(wanted_, 4, 4));
 
-  EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 0, 10), 8u);
-  EXPECT_EQ(cache_->table().Length(kB), 8u);
-  EXPECT_TRUE(std::equal(wanted_.begin(), wanted_.begin() + 8,
-                         cache_->table().Cells(kB).begin()));
-  EXPECT_TRUE(SameBytes(8));
+  EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 0, 10), 10u);
+  EXPECT_EQ(cache_->table().Length(kB), 10u);
+  EXPECT_TRUE(std::ranges::equal(wanted_, cache_->table().Cells(kB)));
+  EXPECT_TRUE(SameBytes(10));
   EXPECT_FALSE(cache_->table().Contains(kPrefixLoadSeq));
-  EXPECT_EQ(store_->Stats().tiers[0].pages_loaded, 2u);
+  EXPECT_EQ(store_->Stats().tiers[0].pages_loaded, 3u);
   EXPECT_TRUE(CheckInvariants(cache_->table()).ok());
   EXPECT_EQ(store_->HeldCells(wanted_, 4), std::vector<uint64_t>{8});
   std::vector<TokenPos> other = wanted_;
@@ -92,7 +93,7 @@ TEST_F(PrefixStoreTest, PublishedPagesComeBackIntoAnotherSequence) {
 TEST_F(PrefixStoreTest, ExtendStopsAtTheLimitTheFirstGapAndOtherTokens) {
   ASSERT_TRUE(store_->Publish(*cache_, kA).ok());
   EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 0, 7), 4u);  // limit
-  EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 4, 10), 8u);  // on
+  EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 4, 10), 10u);  // on
   cache_->RemoveSequence(kB);
   std::vector<TokenPos> other = wanted_;
   other[5].token += 1;  // page 1 differs: only page 0 is the same chain
@@ -163,11 +164,36 @@ TEST_F(PrefixStoreTest, TwoModelsSharingADirectoryNeverSeeEachOthersPages) {
                   other->Stats().tiers[0].store.misses,
               0u);
     EXPECT_EQ(other->Stats().tiers[0].store.num_records,
-              2u);  // the same directory
+              3u);  // the same directory
   }
   EXPECT_EQ(open(kTestFingerprint, SmallLayout())
                 ->Extend(cache_.get(), kB, wanted_, 0, 10),
-            8u);
+            10u);
+}
+
+// The tail after page 1 holds cells 8 and 9: a prompt that continues with
+// cell 8 but not 9 takes 1 cell of it; one that differs at cell 8 takes
+// none, and the record stays (it is another conversation's, not bad).
+TEST_F(PrefixStoreTest, ATailServesAsMuchAsMatchesThePrompt) {
+  ASSERT_TRUE(store_->Publish(*cache_, kA).ok());
+  std::vector<TokenPos> longer = wanted_;
+  longer[9].token += 1;
+  longer.push_back({7, 10});
+  longer.push_back({8, 11});
+  EXPECT_EQ(store_->Extend(cache_.get(), kB, longer, 0, 12), 9u);
+  EXPECT_TRUE(SameBytes(9));
+  EXPECT_TRUE(std::ranges::equal(std::span(longer).first(9),
+                                 cache_->table().Cells(kB)));
+  cache_->RemoveSequence(kB);
+  longer[8].token += 1;
+  EXPECT_EQ(store_->Extend(cache_.get(), kB, longer, 0, 12), 8u);
+  EXPECT_FALSE(cache_->table().Contains(kPrefixLoadSeq));
+  EXPECT_EQ(store_->Stats().tiers[0].bad_records, 0u);
+  EXPECT_EQ(mem_->records.size(), 3u);
+  // The limit caps the tail too.
+  cache_->RemoveSequence(kB);
+  EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 0, 9), 9u);
+  EXPECT_TRUE(CheckInvariants(cache_->table()).ok());
 }
 
 TEST_F(PrefixStoreTest, NoRoomStopsWithoutDroppingTheRecord) {
@@ -176,7 +202,7 @@ TEST_F(PrefixStoreTest, NoRoomStopsWithoutDroppingTheRecord) {
     AppendRandom(cache_.get(), SeqId(id), 4, id);
   }
   EXPECT_EQ(store_->Extend(cache_.get(), kB, wanted_, 0, 10), 4u);
-  EXPECT_EQ(mem_->records.size(), 2u);
+  EXPECT_EQ(mem_->records.size(), 3u);
   EXPECT_EQ(store_->Stats().tiers[0].bad_records, 0u);
 }
 
