@@ -15,6 +15,7 @@
 #include "core/check.h"
 #include "core/checksum.h"
 #include "core/mutex.h"
+#include "core/stream_copy.h"
 #include "kv/state_format.h"
 
 namespace kvault::state_internal {
@@ -71,6 +72,7 @@ class ChunkReader {
       }
       done += n;
     }
+    StreamingFence();  // the cells are complete before anyone is told
     const uint64_t stored = LoadLe64(stored_bytes.data());
     const uint64_t computed = hasher_.Digest();
     if (stored == computed) return stored;
@@ -100,7 +102,9 @@ class ChunkReader {
       }
       const uint64_t m =
           std::min({n, targets[next_].size() - at_, kFusedBytes});
-      std::memcpy(targets[next_].data() + at_, from, m);
+      // The cells are read again only by later forward passes: stores that
+      // skip the cache save memory bandwidth the other threads share.
+      CopyStreaming(targets[next_].data() + at_, from, m);
       hasher_.Update(from, m);
       from += m;
       n -= m;
