@@ -95,10 +95,11 @@ class ChunkReader {
   void CopyAndHash(const ChunkTargets& targets, const std::byte* from,
                    uint64_t n) {
     while (n > 0) {
-      while (at_ == targets[next_].size()) {  // also skips empty targets
+      KV_CHECK(next_ < targets.size()) << "chunk targets end early";
+      if (at_ == targets[next_].size()) {  // also skips empty targets
         ++next_;
         at_ = 0;
-        KV_CHECK(next_ < targets.size()) << "chunk targets end early";
+        continue;
       }
       const uint64_t m =
           std::min({n, targets[next_].size() - at_, kFusedBytes});
