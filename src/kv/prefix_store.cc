@@ -156,12 +156,7 @@ uint64_t PrefixStore::FetchTail(KvCache* cache, SeqId seq,
   const uint64_t bytes = cells.size() * cache->storage()->layout().cell_bytes();
   for (size_t t = 0; t < tiers_.size(); ++t) {
     Tier& tier = tiers_[t];
-    if (!tier.store->Contains(key)) continue;
-    if (tier.store->ExpectedFetchSeconds(bytes) >
-        RecomputeSeconds(cells.size())) {
-      ++tier.stats.fetches_skipped;
-      continue;
-    }
+    if (!WorthFetching(tier, key, bytes, cells.size())) continue;
     StatusOr<std::unique_ptr<RandomAccessFile>> file = tier.store->Get(key);
     if (!file.ok()) continue;
     const uint64_t got = LoadTail(cache, seq, tier, **file, key, parent, cells);
@@ -184,12 +179,7 @@ bool PrefixStore::FetchPage(KvCache* cache, SeqId seq,
     Tier& tier = tiers_[t];
     if (ahead->tier != t || i < ahead->first ||
         i >= ahead->first + ahead->files.size()) {
-      if (!tier.store->Contains(key)) continue;
-      if (tier.store->ExpectedFetchSeconds(page_bytes) >
-          RecomputeSeconds(page_size)) {
-        ++tier.stats.fetches_skipped;
-        continue;
-      }
+      if (!WorthFetching(tier, key, page_bytes, page_size)) continue;
       // This page and the next few of the chain, in one round trip.
       const size_t n = std::min(kReadAheadPages, keys.size() - i);
       *ahead = ReadAhead{t, i, tier.store->GetMany(keys.subspan(i, n))};
@@ -203,6 +193,17 @@ bool PrefixStore::FetchPage(KvCache* cache, SeqId seq,
     if (t > 0) CopyNearer(t, key, **file);
     return true;
   }
+  return false;
+}
+
+bool PrefixStore::WorthFetching(Tier& tier, const PageKey& key,
+                                uint64_t num_bytes, uint64_t num_tokens) {
+  if (!tier.store->Contains(key)) return false;
+  if (tier.store->ExpectedFetchSeconds(num_bytes) <=
+      RecomputeSeconds(num_tokens)) {
+    return true;
+  }
+  ++tier.stats.fetches_skipped;
   return false;
 }
 

@@ -118,6 +118,10 @@ class PrefixStore {
   // tier could.
   bool FetchPage(KvCache* cache, SeqId seq, std::span<const PageKey> keys,
                  size_t i, std::span<const TokenPos> cells, ReadAhead* ahead);
+  // Returns true when `tier` holds `key` and fetching its `num_bytes` is
+  // expected to beat recomputing `num_tokens` (counted as skipped if not).
+  bool WorthFetching(Tier& tier, const PageKey& key, uint64_t num_bytes,
+                     uint64_t num_tokens);
   // Copies `record` of page `key`, read from tier `t`, into tiers [0, t).
   void CopyNearer(size_t t, const PageKey& key, const RandomAccessFile& record);
   // Appends to `seq` the longest prefix of `cells` the tail record after

@@ -148,7 +148,7 @@ class ChunkLoad {
       if (c >= h_.num_chunks() || c > first_bad_.load()) return;
       targets.clear();
       const uint64_t t0 = c * h_.tokens_per_chunk;
-      targets_for_(c, t0, h_.chunk_tokens(c), &targets);
+      targets_for_(t0, h_.chunk_tokens(c), &targets);
       StatusOr<uint64_t> stored = reader.Load(c, targets);
       if (stored.ok()) {
         checksums_[c] = *stored;

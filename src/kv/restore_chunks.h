@@ -29,10 +29,11 @@ namespace kvault::state_internal {
 // Where a chunk's payload goes: its bytes, in file order, fill these spans
 // one after another (their sizes add up to the payload's).
 using ChunkTargets = std::vector<std::span<std::byte>>;
-// Fills `out` (emptied by the caller) with chunk `c`'s targets (tokens
-// [t0, t0 + t)). Called from every loading thread; must be thread-safe.
+// Fills `out` (emptied by the caller) with the targets of the chunk of
+// tokens [t0, t0 + t). Called from every loading thread; must be
+// thread-safe.
 using ChunkTargetsFn =
-    std::function<void(uint64_t c, uint64_t t0, uint64_t t, ChunkTargets* out)>;
+    std::function<void(uint64_t t0, uint64_t t, ChunkTargets* out)>;
 
 // The bytes a loading thread reads at once: small enough to stay in its
 // L2 cache while they are copied and hashed, large enough that a pread

@@ -235,8 +235,7 @@ Status RestoreJob::LoadIntoCells() {
   State& s = *state_;
   return state_internal::LoadChunks(
       *s.file, s.validated, s.token_checksum,
-      [&s](uint64_t, uint64_t t0, uint64_t t,
-           state_internal::ChunkTargets* out) {
+      [&s](uint64_t t0, uint64_t t, state_internal::ChunkTargets* out) {
         state_internal::CellTargets(s.pages, s.page_size, t0, t, s.storage,
                                     out);
       },
@@ -250,7 +249,7 @@ Status RestoreJob::LoadIntoBuffer() {
   s.payload = std::make_unique_for_overwrite<std::byte[]>(bytes);
   return state_internal::LoadChunks(
       *s.file, s.validated, s.token_checksum,
-      [&s, cell_bytes](uint64_t, uint64_t t0, uint64_t t,
+      [&s, cell_bytes](uint64_t t0, uint64_t t,
                        state_internal::ChunkTargets* out) {
         out->emplace_back(s.payload.get() + t0 * cell_bytes, t * cell_bytes);
       },
