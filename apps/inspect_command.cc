@@ -12,6 +12,7 @@
 #include "apps/commands.h"
 #include "core/env.h"
 #include "core/flags.h"
+#include "kv/slot_file.h"
 #include "kv/state_file.h"
 #include "kv/state_format.h"
 #include "model/gguf_file.h"
@@ -143,9 +144,19 @@ int InspectGguf(const std::string& path, bool all_metadata) {
   return 0;
 }
 
+// Opens the state file at `path`, behind its token header when it is a
+// slot file; *header gets what the header says.
+StatusOr<std::unique_ptr<RandomAccessFile>> OpenState(const std::string& path,
+                                                      SlotFileHeader* header) {
+  KV_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
+                      Env::Default()->NewRandomAccessFile(path));
+  KV_ASSIGN_OR_RETURN(*header, ReadSlotFileHeader(*file));
+  return FileSuffix(std::move(file), header->body_offset);
+}
+
 int InspectState(const std::string& path) {
-  StatusOr<std::unique_ptr<RandomAccessFile>> file =
-      Env::Default()->NewRandomAccessFile(path);
+  SlotFileHeader slot;
+  StatusOr<std::unique_ptr<RandomAccessFile>> file = OpenState(path, &slot);
   StatusOr<StateHeader> h = file.ok() ? ReadStateHeader(**file)
                                       : StatusOr<StateHeader>(file.status());
   if (!h.ok()) {
@@ -154,6 +165,11 @@ int InspectState(const std::string& path) {
     return 1;
   }
   std::printf("file:          %s\n", path.c_str());
+  if (slot.body_offset > 0) {
+    std::printf("token header:  llama.cpp's, %s, %zu tokens, %llu bytes\n",
+                slot.packed ? "packed" : "plain list", slot.tokens.size(),
+                static_cast<unsigned long long>(slot.body_offset));
+  }
   std::printf("format:        kvault state file v%u, %llu bytes\n",
               h->format_version,
               static_cast<unsigned long long>(h->file_bytes()));
@@ -167,7 +183,8 @@ int InspectState(const std::string& path) {
   return 0;
 }
 
-// Returns true when `path` starts with the state-file magic.
+// Returns true when `path` starts with the state-file magic, or with a
+// slot file's token header.
 bool IsStateFile(const std::string& path) {
   StatusOr<std::unique_ptr<RandomAccessFile>> file =
       Env::Default()->NewRandomAccessFile(path);
@@ -175,8 +192,12 @@ bool IsStateFile(const std::string& path) {
   char magic[sizeof(kStateMagic)];
   StatusOr<size_t> n = (*file)->ReadAt(
       0, std::as_writable_bytes(std::span(magic, sizeof(magic))));
-  return n.ok() && *n == sizeof(magic) &&
-         std::memcmp(magic, kStateMagic, sizeof(magic)) == 0;
+  if (!n.ok() || *n < 4) return false;
+  uint32_t word = 0;
+  for (int i = 0; i < 4; ++i) word |= uint32_t(uint8_t(magic[i])) << (8 * i);
+  return word == kLlamaSeqMagic ||
+         (*n == sizeof(magic) &&
+          std::memcmp(magic, kStateMagic, sizeof(magic)) == 0);
 }
 
 }  // namespace

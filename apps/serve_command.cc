@@ -106,6 +106,12 @@ int Serve(ServeOptions o) {
                << KvPolicyName(o.engine.kv_policy) << ", page size "
                << o.engine.page_size << ")"
                << (o.server.demo_model ? ", DEMO model" : "");
+  if (o.engine.cache_idle_slots) {
+    KV_LOG(INFO) << "idle slots' KV moves to the spill tiers when another "
+                    "slot starts a task (--cache-idle-slots)";
+    // The line llama.cpp's server tests look for in a verbose log.
+    KV_LOG(DEBUG) << "__TEST_TAG_CACHE_IDLE_SLOTS_ENABLED__";
+  }
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   KV_LOG(INFO) << "signal " << signal_number << ": shutting down";

@@ -99,6 +99,27 @@ Status ParseShape(const Flags& f, ServeOptions* o) {
   return Status::Ok();
 }
 
+// --cache-idle-slots: llama-server's default is on, and it pairs with its
+// prompt cache (--cache-ram), so a launch line naming --cache-ram gets it;
+// kvault's own tiers (--spill-ram) leave idle KV in the pool until room
+// is needed. Like llama-server, it needs a unified cache and a RAM tier.
+Status ParseCacheIdleSlots(const Flags& f, ServeOptions* o) {
+  KV_ASSIGN_OR_RETURN(bool on,
+                      f.GetBool("cache-idle-slots", f.Has("cache-ram")));
+  EngineOptions& e = o->engine;
+  if (on && !o->kv_unified) {
+    o->warnings.push_back(
+        "--cache-idle-slots needs --kv-unified (a slot's own share of the "
+        "pool frees nothing for the others): off");
+    on = false;
+  } else if (on && o->spill_ram_given && e.spill_ram_bytes == 0) {
+    o->warnings.push_back("--cache-idle-slots needs --cache-ram: off");
+    on = false;
+  }
+  e.cache_idle_slots = on;
+  return Status::Ok();
+}
+
 // --spill-ram, --cache-ram (MiB; -1 no limit), --spill-dir, --spill-disk,
 // --prefix-disk, --kv-store.
 Status ParseTiers(const Flags& f, ServeOptions* o) {
@@ -117,6 +138,7 @@ Status ParseTiers(const Flags& f, ServeOptions* o) {
     e.spill_ram_bytes = mib < 0 ? UINT64_MAX : uint64_t(mib) << 20;
   }
   o->spill_ram_given = f.Has("spill-ram") || f.Has("cache-ram");
+  KV_RETURN_IF_ERROR(ParseCacheIdleSlots(f, o));
   e.spill_dir = f.GetString("spill-dir", "");
   if (f.Has("spill-disk")) {
     KV_ASSIGN_OR_RETURN(e.spill_disk_bytes, ParseBytes("spill-disk",

@@ -26,6 +26,7 @@ SchedulerOptions MakeSchedulerOptions(const EngineOptions& o,
   s.prefill_chunk = o.prefill_chunk;
   s.on_kv_full = o.on_kv_full;
   s.prefix_cache = o.prefix_cache;
+  s.cache_idle_slots = o.cache_idle_slots;
   s.generation.ctx_per_slot = o.ctx_per_slot;
   s.generation.context_shift = o.context_shift;
   s.generation.n_ctx_train = h.n_ctx_train;

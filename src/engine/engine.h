@@ -101,6 +101,8 @@ struct EngineOptions {
   // A request may reuse the prompt prefix any slot holds (whole pages,
   // shared copy-on-write), not only its own slot's (--no-prefix-cache).
   bool prefix_cache = true;
+  // SchedulerOptions::cache_idle_slots (--cache-idle-slots).
+  bool cache_idle_slots = false;
   OnKvFull on_kv_full = OnKvFull::kRefuse;
   // A slot save/restore whose file I/O (on the I/O threads) takes longer
   // fails with Unavailable, reason io_timeout; the scheduler never waits.

@@ -39,6 +39,11 @@ size_t PrefixReuse::KeepOwn(Slot& slot, size_t keep) {
                       << ": cannot bring back its spilled KV, recomputing "
                       << keep << " prompt tokens: " << back;
       keep = 0;
+    } else {
+      // llama-server's wording for the same event (scripts grep for it).
+      KV_LOG(INFO) << "slot " << slot.id
+                   << ": updating prompt cache: " << slot.cached.size()
+                   << " tokens of KV brought back from the spill tiers";
     }
   }
   if (keep > 0 && keep < slot.cached.size()) {

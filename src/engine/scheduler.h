@@ -39,6 +39,12 @@ struct SchedulerOptions {
   // A request may take the prompt prefix another slot holds (whole pages,
   // shared copy-on-write); false: only its own slot's cache.
   bool prefix_cache = true;
+  // When a request starts, every other idle slot's resident KV moves to
+  // the spill tiers (llama-server's --cache-idle-slots with a unified
+  // cache), so the running slots have the pool to themselves; it comes
+  // back when its conversation does. Off: idle KV stays until room is
+  // needed (the paged pool's default).
+  bool cache_idle_slots = false;
   GenerationOptions generation;
   JobRunnerOptions jobs;
   PrefillPacer pacer{0, 1};
@@ -95,6 +101,9 @@ class Scheduler {
                                      const std::set<uint32_t>& blocked) const;
   // Makes the slot run `work`'s completion.
   void StartRequest(Slot& slot, CompletionWork work);
+  // Spills every idle slot but `running` that holds resident KV
+  // (SchedulerOptions::cache_idle_slots); a slot no tier takes stays.
+  void SpillIdleSlots(const Slot& running);
   // True when the slot's spilled KV, which the prompt would reuse, cannot
   // come back now but a running request will leave room when it ends.
   bool MustWaitForRoom(const Slot& slot, const CompletionParams& params);

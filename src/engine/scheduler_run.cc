@@ -16,6 +16,7 @@ void Scheduler::StartRequest(Slot& slot, CompletionWork work) {
   req.admit_order = ++admit_counter_;
   const std::vector<TokenId>& prompt = req.params.prompt;
   const size_t keep = prefix_reuse_.Reuse(slot, req.params);
+  if (options_.cache_idle_slots) SpillIdleSlots(slot);
   req.to_feed.assign(prompt.begin() + keep, prompt.end());
   for (TokenId token : prompt) req.sampler.Accept(token);
   req.result.slot = slot.id;
@@ -33,6 +34,26 @@ void Scheduler::StartRequest(Slot& slot, CompletionWork work) {
   ++state_.counters.requests_total;
   slot.request->sink->OnStart(slot.id);
   generation_.ReportPromptProgress(slot);
+}
+
+void Scheduler::SpillIdleSlots(const Slot& running) {
+  for (Slot& other : state_.slots) {
+    if (&other == &running || other.busy()) continue;
+    const uint64_t resident = kv_->ResidentLength(other.seq);
+    if (resident == 0) continue;
+    StatusOr<Eviction> spilled = kv_->Evict(other.seq);
+    if (!spilled.ok()) {
+      KV_LOG(WARNING) << "slot " << other.id << ": idle KV of " << resident
+                      << " tokens stays in the pool: " << spilled.status();
+      continue;
+    }
+    KV_LOG(INFO) << "slot " << other.id << ": saving the idle slot's KV ("
+                 << resident << " tokens) to the " << spilled->tier
+                 << " tier (--cache-idle-slots)";
+    // The line llama.cpp's server tests look for in a verbose log.
+    KV_LOG(DEBUG) << "slot " << other.id << ": __TEST_TAG_CACHE_IDLE_SLOT__";
+    state_.SetAtRest(other, *kv_);
+  }
 }
 
 bool Scheduler::Decode(const std::vector<Part>& plan) {

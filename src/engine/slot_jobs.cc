@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "core/log.h"
-#include "kv/prefetched_file.h"
+#include "kv/slot_file.h"
 #include "kv/state_format.h"
 
 namespace kvault {
@@ -151,9 +151,11 @@ class RestoreSlotJob final : public SlotJob {
         whole_ = t_.vault->Restore(seq_, path_);
         return whole_.status();
       case kOpen: {
-        StatusOr<std::unique_ptr<RandomAccessFile>> opened =
-            PrefetchedFile::Open(t_.vault->env(), path_);
-        if (opened.ok()) file_ = std::move(opened).value();
+        StatusOr<OpenedSlotFile> opened = OpenSlotFile(t_.vault->env(), path_);
+        if (opened.ok()) {
+          file_ = std::move(opened->state);
+          header_bytes_ = opened->header_bytes;
+        }
         return opened.status();
       }
       case kLoad:
@@ -215,7 +217,7 @@ class RestoreSlotJob final : public SlotJob {
     SlotRestoreResult result;
     result.slot = slot_;
     result.n_restored = restored->num_tokens;
-    result.n_read = restored->bytes_read;
+    result.n_read = restored->bytes_read + header_bytes_;
     result.restore_ms = restored->elapsed_ms;
     result.evicted = std::move(restored->evicted);
     return Done<SlotRestoreResult>(ctx, reply_, std::move(result));
@@ -238,6 +240,7 @@ class RestoreSlotJob final : public SlotJob {
   bool active_ = false;
   StatusOr<VaultRestoreResult> whole_ = VaultRestoreResult{};
   std::unique_ptr<RandomAccessFile> file_;
+  uint64_t header_bytes_ = 0;  // the slot file's token header (kOpen)
   std::unique_ptr<RestoreJob> job_;
   std::optional<SeqId> scratch_;
 };

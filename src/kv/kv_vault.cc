@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "kv/disk_tier.h"
 #include "kv/ram_tier.h"
+#include "kv/slot_file.h"
 
 namespace kvault {
 namespace {
@@ -76,9 +77,12 @@ KvVault::KvVault(KvCache* cache, Env* env, const KvVaultOptions& options,
       env_(env),
       fingerprint_(options.fingerprint),
       save_options_(options.save),
+      slot_file_options_(options.save),
       restore_threads_(options.restore_threads),
       policy_(std::move(policy)),
-      spill_tiers_(std::move(spill_tiers)) {}
+      spill_tiers_(std::move(spill_tiers)) {
+  slot_file_options_.llama_token_header = true;
+}
 
 void KvVault::Touch(SeqId seq) { meta_[seq].last_use = ++clock_; }
 
@@ -98,9 +102,17 @@ StatusOr<VaultRestoreResult> KvVault::Restore(SeqId seq,
                                 ", a reserved restore scratch sequence");
   }
   std::vector<Eviction> evicted;
-  StatusOr<RestoreResult> restored = RestoreSequenceFromFile(
-      env_, path, fingerprint_, seq, cache_,
-      RoomForRestore(seq, kRestoreScratchSeq, &evicted));
+  StatusOr<OpenedSlotFile> file = OpenSlotFile(env_, path);
+  StatusOr<RestoreResult> restored =
+      file.ok()
+          ? RestoreSequence(*file->state, fingerprint_, seq, cache_,
+                            RoomForRestore(seq, kRestoreScratchSeq, &evicted))
+          : StatusOr<RestoreResult>(file.status());
+  if (restored.ok()) {
+    restored->bytes_read += file->header_bytes;
+  } else {
+    restored = restored.status().WithContext(path);
+  }
   if (restored.ok()) spill_tiers_.DiscardStale(seq, "restored from " + path);
   return FinishRestore(seq, restored, std::move(evicted));
 }

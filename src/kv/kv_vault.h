@@ -143,8 +143,9 @@ class KvVault {
   StatusOr<SaveSnapshot> SnapshotForSave(SeqId seq) const;
   // Returns the Env state files are written and read with.
   Env* env() const { return env_; }
-  // Returns how state files are written.
-  const SaveOptions& save_options() const { return save_options_; }
+  // Returns how named saves (Save, async saves) are written: the vault's
+  // SaveOptions with llama.cpp's token header (slot_file.h).
+  const SaveOptions& save_options() const { return slot_file_options_; }
   // Returns the model fingerprint files are written and checked with.
   const ModelFingerprint& fingerprint() const { return fingerprint_; }
   // Returns the wrapped cache.
@@ -213,7 +214,8 @@ class KvVault {
   KvCache* cache_;
   Env* env_;
   ModelFingerprint fingerprint_;
-  SaveOptions save_options_;
+  SaveOptions save_options_;       // spills
+  SaveOptions slot_file_options_;  // named saves
   uint32_t restore_threads_;
   std::unique_ptr<EvictionPolicy> policy_;
   SpillTiers spill_tiers_;

@@ -125,13 +125,14 @@ StatusOr<SaveResult> KvVault::Save(SeqId seq, const std::string& path) {
   }
   if (cache_->table().Contains(seq)) {
     return SaveSequenceToFile(env_, *cache_, seq, fingerprint_, path,
-                              save_options_);
+                              slot_file_options_);
   }
   if (!spill_tiers_.TierOf(seq)) {
     return NotFoundError("save " + SeqLabel(seq) + " to " + path +
                          ": neither resident nor spilled");
   }
-  return spill_tiers_.CopyTo(seq, env_, path, save_options_.sync);
+  return spill_tiers_.CopyTo(seq, env_, path, slot_file_options_.sync,
+                             /*llama_token_header=*/true);
 }
 
 }  // namespace kvault

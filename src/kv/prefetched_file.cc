@@ -11,6 +11,11 @@ StatusOr<std::unique_ptr<RandomAccessFile>> PrefetchedFile::Open(
     Env* env, const std::string& path) {
   KV_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> base,
                       env->NewRandomAccessFile(path));
+  return Wrap(std::move(base));
+}
+
+StatusOr<std::unique_ptr<RandomAccessFile>> PrefetchedFile::Wrap(
+    std::unique_ptr<RandomAccessFile> base) {
   const uint64_t size = base->size();
   std::unique_ptr<PrefetchedFile> file(new PrefetchedFile(std::move(base)));
   KV_RETURN_IF_ERROR(

@@ -22,6 +22,9 @@ class PrefetchedFile final : public RandomAccessFile {
   // too short for a state file is read whole (Prepare reports it).
   static StatusOr<std::unique_ptr<RandomAccessFile>> Open(
       Env* env, const std::string& path);
+  // As Open, over an opened file (I/O errors keep their code).
+  static StatusOr<std::unique_ptr<RandomAccessFile>> Wrap(
+      std::unique_ptr<RandomAccessFile> base);
   // Serves reads inside the prefetched ranges from memory, others from the
   // wrapped file.
   StatusOr<size_t> ReadAt(uint64_t offset,

@@ -11,6 +11,8 @@
 #include "core/log.h"
 #include "kv/disk_tier.h"
 #include "kv/kv_vault.h"
+#include "kv/slot_file.h"
+#include "kv/state_file.h"
 
 namespace kvault {
 namespace {
@@ -19,6 +21,17 @@ constexpr uint64_t kCopyBufferBytes = uint64_t{1} << 20;
 
 // Messages name sequences as the vault does.
 // Copies all of `in` to `out`; returns the bytes copied.
+// Returns the slot-file token header for the state file `in`.
+StatusOr<std::string> TokenHeaderOf(const RandomAccessFile& in) {
+  KV_ASSIGN_OR_RETURN(state_internal::ValidatedFile v,
+                      state_internal::ReadHeaderAndTrailer(in));
+  std::vector<TokenPos> tokens;
+  uint64_t checksum = 0;
+  KV_RETURN_IF_ERROR(
+      state_internal::ReadTokenTable(in, v.header, &tokens, &checksum));
+  return EncodeSlotFileHeader(tokens);
+}
+
 StatusOr<uint64_t> CopyFile(const RandomAccessFile& in, WritableFile* out) {
   std::vector<std::byte> buffer(std::min(kCopyBufferBytes, in.size()));
   uint64_t offset = 0;
@@ -204,7 +217,8 @@ void SpillTiers::BroughtBack(size_t t, SeqId seq,
 }
 
 StatusOr<SaveResult> SpillTiers::CopyTo(SeqId seq, Env* env,
-                                        const std::string& path, bool sync) {
+                                        const std::string& path, bool sync,
+                                        bool llama_token_header) {
   std::optional<size_t> t = TierOf(seq);
   if (!t) {
     return NotFoundError("save " + SeqLabel(seq) + " to " + path +
@@ -216,8 +230,19 @@ StatusOr<SaveResult> SpillTiers::CopyTo(SeqId seq, Env* env,
   StatusOr<std::unique_ptr<RandomAccessFile>> file = tiers_[*t]->Open(seq);
   if (!file.ok()) return file.status().WithContext(where);
   const RandomAccessFile& source = **file;
+  std::string header;
+  if (llama_token_header) {
+    StatusOr<std::string> h = TokenHeaderOf(source);
+    if (!h.ok()) return h.status().WithContext(where);
+    header = std::move(h).value();
+  }
   StatusOr<uint64_t> written = WriteFileAtomically(
-      env, path, [&source](WritableFile* out) { return CopyFile(source, out); },
+      env, path,
+      [&source, &header](WritableFile* out) -> StatusOr<uint64_t> {
+        if (!header.empty()) KV_RETURN_IF_ERROR(out->Append(header));
+        KV_ASSIGN_OR_RETURN(uint64_t n, CopyFile(source, out));
+        return n + header.size();
+      },
       sync);
   if (!written.ok()) return written.status().WithContext(where);
   SaveResult result;

@@ -76,9 +76,10 @@ class SpillTiers {
   // bring-back, then discards its now stale entries.
   void BroughtBack(size_t t, SeqId seq, const RestoreResult& restored);
   // Copies `seq`'s entry (first tier holding it) to `path` atomically,
-  // synced when `sync`; NotFound when no tier holds it.
+  // synced when `sync`, behind llama.cpp's token header (slot_file.h) when
+  // `llama_token_header`; NotFound when no tier holds it.
   StatusOr<SaveResult> CopyTo(SeqId seq, Env* env, const std::string& path,
-                              bool sync);
+                              bool sync, bool llama_token_header);
   // Removes `seq` from every tier, logging failures (stale copies `why`).
   void DiscardStale(SeqId seq, std::string_view why);
   // Removes `seq` from every tier; returns the first error, having tried all.

@@ -54,6 +54,9 @@ struct SaveOptions {
   bool sync = true;
   // Written into the header's producer field (truncated to 32 bytes).
   std::string producer = "kvault 0.1.0";
+  // Files written by SaveSequenceToFile / WriteSnapshotToFile start with
+  // llama.cpp's token header (slot_file.h): what named slot saves get.
+  bool llama_token_header = false;
 };
 
 struct SaveResult {

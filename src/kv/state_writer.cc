@@ -13,6 +13,7 @@
 #include "core/check.h"
 #include "core/checksum.h"
 #include "kv/restore_job.h"
+#include "kv/slot_file.h"
 #include "kv/state_file.h"
 #include "kv/temp_files.h"
 
@@ -205,9 +206,14 @@ StatusOr<uint64_t> WriteTempFile(Env* env, const KvStorage& storage,
                                  const SaveOptions& options) {
   KV_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file,
                       env->NewWritableFile(tmp));
+  std::string header;
+  if (options.llama_token_header) header = EncodeSlotFileHeader(snap.tokens);
+  Status s = header.empty() ? Status::Ok() : file->Append(header);
   StatusOr<uint64_t> written =
-      WriteSnapshot(storage, snap, options, file.get());
-  Status s = written.status();
+      s.ok() ? WriteSnapshot(storage, snap, options, file.get())
+             : StatusOr<uint64_t>(s);
+  if (written.ok()) *written += header.size();
+  s = written.status();
   if (s.ok() && options.sync) s = file->Sync();
   if (s.ok()) {
     s = file->Close();

@@ -434,8 +434,9 @@ constexpr ArgSpec kTable[] = {
      "LLAMA_ARG_KV_UNIFIED", kServe, kServer,
      "every slot may use the whole context (default: each slot gets -c / -np)"},
     {"cache-idle-slots", "--cache-idle-slots", "--no-cache-idle-slots", kSwitch,
-     "", "LLAMA_ARG_CACHE_IDLE_SLOTS", kWarn, kServer,
-     "kvault's spill tiers keep idle slots' KV (--spill-ram, --spill-dir)"},
+     "", "LLAMA_ARG_CACHE_IDLE_SLOTS", kServe, kServer,
+     "when a slot starts a task, move the other idle slots' KV to the "
+     "spill tiers (needs --kv-unified; default: on with --cache-ram)"},
     {"context-shift", "--context-shift", "--no-context-shift", kSwitch, "",
      "LLAMA_ARG_CONTEXT_SHIFT", kServe, kServer,
      "when a generating slot's context is full, discard half of it after "

@@ -272,6 +272,7 @@ class SchedulerTest : public ::testing::Test {
     o.max_batch_tokens = max_batch;
     o.prefill_chunk = chunk;
     o.generation.ctx_per_slot = 256;
+    o.cache_idle_slots = cache_idle_slots_;
     scheduler_ = std::make_unique<Scheduler>(o, kv_.get(), forward_.get(),
                                              tokenizer_.get(), &vocab_);
   }
@@ -327,6 +328,7 @@ class SchedulerTest : public ::testing::Test {
   std::unique_ptr<FakeForward> forward_;
   std::unique_ptr<Scheduler> scheduler_;
   uint64_t next_task_ = 0;
+  bool cache_idle_slots_ = false;  // read by Build
 };
 
 TEST_F(SchedulerTest, AdmitsIntoIdleSlotsAndQueuesTheRest) {
@@ -476,6 +478,48 @@ TEST_F(SchedulerTest, IdleSlotIsSpilledForRoomAndItsPrefixComesBack) {
   // All but the last prompt token, which is evaluated for its logits.
   EXPECT_EQ(c->result.timings.cache_n, 14u);
   EXPECT_EQ(slot(1).state, SlotState::kSpilled);
+}
+
+// --cache-idle-slots: a request starting in one slot moves every other idle
+// slot's KV to the tier at once, though the pool has room; a conversation
+// that returns takes its KV back and evaluates only its new tokens.
+TEST_F(SchedulerTest, CacheIdleSlotsSpillsTheOtherIdleSlotsAtStart) {
+  cache_idle_slots_ = true;
+  Build(3, 64, /*has_tier=*/true);
+  const std::vector<TokenId> first = Prompt(14, 1);
+  auto a = Submit(first, 2, /*slot=*/0);
+  RunToIdle();
+  ASSERT_TRUE(a->status.ok()) << a->status;
+  EXPECT_EQ(slot(0).state, SlotState::kIdle);  // nobody else started
+  EXPECT_EQ(kv_->num_spills, 0u);
+  auto b = Submit(Prompt(6, 5), 2, /*slot=*/1);
+  scheduler_->Admit();
+  EXPECT_EQ(slot(0).state, SlotState::kSpilled);
+  EXPECT_EQ(slot(2).state, SlotState::kIdle);  // it held no KV
+  EXPECT_EQ(kv_->num_spills, 1u);
+  RunToIdle();
+  ASSERT_TRUE(b->status.ok()) << b->status;
+  std::vector<TokenId> again = first;
+  again.insert(again.end(), a->tokens.begin(), a->tokens.end() - 1);
+  auto c = Submit(again, 2);  // no slot named: the longest cached prefix
+  RunToIdle();
+  ASSERT_TRUE(c->status.ok()) << c->status;
+  EXPECT_EQ(c->result.slot, 0u);
+  EXPECT_EQ(c->result.timings.cache_n, 14u);
+  EXPECT_EQ(slot(1).state, SlotState::kSpilled);
+  EXPECT_EQ(kv_->num_spills, 2u);
+}
+
+// Without it (kvault's default) idle KV stays in the pool while it fits.
+TEST_F(SchedulerTest, IdleSlotsKeepTheirKvWhileThereIsRoom) {
+  Build(2, 64, /*has_tier=*/true);
+  auto a = Submit(Prompt(14, 1), 2, /*slot=*/0);
+  RunToIdle();
+  auto b = Submit(Prompt(6, 5), 2, /*slot=*/1);
+  RunToIdle();
+  ASSERT_TRUE(b->status.ok()) << b->status;
+  EXPECT_EQ(slot(0).state, SlotState::kIdle);
+  EXPECT_EQ(kv_->num_spills, 0u);
 }
 
 TEST_F(SchedulerTest, YoungestRequestIsPreemptedAndResumesToTheSameOutput) {

@@ -12,6 +12,7 @@
 
 #include "core/fault_injecting_env.h"
 #include "core/log.h"
+#include "kv/slot_file.h"
 #include "state_test_util.h"
 
 namespace kvault {
@@ -428,7 +429,10 @@ TEST_F(KvVaultTest, DiskEntriesSurviveARestart) {
 TEST_F(KvVaultTest, SaveWorksForResidentAndSpilledSequences) {
   MakeVault(1 << 20, 0);
   AddSequences({1, 2}, 7);
-  const std::string expected = state_test::SaveToString(*cache_, SeqId(1));
+  // A named save is a slot file: llama.cpp's token header, then the state.
+  const std::string expected =
+      EncodeSlotFileHeader(cache_->table().Cells(SeqId(1))) +
+      state_test::SaveToString(*cache_, SeqId(1));
   ASSERT_TRUE(vault_->Evict(SeqId(1)).ok());
   auto spilled = vault_->Save(SeqId(1), "/saved/one");
   ASSERT_TRUE(spilled.ok()) << spilled.status();

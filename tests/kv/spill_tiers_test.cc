@@ -273,16 +273,30 @@ TEST_F(SpillTiersTest, CopyToWritesTheEntryBytes) {
   ASSERT_TRUE(Store(2, 2).ok());  // seq 1 -> disk
   for (uint32_t id : {1u, 2u}) {
     const std::string path = "/copy-" + std::to_string(id);
-    auto saved = tiers_->CopyTo(SeqId(id), &env_, path, /*sync=*/true);
+    auto saved = tiers_->CopyTo(SeqId(id), &env_, path, /*sync=*/true,
+                                /*llama_token_header=*/false);
     ASSERT_TRUE(saved.ok()) << saved.status();
     EXPECT_EQ(saved->num_tokens, kNumTokens);
     EXPECT_EQ(saved->bytes_written, entry_bytes_);
     auto bytes = ReadFileToString(&env_, path);
     ASSERT_TRUE(bytes.ok()) << bytes.status();
     EXPECT_EQ(*bytes, SaveToString(*cache_, SeqId(id)));
+    // As a slot file: the token header of the entry's tokens, then the same.
+    auto slot_file = tiers_->CopyTo(SeqId(id), &env_, path + ".slot", true,
+                                    /*llama_token_header=*/true);
+    ASSERT_TRUE(slot_file.ok()) << slot_file.status();
+    auto with_header = ReadFileToString(&env_, path + ".slot");
+    ASSERT_TRUE(with_header.ok()) << with_header.status();
+    const std::string header =
+        with_header->substr(0, with_header->size() - bytes->size());
+    EXPECT_EQ(slot_file->bytes_written, with_header->size());
+    EXPECT_EQ(with_header->substr(header.size()), *bytes);
+    EXPECT_EQ(header.size(), 12 + 4 * (kNumTokens + 4));
+    EXPECT_EQ(header.substr(0, 4), "qsgg");  // 'ggsq' as a little-endian u32
   }
-  EXPECT_TRUE(
-      tiers_->CopyTo(SeqId(3), &env_, "/copy-3", true).status().IsNotFound());
+  EXPECT_TRUE(tiers_->CopyTo(SeqId(3), &env_, "/copy-3", true, true)
+                  .status()
+                  .IsNotFound());
   EXPECT_FALSE(env_.FileExists("/copy-3"));
 }
 
