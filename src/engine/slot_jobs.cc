@@ -5,6 +5,7 @@
 
 #include "core/log.h"
 #include "kv/slot_file.h"
+#include "kv/spill_tiers.h"
 #include "kv/state_format.h"
 
 namespace kvault {
@@ -38,7 +39,7 @@ class SaveJob final : public SlotJob {
   std::string where() const override {
     return "save slot " + std::to_string(slot_) + " to " + path_;
   }
-  bool IoInline() const override { return !snapshot_; }
+  bool IoInline() const override { return !snapshot_ && !spilled_; }
   bool PinsSlotWhileIo() const override { return true; }
 
   JobStep Start(JobContext& ctx) override {
@@ -53,8 +54,19 @@ class SaveJob final : public SlotJob {
           FailedPreconditionError(where() + ": the slot holds no tokens")
               .WithReason(kReasonSlotEmpty));
     }
-    // A spilled slot's save copies its tier entry: vault work, inline.
-    if (sync_ || !resident) return JobStep{true, {}};
+    if (sync_) return JobStep{true, {}};
+    if (!resident) {
+      // The tier entry is copied on an I/O thread: a slow or hung disk must
+      // not stop the scheduler (the slot stays pinned meanwhile).
+      StatusOr<std::unique_ptr<RandomAccessFile>> entry =
+          t_.vault->OpenSpilledForSave(seq_);
+      if (!entry.ok()) {
+        return Done<SlotSaveResult>(ctx, reply_,
+                                    entry.status().WithContext(where()));
+      }
+      spilled_ = std::move(entry).value();
+      return JobStep{true, {}};
+    }
     StatusOr<SaveSnapshot> snapshot = t_.vault->SnapshotForSave(seq_);
     if (!snapshot.ok()) {
       return Done<SlotSaveResult>(ctx, reply_,
@@ -66,11 +78,16 @@ class SaveJob final : public SlotJob {
   }
 
   Status Io() override {
-    written_ = snapshot_ ? WriteSnapshotToFile(t_.vault->env(),
-                                               *t_.cache->storage(),
-                                               *snapshot_, path_,
-                                               t_.vault->save_options())
-                         : t_.vault->Save(seq_, path_);
+    const SaveOptions& options = t_.vault->save_options();
+    if (snapshot_) {
+      written_ = WriteSnapshotToFile(t_.vault->env(), *t_.cache->storage(),
+                                     *snapshot_, path_, options);
+    } else if (spilled_) {
+      written_ = CopyStateFile(*spilled_, t_.vault->env(), path_, options.sync,
+                               options.llama_token_header);
+    } else {
+      written_ = t_.vault->Save(seq_, path_);
+    }
     if (written_.ok() && t_.mirror != nullptr) t_.mirror->Upload(path_);
     return written_.status();
   }
@@ -103,6 +120,7 @@ class SaveJob final : public SlotJob {
   void Release() {
     if (snapshot_) t_.vault->SetActive(seq_, false);
     snapshot_.reset();
+    spilled_.reset();
   }
 
   JobTarget t_;
@@ -112,6 +130,7 @@ class SaveJob final : public SlotJob {
   bool sync_;
   Reply<SlotSaveResult> reply_;
   std::unique_ptr<SaveSnapshot> snapshot_;  // set while the writer may run
+  std::unique_ptr<RandomAccessFile> spilled_;  // a spilled slot's tier entry
   StatusOr<SaveResult> written_ = SaveResult{};
 };
 

@@ -141,6 +141,10 @@ class KvVault {
   // NotFound when it is not resident. Mark `seq` active until the write
   // returns, so that it is not evicted meanwhile.
   StatusOr<SaveSnapshot> SnapshotForSave(SeqId seq) const;
+  // Owner thread: the spilled `seq`'s tier entry for an async save
+  // (CopyStateFile with env() and save_options()), readable on any thread
+  // whatever the tiers do meanwhile; NotFound when it is not spilled.
+  StatusOr<std::unique_ptr<RandomAccessFile>> OpenSpilledForSave(SeqId seq);
   // Returns the Env state files are written and read with.
   Env* env() const { return env_; }
   // Returns how named saves (Save, async saves) are written: the vault's

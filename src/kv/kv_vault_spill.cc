@@ -135,4 +135,9 @@ StatusOr<SaveResult> KvVault::Save(SeqId seq, const std::string& path) {
                              /*llama_token_header=*/true);
 }
 
+StatusOr<std::unique_ptr<RandomAccessFile>> KvVault::OpenSpilledForSave(
+    SeqId seq) {
+  return spill_tiers_.OpenEntry(seq);
+}
+
 }  // namespace kvault

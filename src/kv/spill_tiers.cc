@@ -21,17 +21,6 @@ constexpr uint64_t kCopyBufferBytes = uint64_t{1} << 20;
 
 // Messages name sequences as the vault does.
 // Copies all of `in` to `out`; returns the bytes copied.
-// Returns the slot-file token header for the state file `in`.
-StatusOr<std::string> TokenHeaderOf(const RandomAccessFile& in) {
-  KV_ASSIGN_OR_RETURN(state_internal::ValidatedFile v,
-                      state_internal::ReadHeaderAndTrailer(in));
-  std::vector<TokenPos> tokens;
-  uint64_t checksum = 0;
-  KV_RETURN_IF_ERROR(
-      state_internal::ReadTokenTable(in, v.header, &tokens, &checksum));
-  return EncodeSlotFileHeader(tokens);
-}
-
 StatusOr<uint64_t> CopyFile(const RandomAccessFile& in, WritableFile* out) {
   std::vector<std::byte> buffer(std::min(kCopyBufferBytes, in.size()));
   uint64_t offset = 0;
@@ -216,25 +205,41 @@ void SpillTiers::BroughtBack(size_t t, SeqId seq,
   DiscardStale(seq, "brought back");
 }
 
+StatusOr<std::unique_ptr<RandomAccessFile>> SpillTiers::OpenEntry(SeqId seq) {
+  std::optional<size_t> t = TierOf(seq);
+  if (!t) return NotFoundError(SeqLabel(seq) + " is not spilled");
+  StatusOr<std::unique_ptr<RandomAccessFile>> file = tiers_[*t]->Open(seq);
+  if (!file.ok()) {
+    return file.status().WithContext("opening " + SeqLabel(seq) + " in the " +
+                                     std::string(tiers_[*t]->name()) + " tier");
+  }
+  return file;
+}
+
 StatusOr<SaveResult> SpillTiers::CopyTo(SeqId seq, Env* env,
                                         const std::string& path, bool sync,
                                         bool llama_token_header) {
-  std::optional<size_t> t = TierOf(seq);
-  if (!t) {
-    return NotFoundError("save " + SeqLabel(seq) + " to " + path +
-                         ": not spilled");
-  }
+  StatusOr<std::unique_ptr<RandomAccessFile>> file = OpenEntry(seq);
+  if (!file.ok()) return file.status().WithContext("save to " + path);
+  return CopyStateFile(**file, env, path, sync, llama_token_header);
+}
+
+StatusOr<SaveResult> CopyStateFile(const RandomAccessFile& source, Env* env,
+                                   const std::string& path, bool sync,
+                                   bool llama_token_header) {
   const auto start = std::chrono::steady_clock::now();
-  const std::string where = "save " + SeqLabel(seq) + " from the " +
-                            std::string(tiers_[*t]->name()) + " tier";
-  StatusOr<std::unique_ptr<RandomAccessFile>> file = tiers_[*t]->Open(seq);
-  if (!file.ok()) return file.status().WithContext(where);
-  const RandomAccessFile& source = **file;
+  const std::string where = "save to " + path;
+  StatusOr<state_internal::ValidatedFile> v =
+      state_internal::ReadHeaderAndTrailer(source);
+  if (!v.ok()) return v.status().WithContext(where);
   std::string header;
   if (llama_token_header) {
-    StatusOr<std::string> h = TokenHeaderOf(source);
-    if (!h.ok()) return h.status().WithContext(where);
-    header = std::move(h).value();
+    std::vector<TokenPos> tokens;
+    uint64_t checksum = 0;
+    Status read =
+        state_internal::ReadTokenTable(source, v->header, &tokens, &checksum);
+    if (!read.ok()) return read.WithContext(where);
+    header = EncodeSlotFileHeader(tokens);
   }
   StatusOr<uint64_t> written = WriteFileAtomically(
       env, path,
@@ -246,9 +251,7 @@ StatusOr<SaveResult> SpillTiers::CopyTo(SeqId seq, Env* env,
       sync);
   if (!written.ok()) return written.status().WithContext(where);
   SaveResult result;
-  for (const SpillEntryInfo& e : tiers_[*t]->Entries()) {
-    if (e.seq == seq) result.num_tokens = e.num_tokens;
-  }
+  result.num_tokens = v->header.num_tokens;
   result.bytes_written = *written;
   result.elapsed_ms = std::chrono::duration<double, std::milli>(
                           std::chrono::steady_clock::now() - start)

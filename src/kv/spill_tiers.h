@@ -75,6 +75,11 @@ class SpillTiers {
   // Books `seq`, restored from tier `t` into the cache: counts and logs the
   // bring-back, then discards its now stale entries.
   void BroughtBack(size_t t, SeqId seq, const RestoreResult& restored);
+  // Owner thread: `seq`'s entry in the first tier holding it, readable on
+  // any thread even if the tier moves or drops the entry meanwhile (a RAM
+  // entry's bytes are shared, a disk entry's file stays open); NotFound
+  // when no tier holds it.
+  StatusOr<std::unique_ptr<RandomAccessFile>> OpenEntry(SeqId seq);
   // Copies `seq`'s entry (first tier holding it) to `path` atomically,
   // synced when `sync`, behind llama.cpp's token header (slot_file.h) when
   // `llama_token_header`; NotFound when no tier holds it.
@@ -114,6 +119,14 @@ class SpillTiers {
   std::vector<TierCounters> counters_;             // [tiers_.size()]
   bool allow_drops_ = true;
 };
+
+// Any thread: writes the state file `source` (e.g. an OpenEntry) to `path`
+// atomically, synced when `sync`, behind llama.cpp's token header
+// (slot_file.h) when `llama_token_header`. Errors as WriteFileAtomically;
+// a damaged source's errors as the state reader's.
+StatusOr<SaveResult> CopyStateFile(const RandomAccessFile& source, Env* env,
+                                   const std::string& path, bool sync,
+                                   bool llama_token_header);
 
 }  // namespace kvault
 

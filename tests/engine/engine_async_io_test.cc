@@ -56,10 +56,11 @@ class GatedFile : public RandomAccessFile {
   Gate* gate_;
 };
 
-// Env::Default() whose files named "*.gated" read through GatedFile.
+// Env::Default() whose files named "*<suffix>" read through GatedFile.
 class GatedEnv : public Env {
  public:
-  explicit GatedEnv(Gate* gate) : gate_(gate) {}
+  explicit GatedEnv(Gate* gate, std::string suffix = ".gated")
+      : gate_(gate), suffix_(std::move(suffix)) {}
   StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
       const std::string& path) override {
     return base_->NewWritableFile(path);
@@ -72,7 +73,7 @@ class GatedEnv : public Env {
       const std::string& path) override {
     KV_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
                         base_->NewRandomAccessFile(path));
-    if (!path.ends_with(".gated")) return file;
+    if (!path.ends_with(suffix_)) return file;
     return std::unique_ptr<RandomAccessFile>(
         std::make_unique<GatedFile>(std::move(file), gate_));
   }
@@ -103,6 +104,7 @@ class GatedEnv : public Env {
  private:
   Env* base_ = Env::Default();
   Gate* gate_;
+  std::string suffix_;
 };
 
 TEST(EngineAsyncIoTest, OtherSlotsDecodeWhileARestoreReads) {
@@ -234,6 +236,61 @@ TEST(EngineAsyncIoTest, StuckRestoreTimesOutAndOthersKeepGenerating) {
   gate.cv.notify_all();
   // Once the file answers, a restore works again.
   auto restored = (*engine)->RestoreSlot(1, path);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(restored->n_restored, cached);
+}
+
+// Regression (issue 17): saving a spilled slot copied its tier entry on the
+// scheduler thread, so a slow or hung disk under the spill tier stopped
+// every slot for as long as the copy took. The copy now runs on the I/O
+// thread: with every read of the tier's files held (the scheduler's too),
+// the other slot still generates, and the save completes once they answer.
+TEST(EngineAsyncIoTest, SavingASpilledSlotNeverStopsTheOthers) {
+  Gate gate;  // no thread passes: gate.scheduler is nobody
+  GatedEnv env(&gate, ".kvstate");
+  EngineOptions options;
+  options.n_ctx_total = 1024;
+  options.n_slots = 2;
+  options.ctx_per_slot = 512;
+  options.num_threads = 1;
+  options.sync_saves = false;
+  options.cache_idle_slots = true;  // starting slot 0 spills slot 1 at once
+  options.spill_ram_bytes = 0;
+  options.spill_dir = engine_test::TempDir("async_spilled_save");
+  options.spill_disk_bytes = uint64_t{64} << 20;
+  options.env = &env;
+  auto engine = Engine::Create(MakeGenModel(1), options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  ASSERT_TRUE(engine_test::RunToEnd(engine->get(),
+                                    engine_test::Greedy(GenPrompt(30, 1), 8, 1))
+                  .ok());
+  const uint64_t cached = (*engine)->Slots()[1].n_cached;
+  ASSERT_TRUE(engine_test::RunToEnd(engine->get(),
+                                    engine_test::Greedy(GenPrompt(10, 2), 4, 0))
+                  .ok());
+  ASSERT_EQ((*engine)->Slots()[1].state, "spilled");
+
+  const std::string path = options.spill_dir + "/../saved-slot1.bin";
+  auto save = std::async(std::launch::async,
+                         [&] { return (*engine)->SaveSlot(1, path); });
+  {
+    std::unique_lock<std::mutex> lock(gate.mu);
+    gate.cv.wait(lock, [&] { return gate.reached; });
+  }
+  // The save's copy is held at its first read; slot 0 still generates.
+  auto other = engine_test::RunToEnd(
+      engine->get(), engine_test::Greedy(GenPrompt(12, 3), 8, 0));
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->tokens.size(), 8u);
+  {
+    std::lock_guard<std::mutex> lock(gate.mu);
+    gate.open = true;
+  }
+  gate.cv.notify_all();
+  auto saved = save.get();
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(saved->n_saved, cached);
+  auto restored = (*engine)->RestoreSlot(0, path);
   ASSERT_TRUE(restored.ok()) << restored.status();
   EXPECT_EQ(restored->n_restored, cached);
 }
