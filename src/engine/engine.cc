@@ -362,8 +362,12 @@ Status Engine::Impl::Init() {
         BuildEngineSnapshot(*scheduler_, *vault_, *cache_,
                             prefix_store_.get(), o.ctx_per_slot);
   }
+  // A slot has at most one action at a time, so one thread per slot means
+  // no slot's file I/O ever waits for another's (a save's fsync on a busy
+  // disk can take seconds); past 8 the disk, not the queue, is the limit.
   io_ = std::make_unique<IoPool>(
-      [this](uint64_t id, Status status) { OnIoDone(id, std::move(status)); });
+      [this](uint64_t id, Status status) { OnIoDone(id, std::move(status)); },
+      std::clamp<size_t>(o.n_slots, 1, 8));
   scheduler_thread_ = std::thread([this] { SchedulerLoop(); });
   return Status::Ok();
 }

@@ -1,10 +1,14 @@
 #include "engine/io_pool.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace kvault {
 
-IoPool::IoPool(DoneFn on_done) : on_done_(std::move(on_done)) { AddThread(); }
+IoPool::IoPool(DoneFn on_done, size_t num_threads)
+    : on_done_(std::move(on_done)) {
+  for (size_t i = 0; i < std::max<size_t>(num_threads, 1); ++i) AddThread();
+}
 
 IoPool::~IoPool() { Stop(); }
 

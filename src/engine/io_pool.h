@@ -1,7 +1,9 @@
 // IoPool: the threads that run slot jobs' file I/O (job_runner.h) off the
 // scheduler thread, so a slow or hung file (a FIFO, a stalled network
-// mount) never stops other slots' decoding. Tickets run in submission order
-// on whichever thread is free; each result is handed back through the
+// mount) never stops other slots' decoding, and one slot's slow fsync
+// never queues another slot's restore behind it (a job's deadline runs from
+// its submission). Tickets start in submission order on whichever thread is
+// free; each result is handed back through the
 // `on_done` callback given at construction, which runs on the I/O thread.
 // A ticket that outlives its deadline keeps its thread (it may never
 // return), so the engine adds a thread for each one (AddThread) and the
@@ -26,8 +28,9 @@ class IoPool {
   // Called on an I/O thread with a ticket's id and its Io() status.
   using DoneFn = std::function<void(uint64_t ticket_id, Status status)>;
 
-  // Starts one thread; `on_done` must be safe to call from it.
-  explicit IoPool(DoneFn on_done);
+  // Starts `num_threads` (>= 1) threads; `on_done` must be safe to call
+  // from any of them.
+  IoPool(DoneFn on_done, size_t num_threads);
   // Stops and joins (Stop).
   ~IoPool();
   IoPool(const IoPool&) = delete;

@@ -295,6 +295,57 @@ TEST(EngineAsyncIoTest, SavingASpilledSlotNeverStopsTheOthers) {
   EXPECT_EQ(restored->n_restored, cached);
 }
 
+// Regression (issue 17): one I/O thread ran every slot's file I/O in turn,
+// so a slot whose file was slow (a save's fsync on a busy disk, a stalled
+// mount) held up another slot's restore until that one's deadline passed
+// without it ever starting. Each slot's I/O now has a thread.
+TEST(EngineAsyncIoTest, OneSlotsStuckFileDoesNotQueueAnotherSlotsRestore) {
+  Gate gate;  // no thread passes
+  GatedEnv env(&gate);
+  EngineOptions options;
+  options.n_ctx_total = 1024;
+  options.n_slots = 2;
+  options.ctx_per_slot = 512;
+  options.num_threads = 1;
+  options.sync_saves = false;
+  options.slot_io_timeout_ms = 600000;  // no deadline within the test
+  options.env = &env;
+  auto engine = Engine::Create(MakeGenModel(1), options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const std::string dir = engine_test::TempDir("async_two_threads");
+  ASSERT_TRUE(engine_test::RunToEnd(engine->get(),
+                                    engine_test::Greedy(GenPrompt(30, 1), 8, 1))
+                  .ok());
+  ASSERT_TRUE((*engine)->SaveSlot(1, dir + "/slot1.gated").ok());
+  ASSERT_TRUE((*engine)->SaveSlot(1, dir + "/slot1.bin").ok());
+  const uint64_t cached = (*engine)->Slots()[1].n_cached;
+
+  auto stuck = std::async(std::launch::async, [&] {
+    return (*engine)->RestoreSlot(1, dir + "/slot1.gated");
+  });
+  {
+    std::unique_lock<std::mutex> lock(gate.mu);
+    gate.cv.wait(lock, [&] { return gate.reached; });
+  }
+  auto other = std::async(std::launch::async, [&] {
+    return (*engine)->RestoreSlot(0, dir + "/slot1.bin");
+  });
+  const bool finished =
+      other.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  {
+    std::lock_guard<std::mutex> lock(gate.mu);
+    gate.open = true;
+  }
+  gate.cv.notify_all();
+  ASSERT_TRUE(finished) << "slot 0's restore waited for slot 1's file";
+  auto restored = other.get();
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(restored->n_restored, cached);
+  auto late = stuck.get();
+  ASSERT_TRUE(late.ok()) << late.status();
+  EXPECT_EQ(late->n_restored, cached);
+}
+
 // Regression (issue 17): a full disk was answered 503 resource_exhausted
 // while the docs said 500 io_error; it is now reason disk_full (HTTP 507,
 // see http_error_test) and counts as a failed save.
