@@ -335,8 +335,15 @@ Status ParseServer(const Flags& f, ServeOptions* o) {
   s.tags = SplitList(f.GetString("tags", ""));
   KV_RETURN_IF_ERROR(ParseChatTemplateFlags(f, &s));
   KV_RETURN_IF_ERROR(ParseChatOutputFlags(f, &s));
-  s.model_path = o->model_path.empty() ? "demo" : o->model_path;
-  s.demo_model = o->model_path.empty();
+  KV_ASSIGN_OR_RETURN(s.webui, f.GetBool("ui", true));
+  s.model_path = o->model_path;
+  s.demo_model = o->model_path.empty() && o->demo_random;
+  if (o->model_path.empty()) {
+    s.model_path = o->demo_random ? "demo" : kEmbeddedModelFile;
+    s.model_label = o->demo_random
+                        ? "DEMO model (random weights; gibberish output)"
+                        : kEmbeddedModelLabel;
+  }
   return ParseDefaults(f, &s.defaults);
 }
 
@@ -362,6 +369,11 @@ StatusOr<ServeOptions> ParseServeOptions(const std::vector<std::string>& args,
   KV_ASSIGN_OR_RETURN(o.help, f.GetBool("help", false));
   KV_ASSIGN_OR_RETURN(o.version, f.GetBool("version", false));
   o.model_path = f.GetString("model", "");
+  KV_ASSIGN_OR_RETURN(o.demo_random, f.GetBool("demo-random", false));
+  if (o.demo_random && !o.model_path.empty()) {
+    return InvalidArgumentError(
+        "--demo-random replaces the embedded model; it cannot go with -m");
+  }
   KV_ASSIGN_OR_RETURN(bool mmap, f.GetBool("mmap", false));
   o.load_mode = mmap ? LoadMode::kMmap : LoadMode::kRead;
   KV_ASSIGN_OR_RETURN(o.log_level, ParseLogLevel(f));
@@ -384,9 +396,9 @@ void ResolveContext(uint32_t n_ctx_train, ServeOptions* o) {
 std::string ServeHelp() {
   return "usage: kvault serve [flags]   (also installed as llama-server)\n"
          "llama-server's command line (llama.cpp b10573); every flag can "
-         "also be set\nby the environment variable shown. Without -m an "
-         "embedded DEMO model\n(random weights; gibberish output) is "
-         "served.\n" +
+         "also be set\nby the environment variable shown. Without -m the "
+         "embedded stories260K\n(a TinyStories model) is served; "
+         "--demo-random serves random weights.\n" +
          ArgsHelp(ServerArgTable());
 }
 

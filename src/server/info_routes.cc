@@ -131,6 +131,8 @@ void HandleProps(const ServerState& state, Response& res) {
                  {"chat_template_caps", state.chat_format.CapsJson()},
                  {"build_info", kBuildInfo},
                  {"demo_model", state.options.demo_model},
+                 {"model_label", state.options.model_label},
+                 {"webui", state.options.webui},
                  {"is_sleeping", sleeping}});
 }
 
