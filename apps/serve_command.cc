@@ -54,8 +54,7 @@ StatusOr<std::unique_ptr<LlamaModel>> LoadModel(const ServeOptions& o) {
     return GenerateModelInMemory(DemoModelOptions());
   }
   if (o.model_path.empty()) {
-    KV_LOG(INFO) << "no -m MODEL given: serving the embedded "
-                 << kEmbeddedModelLabel;
+    KV_LOG(INFO) << "no -m MODEL given: serving " << kEmbeddedModelLabel;
     return LoadEmbeddedModel(o);
   }
   KV_LOG(INFO) << "loading model " << o.model_path;

@@ -45,8 +45,8 @@ void ResolveContext(uint32_t n_ctx_train, ServeOptions* o);
 // (assets/models/README.md says where it comes from).
 inline constexpr char kEmbeddedModelFile[] = "stories260K.gguf";
 inline constexpr char kEmbeddedModelLabel[] =
-    "stories260K (embedded TinyStories model: it writes short children's "
-    "stories; give -m FILE.gguf for your own model)";
+    "stories260K, the embedded TinyStories model (it writes short "
+    "children's stories; give -m FILE.gguf for your own model)";
 
 // Returns `kvault serve --help`.
 std::string ServeHelp();

@@ -19,12 +19,17 @@ function setStatus(text, ok) {
   s.className = 'status ' + (ok ? 'ok' : 'bad');
 }
 
+// One bar per request, the newest on the right, scaled to the largest.
 function spark(svg, values) {
-  const w = 120, h = 28;
+  const w = 120, h = 28, slots = 30;
   const max = Math.max(...values, 1e-9);
-  const step = values.length > 1 ? w / (values.length - 1) : 0;
-  const pts = values.map((v, i) => (i * step).toFixed(1) + ',' + (h - 2 - (h - 4) * v / max).toFixed(1));
-  svg.innerHTML = values.length ? '<polyline points="' + pts.join(' ') + '"/>' : '';
+  const bw = w / slots;
+  const x0 = w - values.length * bw;
+  svg.innerHTML = values.map((v, i) => {
+    const bh = Math.max(1, (h - 2) * v / max);
+    return '<rect x="' + (x0 + i * bw + 0.5).toFixed(1) + '" y="' + (h - bh).toFixed(1) +
+      '" width="' + (bw - 1).toFixed(1) + '" height="' + bh.toFixed(1) + '"/>';
+  }).join('');
 }
 
 function addSpeed({ tps, ttft_ms }) {
@@ -62,7 +67,8 @@ function schedule() {
 function refreshNow() { poll(); }
 
 function describeModel(props) {
-  const label = props.model_label || props.model_alias || props.model_path;
+  // A long label's gist goes in the header, all of it in the note below.
+  const label = (props.model_label || '').split(' (')[0] || props.model_alias;
   $('model-name').textContent = label;
   $('model-name').title = props.model_path;
   const tpl = typeof props.chat_template === 'string' ? props.chat_template : '';

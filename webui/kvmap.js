@@ -115,7 +115,7 @@ function tierBar(name, used, budget, detail) {
 
 function drawTiers(kv) {
   const p = kv.pool;
-  const bars = [tierBar('pool (GPU/CPU KV)', p.allocated_cells, p.num_cells,
+  const bars = [tierBar('page pool', p.allocated_cells, p.num_cells,
     p.allocated_cells + ' / ' + p.num_cells + ' cells')];
   for (const t of kv.tiers || []) {
     const name = (t.kind === 'prefix' ? 'prefix store: ' : 'spill: ') + t.name;

@@ -1,0 +1,347 @@
+#!/usr/bin/env python3
+"""Drives the real web UI in headless Chromium over the DevTools protocol.
+
+Starts `kvault serve` (the embedded stories260K model) on a free 127.0.0.1
+port and Chromium with --remote-debugging-port=0, then: loads /, checks the
+page loaded in under a second (Navigation Timing), types a message
+(Shift+Enter adds a line, Enter sends), sees the reply stream in token by
+token, saves the slot from the slots panel, erases it and restores it, and
+checks the KV map's cells follow (the slot's squares go, then come back
+outlined); then the accessibility basics: every control has a name, the
+keyboard focus is visible, and every text's contrast is at least 4.5:1.
+Screenshots of the chat and the KV map go to BUILD_DIR/webui/.
+
+Every wait is a bounded poll of the DOM (in the page, on animation frames)
+or of the server's log; nothing sleeps. Exits 77 (ctest: skipped) only when
+no Chromium is installed.
+
+Usage: webui_e2e_test.py KVAULT_BINARY OUT_DIR
+"""
+import base64
+import json
+import os
+import queue
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import urllib.request
+
+SKIP = 77
+
+
+def fail(message):
+    print("FAIL: " + message, flush=True)
+    sys.exit(1)
+
+
+class LogProcess:
+    """A child process whose stderr lines are read into a queue."""
+
+    def __init__(self, argv, **kwargs):
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True,
+                                     **kwargs)
+        self.lines = queue.Queue()
+        self.log = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stderr:
+            self.log.append(line)
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def wait_for(self, pattern, timeout_s):
+        """Returns the first match of `pattern` in a new log line."""
+        while True:
+            try:
+                line = self.lines.get(timeout=timeout_s)
+            except queue.Empty:
+                line = None
+            if line is None:
+                fail(f"no log line matching {pattern!r}:\n" + "".join(self.log[-30:]))
+            m = re.search(pattern, line)
+            if m:
+                return m
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+class Page:
+    """A DevTools protocol session on one page target."""
+
+    def __init__(self, ws_url):
+        import websocket  # python3-websocket (scripts/install-deps)
+        self.ws = websocket.create_connection(ws_url, timeout=60,
+                                              suppress_origin=True)
+        self.next_id = 0
+
+    def call(self, method, **params):
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method,
+                                 "params": params}))
+        while True:  # events in between are not needed
+            msg = json.loads(self.ws.recv())
+            if msg.get("id") == self.next_id:
+                if "error" in msg:
+                    fail(f"{method}: {msg['error']}")
+                return msg.get("result", {})
+
+    def eval(self, expression):
+        r = self.call("Runtime.evaluate", expression=expression,
+                      awaitPromise=True, returnByValue=True)
+        if "exceptionDetails" in r:
+            fail(f"{expression[:200]}: {r['exceptionDetails']}")
+        return r["result"].get("value")
+
+    def wait(self, condition, what, timeout_ms=20000):
+        """Polls `condition` (a JS expression) on each animation frame until
+        it is truthy; fails naming `what` after `timeout_ms`."""
+        ok = self.eval(f"""new Promise((resolve) => {{
+            const t0 = performance.now();
+            const check = () => {{
+              let v = false;
+              try {{ v = ({condition}); }} catch (e) {{}}
+              if (v) resolve(typeof v === "object" ? true : v);
+              else if (performance.now() - t0 > {timeout_ms}) resolve(false);
+              else requestAnimationFrame(check);
+            }};
+            check();
+          }})""")
+        if not ok:
+            fail(f"timed out waiting for {what} ({condition})")
+        return ok
+
+    def key(self, key, code, text="", modifiers=0):
+        common = {"key": key, "code": code, "modifiers": modifiers,
+                  "windowsVirtualKeyCode": {"Enter": 13, "Tab": 9}.get(key, 0)}
+        self.call("Input.dispatchKeyEvent", type="keyDown", text=text, **common)
+        self.call("Input.dispatchKeyEvent", type="keyUp", **common)
+
+    def screenshot(self, path, selector=None):
+        params = {"format": "png"}
+        if selector:
+            rect = self.eval(f"""(() => {{
+                const r = document.querySelector('{selector}').getBoundingClientRect();
+                return {{x: r.x, y: r.y, width: r.width, height: r.height}}; }})()""")
+            params["clip"] = dict(rect, scale=1)
+        data = self.call("Page.captureScreenshot", **params)["data"]
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(data))
+        print(f"screenshot: {path}", flush=True)
+
+
+def find_chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def start_server(binary, slot_dir):
+    server = LogProcess([binary, "serve", "--port", "0", "-np", "2", "-c", "1024",
+                         "-t", "1", "--slot-save-path", slot_dir, "--no-fsync"])
+    port = int(server.wait_for(r"listening on http://127\.0\.0\.1:(\d+)", 60).group(1))
+    server.wait_for(r"ready:", 120)
+    return server, port
+
+
+def start_chromium(chromium, profile):
+    browser = LogProcess([chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
+                          "--disable-dev-shm-usage", "--no-first-run",
+                          "--no-default-browser-check", "--remote-debugging-port=0",
+                          "--remote-allow-origins=*", "--user-data-dir=" + profile,
+                          "--window-size=1400,900", "about:blank"])
+    port = int(browser.wait_for(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", 60).group(1))
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=30) as r:
+        targets = json.load(r)
+    page = next(t for t in targets if t["type"] == "page")
+    return browser, Page(page["webSocketDebuggerUrl"])
+
+
+def check_load(page, port):
+    page.call("Page.enable")
+    page.call("Emulation.setDeviceMetricsOverride", width=1400, height=900,
+              deviceScaleFactor=1, mobile=False)
+    page.call("Page.navigate", url=f"http://127.0.0.1:{port}/")
+    page.wait("document.readyState === 'complete' && "
+              "performance.getEntriesByType('navigation')[0].loadEventEnd > 0", "load")
+    load_ms = page.eval("performance.getEntriesByType('navigation')[0].loadEventEnd")
+    print(f"page load (loadEventEnd): {load_ms:.1f} ms", flush=True)
+    if not load_ms < 1000:
+        fail(f"page took {load_ms} ms to load (limit 1000)")
+    page.wait("document.querySelector('#server-status.ok')", "the UI to reach the server")
+    name = page.wait("document.getElementById('model-name').textContent.includes('stories260K')"
+                     " && document.getElementById('model-name').textContent", "the model label")
+    if "TinyStories" not in name:
+        fail(f"model label {name!r} does not say TinyStories")
+    page.wait("document.querySelectorAll('#kvmap .cell').length > 0", "the KV map")
+
+
+def chat(page):
+    # Records the streaming reply's text as it grows (each distinct length).
+    page.eval("""window.__lengths = [];
+        new MutationObserver(() => {
+          const m = document.querySelector('.msg.assistant.streaming .body');
+          if (!m) return;
+          const n = m.textContent.length;
+          const a = window.__lengths;
+          if (n > 0 && a[a.length - 1] !== n) a.push(n);
+        }).observe(document.getElementById('messages'),
+                   {subtree: true, childList: true, characterData: true}); true""")
+    page.eval("document.getElementById('prompt').focus(); true")
+    page.call("Input.insertText", text="Once upon a time")
+    page.key("Enter", "Enter", "\r", modifiers=8)  # Shift+Enter: a new line
+    if page.eval("document.getElementById('prompt').value") != "Once upon a time\n":
+        fail("Shift+Enter did not add a line: " +
+             repr(page.eval("document.getElementById('prompt').value")))
+    if page.eval("document.querySelectorAll('.msg').length") != 0:
+        fail("Shift+Enter sent the message")
+    page.eval("const p = document.getElementById('prompt'); p.value = 'Once upon a time'; true")
+    page.key("Enter", "Enter", "\r")
+    page.wait("document.querySelector('.msg.user')", "the sent message")
+    text = page.wait("document.querySelector('.msg.assistant[data-done=\"true\"]') && "
+                     "document.querySelector('.msg.assistant .body').textContent",
+                     "the reply to finish", 60000)
+    lengths = page.eval("window.__lengths")
+    print(f"reply ({len(lengths)} streamed updates): {text[:120]!r}", flush=True)
+    if len(lengths) < 2:
+        fail(f"the reply did not stream: text lengths seen {lengths}")
+    words = re.findall(r"[A-Za-z]+", text)
+    if len(words) < 5:
+        fail(f"the reply is not readable text: {text!r}")
+    if page.eval("document.querySelector('.msg.assistant .error')"):
+        fail("the reply shows an error")
+
+
+def slot_cells(page, slot):
+    return page.eval(f"document.querySelectorAll('#kvmap .cell[data-slot=\"{slot}\"]').length")
+
+
+def click_slot(page, slot, action):
+    label = f"{action.capitalize()} slot {slot}"
+    page.eval(f"document.querySelector('[aria-label=\"{label}\"]').click(); true")
+    page.wait(f"document.getElementById('slot-msg').dataset.last === '{action}:{slot}:ok'",
+              f"{action} to succeed", 30000)
+
+
+def slots_and_map(page, out_dir):
+    slot = page.wait("(() => { const c = [...document.querySelectorAll('.slot')]"
+                     ".find((e) => Number(e.dataset.cached) > 0);"
+                     " return c ? c.dataset.slot : false; })()", "a slot holding the reply")
+    page.wait(f"document.querySelectorAll('#kvmap .cell[data-slot=\"{slot}\"]').length > 0",
+              "the slot's pages in the KV map")
+    before = slot_cells(page, slot)
+    print(f"slot {slot}: {before} pages in the map", flush=True)
+    click_slot(page, slot, "save")
+    click_slot(page, slot, "erase")
+    page.wait(f"document.querySelectorAll('#kvmap .cell[data-slot=\"{slot}\"]').length === 0",
+              "the erased slot's pages to leave the map")
+    page.wait(f"document.querySelector('.slot[data-slot=\"{slot}\"]').dataset.cached === '0'",
+              "the slots panel to show 0 cached tokens")
+    click_slot(page, slot, "restore")
+    page.wait(f"document.querySelectorAll('#kvmap .cell[data-slot=\"{slot}\"]').length === {before}",
+              "the restored pages to return to the map")
+    page.wait("document.querySelectorAll('#kvmap .cell.changed').length > 0 && "
+              "document.getElementById('kv-event').textContent.includes('restore')",
+              "the restore to be highlighted")
+    page.screenshot(os.path.join(out_dir, "kvmap.png"), "aside.side")
+    page.screenshot(os.path.join(out_dir, "chat.png"))
+
+
+A11Y_JS = r"""(() => {
+  const problems = [];
+  const controls = document.querySelectorAll('button, input, select, textarea');
+  for (const el of controls) {
+    if (el.closest('dialog:not([open])')) continue;
+    const name = el.getAttribute('aria-label') || (el.labels && el.labels.length &&
+      el.labels[0].textContent.trim()) || el.textContent.trim();
+    if (!name) problems.push('no accessible name: ' + el.outerHTML.slice(0, 80));
+  }
+  const rgb = (s) => (s.match(/[\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const background = (el) => {
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgb(getComputedStyle(e).backgroundColor);
+      if (c.length >= 3 && (c.length === 3 || c[3] > 0)) return c;
+    }
+    return [255, 255, 255];
+  };
+  let checked = 0, worst = 99;
+  for (const el of document.querySelectorAll('body *')) {
+    const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+    if (!own || !el.getClientRects().length || el.closest('dialog:not([open])')) continue;
+    const style = getComputedStyle(el);
+    if (style.visibility === 'hidden' || el.closest('.sr-only')) continue;
+    const a = lum(rgb(style.color)), b = lum(background(el));
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    checked += 1;
+    worst = Math.min(worst, ratio);
+    if (ratio < 4.5) problems.push('contrast ' + ratio.toFixed(2) + ': ' +
+      el.tagName + ' "' + el.textContent.trim().slice(0, 30) + '"');
+  }
+  return {problems, checked, worst};
+})()"""
+
+
+def accessibility(page):
+    r = page.eval(A11Y_JS)
+    print(f"contrast: {r['checked']} text elements, lowest ratio {r['worst']:.2f}", flush=True)
+    if r["problems"]:
+        fail("accessibility: " + "; ".join(r["problems"][:10]))
+    # Keyboard focus: Tab from the message box reaches a button, which
+    # shows a visible outline.
+    page.eval("document.getElementById('prompt').focus(); true")
+    page.key("Tab", "Tab")
+    focus = page.eval("""(() => { const e = document.activeElement;
+        const s = getComputedStyle(e);
+        return {tag: e.tagName, id: e.id, outline: s.outlineStyle,
+                width: parseFloat(s.outlineWidth)}; })()""")
+    print(f"Tab from the message box focuses {focus}", flush=True)
+    if focus["tag"] not in ("SELECT", "BUTTON") or focus["outline"] == "none" or focus["width"] < 2:
+        fail(f"keyboard focus is not visible: {focus}")
+
+
+def main():
+    if len(sys.argv) != 3:
+        fail(__doc__)
+    binary, out_dir = sys.argv[1], sys.argv[2]
+    chromium = find_chromium()
+    if chromium is None:
+        print("SKIP: no chromium installed (scripts/install-deps installs it)")
+        return SKIP
+    os.makedirs(out_dir, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="kvault-webui-") as tmp:
+        slot_dir = os.path.join(tmp, "slots")
+        os.makedirs(slot_dir)
+        server, port = start_server(binary, slot_dir)
+        browser = None
+        try:
+            browser, page = start_chromium(chromium, os.path.join(tmp, "profile"))
+            check_load(page, port)
+            chat(page)
+            slots_and_map(page, out_dir)
+            accessibility(page)
+        finally:
+            if browser:
+                browser.stop()
+            server.stop()
+    print("PASS", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
