@@ -104,11 +104,21 @@ function setBusy(busy) {
   $('stop').disabled = !busy;
 }
 
+// Text mode's prompt: the messages run together, with a space where a
+// message typed after a reply would otherwise glue onto its last word.
+function joinText(messages) {
+  let text = '';
+  for (const m of messages) {
+    if (text && !/\s$/.test(text) && /^[\w"']/.test(m.content) && m.role === 'user') text += ' ';
+    text += m.content;
+  }
+  return text;
+}
+
 function requestFor(conv) {
   const n = Number(settings.n_predict);
   if (conv.mode === 'text') {
-    return ['/completion', { prompt: conv.messages.map((m) => m.content).join(''),
-      n_predict: n, ...samplingFields() }];
+    return ['/completion', { prompt: joinText(conv.messages), n_predict: n, ...samplingFields() }];
   }
   const messages = conv.messages.map((m) => ({ role: m.role, content: m.content }));
   if (settings.system) messages.unshift({ role: 'system', content: settings.system });

@@ -127,7 +127,8 @@ function drawTiers(kv) {
 }
 
 function drawLegend(slotIds) {
-  const items = [['free', 'var(--free)'], ['shared', 'var(--shared)']]
+  const items = [['free', 'var(--free)'],
+    ['shared', 'repeating-linear-gradient(45deg, #8fa4bf 0 3px, var(--shared) 3px 5px)']]
     .concat(slotIds.map((s) => ['slot ' + s, slotColor(s)]));
   $('kv-legend').replaceChildren(...items.map(([name, color]) => {
     const s = document.createElement('span');
@@ -153,8 +154,13 @@ export function drawKv(kv, slotIds) {
     // The cells that differ from the snapshot before the event stay
     // outlined until the next one.
     outlined = new Set();
+    // A slot action outlines that slot's cells only (the others may have
+    // changed too, by generation, since the snapshot before it).
+    const mine = (o) => e.id_slot === null || o === e.id_slot;
     if (previous && previous.length === owners.length) {
-      owners.forEach((o, i) => { if (o !== previous[i]) outlined.add(i); });
+      owners.forEach((o, i) => {
+        if (o !== previous[i] && (mine(o) || mine(previous[i]))) outlined.add(i);
+      });
     }
     lastEventSeq = e.seq;
     if (previous) $('kv-event').textContent = describeEvent(e, outlined.size);

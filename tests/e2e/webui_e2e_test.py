@@ -208,20 +208,32 @@ def chat(page):
     if page.eval("document.querySelectorAll('.msg').length") != 0:
         fail("Shift+Enter sent the message")
     page.eval("const p = document.getElementById('prompt'); p.value = 'Once upon a time'; true")
+    # A slow link (64 KB/s) spreads the reply's events over time, as on a
+    # real network, so that a fast machine cannot deliver them all at once.
+    page.call("Network.enable")
+    page.call("Network.emulateNetworkConditions", offline=False, latency=0,
+              downloadThroughput=64000, uploadThroughput=-1)
     page.key("Enter", "Enter", "\r")
     page.wait("document.querySelector('.msg.user')", "the sent message")
     text = page.wait("document.querySelector('.msg.assistant[data-done=\"true\"]') && "
                      "document.querySelector('.msg.assistant .body').textContent",
                      "the reply to finish", 60000)
+    page.call("Network.emulateNetworkConditions", offline=False, latency=0,
+              downloadThroughput=-1, uploadThroughput=-1)
     lengths = page.eval("window.__lengths")
     print(f"reply ({len(lengths)} streamed updates): {text[:120]!r}", flush=True)
-    if len(lengths) < 2:
+    if len(lengths) < 3:
         fail(f"the reply did not stream: text lengths seen {lengths}")
     words = re.findall(r"[A-Za-z]+", text)
     if len(words) < 5:
         fail(f"the reply is not readable text: {text!r}")
     if page.eval("document.querySelector('.msg.assistant .error')"):
         fail("the reply shows an error")
+    # Regenerate replaces the reply (one user message, one reply).
+    page.eval("document.querySelector('.msg.assistant').dataset.old = '1';"
+              "document.getElementById('regenerate').click(); true")
+    page.wait("document.querySelector('.msg.assistant[data-done=\"true\"]:not([data-old])')"
+              " && document.querySelectorAll('.msg').length === 2", "the regenerated reply", 60000)
 
 
 def slot_cells(page, slot):
