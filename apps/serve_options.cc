@@ -302,6 +302,18 @@ Status ParseCors(const Flags& f, CorsOptions* c) {
   return Status::Ok();
 }
 
+// What /props and the UI say about the model: its path, or without -m the
+// embedded model's name (or the demo's) and a label saying what it is.
+void DescribeModel(const ServeOptions& o, ServerOptions* s) {
+  s->model_path = o.model_path;
+  s->demo_model = o.model_path.empty() && o.demo_random;
+  if (!o.model_path.empty()) return;
+  s->model_path = o.demo_random ? "demo" : kEmbeddedModelFile;
+  s->model_label = o.demo_random
+                       ? "DEMO model (random weights; gibberish output)"
+                       : kEmbeddedModelLabel;
+}
+
 Status ParseServer(const Flags& f, ServeOptions* o) {
   ServerOptions& s = o->server;
   KV_ASSIGN_OR_RETURN(uint64_t port, f.GetUint("port", 8080, 0, 65535));
@@ -336,14 +348,7 @@ Status ParseServer(const Flags& f, ServeOptions* o) {
   KV_RETURN_IF_ERROR(ParseChatTemplateFlags(f, &s));
   KV_RETURN_IF_ERROR(ParseChatOutputFlags(f, &s));
   KV_ASSIGN_OR_RETURN(s.webui, f.GetBool("ui", true));
-  s.model_path = o->model_path;
-  s.demo_model = o->model_path.empty() && o->demo_random;
-  if (o->model_path.empty()) {
-    s.model_path = o->demo_random ? "demo" : kEmbeddedModelFile;
-    s.model_label = o->demo_random
-                        ? "DEMO model (random weights; gibberish output)"
-                        : kEmbeddedModelLabel;
-  }
+  DescribeModel(*o, &s);
   return ParseDefaults(f, &s.defaults);
 }
 

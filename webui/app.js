@@ -42,13 +42,28 @@ function addSpeed({ tps, ttft_ms }) {
   spark($('ttft-spark'), speed.ttft);
 }
 
+// A server that sleeps when idle (--sleep-idle-seconds) would be kept
+// awake by /kv and /slots (they need the engine), so the page polls them
+// only for a while after the person last did something in it, and else
+// asks the read-only /props whether the server sleeps.
+let sleepIdle = 0;
+let activeUntil = 0;
+function touch() { activeUntil = performance.now() + 20000; }
+
+async function pollIdle() {
+  const p = await getJson('/props');
+  setStatus(p.is_sleeping ? 'sleeping (idle)' : 'connected · map paused while idle', true);
+}
+
 async function poll() {
   if (polling) return;
   polling = true;
   try {
+    if (sleepIdle > 0 && performance.now() > activeUntil) return await pollIdle();
     const [kv, slots] = await Promise.all([getJson('/kv'), getJson('/slots')]);
     drawKv(kv, slots.map((s) => s.id));
     drawSlots(slots, kv);
+    if (slots.some((s) => s.is_processing)) touch();  // a request runs: keep watching
     setStatus('connected', true);
   } catch (e) {
     setStatus(e.status === 401 ? 'API key needed (Settings)' : 'server: ' + e.message, false);
@@ -116,6 +131,9 @@ async function main() {
   initSettings();
   initSlots(refreshNow);
   const props = await loadProps();
+  sleepIdle = (props && props.sleep_idle_seconds) || 0;
+  touch();
+  for (const ev of ['pointerdown', 'keydown']) document.addEventListener(ev, touch, true);
   // A model without a chat template of its own (the embedded stories model)
   // continues text; others chat.
   const storyModel = !props || props.model_label;
