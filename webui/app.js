@@ -89,7 +89,8 @@ function describeModel(props) {
   const tpl = typeof props.chat_template === 'string' ? props.chat_template : '';
   $('model-template').textContent = 'template: ' +
     (tpl.length > 40 ? 'Jinja (' + tpl.length + ' bytes)' : tpl || 'none') +
-    ' · ' + props.total_slots + ' slots · ' + props.n_ctx_total + ' KV cells';
+    ' · ' + props.total_slots + (props.total_slots === 1 ? ' slot · ' : ' slots · ') +
+    props.n_ctx_total + ' KV cells';
   if (props.model_label) {
     const note = $('model-note');
     note.hidden = false;

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Drives the real web UI in headless Chromium over the DevTools protocol.
 
-Starts `kvault serve` (the embedded stories260K model) on a free 127.0.0.1
-port and Chromium with --remote-debugging-port=0, then: loads /, checks the
-page loaded in under a second (Navigation Timing), types a message
+Starts `kvault serve` (the embedded stories260K model, with --api-key) on a
+free 127.0.0.1 port and Chromium with --remote-debugging-port=0, then: loads
+/, checks the page loaded in under a second (Navigation Timing), enters the
+API key the page asks for in its settings, types a message
 (Shift+Enter adds a line, Enter sends), sees the reply stream in token by
 token, saves the slot from the slots panel, erases it and restores it, and
 checks the KV map's cells follow (the slot's squares go, then come back
@@ -30,6 +31,7 @@ import threading
 import urllib.request
 
 SKIP = 77
+API_KEY = "sesame"
 
 
 def fail(message):
@@ -80,7 +82,11 @@ class Page:
     """A DevTools protocol session on one page target."""
 
     def __init__(self, ws_url):
-        import websocket  # python3-websocket (scripts/install-deps)
+        try:
+            import websocket
+        except ImportError:
+            fail("no python3-websocket module (scripts/install-deps installs "
+                 f"it) for {sys.executable}")
         self.ws = websocket.create_connection(ws_url, timeout=60,
                                               suppress_origin=True)
         self.next_id = 0
@@ -150,7 +156,8 @@ def find_chromium():
 
 def start_server(binary, slot_dir):
     server = LogProcess([binary, "serve", "--port", "0", "-np", "2", "-c", "1024",
-                         "-t", "1", "--slot-save-path", slot_dir, "--no-fsync"])
+                         "-t", "1", "--slot-save-path", slot_dir, "--no-fsync",
+                         "--api-key", API_KEY])
     port = int(server.wait_for(r"listening on http://127\.0\.0\.1:(\d+)", 60).group(1))
     server.wait_for(r"ready:", 120)
     return server, port
@@ -180,6 +187,17 @@ def check_load(page, port):
     print(f"page load (loadEventEnd): {load_ms:.1f} ms", flush=True)
     if not load_ms < 1000:
         fail(f"page took {load_ms} ms to load (limit 1000)")
+    # The page loads without the key, then asks for it; typed into the
+    # settings, it is sent with every API call.
+    page.wait("document.getElementById('server-status').textContent.includes('API key')",
+              "the UI to ask for the API key")
+    page.eval("document.getElementById('settings-open').click(); true")
+    page.wait("document.getElementById('settings').open", "the settings dialog")
+    page.eval("document.getElementById('set-api-key').focus(); true")
+    page.call("Input.insertText", text=API_KEY)
+    page.key("Tab", "Tab")
+    page.eval("document.querySelector('#settings-form button[type=submit]').click(); true")
+    page.wait("!document.getElementById('settings').open", "the settings dialog to close")
     page.wait("document.querySelector('#server-status.ok')", "the UI to reach the server")
     name = page.wait("document.getElementById('model-name').textContent.includes('stories260K')"
                      " && document.getElementById('model-name').textContent", "the model label")
