@@ -5,21 +5,22 @@
 // other thread), so shutdown runs in ordinary code, not in a handler.
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "apps/commands.h"
 #include "apps/serve_options.h"
-#include "core/version.h"
+#include "core/embedded_file.h"
 #include "core/log.h"
+#include "core/version.h"
 #include "engine/engine.h"
 #include "kv/kv_policy.h"
 #include "model/compute_backend.h"
-#include "core/embedded_file.h"
 #include "model/demo_model.h"
 #include "model/gguf_file.h"
 #include "model/llama_model.h"
@@ -127,9 +128,7 @@ int Serve(ServeOptions o) {
                << o.engine.n_ctx_total << " KV cells ("
                << KvPolicyName(o.engine.kv_policy) << ", page size "
                << o.engine.page_size << ")"
-               << (o.server.demo_model ? ", DEMO model"
-                   : o.model_path.empty() ? ", embedded TinyStories model"
-                                          : "");
+               << (o.server.demo_model ? ", DEMO model" : "");
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   KV_LOG(INFO) << "signal " << signal_number << ": shutting down";

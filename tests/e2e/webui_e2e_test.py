@@ -124,7 +124,9 @@ class Page:
             check();
           }})""")
         if not ok:
-            fail(f"timed out waiting for {what} ({condition})")
+            state = self.eval("document.getElementById('server-status').textContent + ' | ' +"
+                              " document.getElementById('model-name').textContent")
+            fail(f"timed out waiting for {what} ({condition}); status | model: {state}")
         return ok
 
     def key(self, key, code, text="", modifiers=0):
@@ -247,11 +249,23 @@ def chat(page):
         fail(f"the reply is not readable text: {text!r}")
     if page.eval("document.querySelector('.msg.assistant .error')"):
         fail("the reply shows an error")
-    # Regenerate replaces the reply (one user message, one reply).
+    # Regenerate replaces the reply (one user message, one reply); Stop
+    # ends it early, on a link slow enough (8 KB/s) that it is still
+    # arriving when the first words show.
+    page.call("Network.emulateNetworkConditions", offline=False, latency=0,
+              downloadThroughput=8000, uploadThroughput=-1)
     page.eval("document.querySelector('.msg.assistant').dataset.old = '1';"
               "document.getElementById('regenerate').click(); true")
+    page.wait("document.querySelector('.msg.assistant.streaming .body').textContent.length > 0",
+              "the regenerated reply to start")
+    page.eval("document.getElementById('stop').click(); true")
     page.wait("document.querySelector('.msg.assistant[data-done=\"true\"]:not([data-old])')"
               " && document.querySelectorAll('.msg').length === 2", "the regenerated reply", 60000)
+    stats = page.eval("document.querySelector('.msg.assistant .stats').textContent")
+    if "stopped" not in stats or not page.eval("!document.getElementById('send').disabled"):
+        fail(f"Stop did not end the reply: {stats!r}")
+    page.call("Network.emulateNetworkConditions", offline=False, latency=0,
+              downloadThroughput=-1, uploadThroughput=-1)
 
 
 def slot_cells(page, slot):

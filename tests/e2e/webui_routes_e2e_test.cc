@@ -105,6 +105,28 @@ TEST_F(WebUiServerTest, PageAndAssetsAreServedWithoutTheKey) {
   EXPECT_EQ(props->status, 401);
 }
 
+// A browser reuses its connection after a refused request (401, 404): the
+// next request on it must be answered for itself.
+TEST_F(WebUiServerTest, KeepAliveConnectionServesAfterARefusal) {
+  httplib::Client c("127.0.0.1", server_->port());
+  c.set_keep_alive(true);
+  const httplib::Headers key = {{"Authorization", "Bearer sesame"}};
+  struct Step {
+    const char* path;
+    bool with_key;
+    int status;
+  };
+  for (const Step& s :
+       {Step{"/props", false, 401}, Step{"/favicon.svg", false, 200},
+        Step{"/nothing", false, 404}, Step{"/props", true, 200},
+        Step{"/props", false, 401}, Step{"/slots", true, 200}}) {
+    SCOPED_TRACE(s.path);
+    auto r = s.with_key ? c.Get(s.path, key) : c.Get(s.path);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, s.status) << r->body;
+  }
+}
+
 TEST_F(WebUiServerTest, OnlyEmbeddedNamesAreReachable) {
   for (const char* path :
        {"/../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/app.js/..",
