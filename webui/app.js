@@ -11,6 +11,7 @@ const $ = (id) => document.getElementById(id);
 const POLL_MS = 500;
 const speed = { tps: [], ttft: [] };
 let polling = false;
+let polls = 0;
 let timer = 0;
 
 function setStatus(text, ok) {
@@ -62,6 +63,7 @@ async function poll() {
     if (sleepIdle > 0 && performance.now() > activeUntil) return await pollIdle();
     const [kv, slots] = await Promise.all([getJson('/kv'), getJson('/slots')]);
     drawKv(kv, slots.map((s) => s.id));
+    $('kvmap').dataset.polls = String(++polls);  // lets a test wait for fresh data
     drawSlots(slots, kv);
     if (slots.some((s) => s.is_processing)) touch();  // a request runs: keep watching
     setStatus('connected', true);

@@ -178,17 +178,38 @@ def start_chromium(chromium, profile):
     return browser, Page(page["webSocketDebuggerUrl"])
 
 
+def load(page, url):
+    """Navigates to `url`; returns its Navigation Timing loadEventEnd (ms
+    from the navigation's start) and its slowest asset."""
+    page.call("Page.navigate", url=url)
+    page.wait("document.readyState === 'complete' && "
+              "performance.getEntriesByType('navigation')[0].loadEventEnd > 0", "load")
+    return page.eval("""(() => {
+        const r = performance.getEntriesByType('resource');
+        const slow = r.reduce((a, b) => (b.duration > (a ? a.duration : -1) ? b : a), null);
+        return {load: performance.getEntriesByType('navigation')[0].loadEventEnd,
+                resources: r.length,
+                slowest: slow ? slow.name.split('/').pop() + ' ' +
+                  slow.duration.toFixed(1) + ' ms' : ''}; })()""")
+
+
 def check_load(page, port):
     page.call("Page.enable")
     page.call("Emulation.setDeviceMetricsOverride", width=1400, height=900,
               deviceScaleFactor=1, mobile=False)
-    page.call("Page.navigate", url=f"http://127.0.0.1:{port}/")
-    page.wait("document.readyState === 'complete' && "
-              "performance.getEntriesByType('navigation')[0].loadEventEnd > 0", "load")
-    load_ms = page.eval("performance.getEntriesByType('navigation')[0].loadEventEnd")
-    print(f"page load (loadEventEnd): {load_ms:.1f} ms", flush=True)
-    if not load_ms < 1000:
-        fail(f"page took {load_ms} ms to load (limit 1000)")
+    # The first load also starts Chromium's renderer; the figure asserted
+    # is a second load with the browser's cache off, so every asset comes
+    # from the server again: what a person's browser sees.
+    first = load(page, f"http://127.0.0.1:{port}/")
+    page.call("Network.enable")
+    page.call("Network.setCacheDisabled", cacheDisabled=True)
+    again = load(page, f"http://127.0.0.1:{port}/")
+    page.call("Network.setCacheDisabled", cacheDisabled=False)
+    print(f"page load (loadEventEnd): first {first['load']:.1f} ms, uncached reload "
+          f"{again['load']:.1f} ms ({again['resources']} assets, slowest "
+          f"{again['slowest']})", flush=True)
+    if not again["load"] < 1000:
+        fail(f"page took {again} ms to load (limit 1000)")
     # The page loads without the key, then asks for it; typed into the
     # settings, it is sent with every API call.
     page.wait("document.getElementById('server-status').textContent.includes('API key')",
@@ -283,9 +304,16 @@ def slots_and_map(page, out_dir):
     slot = page.wait("(() => { const c = [...document.querySelectorAll('.slot')]"
                      ".find((e) => Number(e.dataset.cached) > 0);"
                      " return c ? c.dataset.slot : false; })()", "a slot holding the reply")
-    page.wait(f"document.querySelectorAll('#kvmap .cell[data-slot=\"{slot}\"]').length > 0",
-              "the slot's pages in the KV map")
+    # Once the slot is idle (a stopped reply may still have been generating
+    # on the server), two polls later the map shows its final pages.
+    page.wait(f"document.querySelector('.slot[data-slot=\"{slot}\"]').dataset.state === 'idle'",
+              "the slot to be idle")
+    polls = page.eval("Number(document.getElementById('kvmap').dataset.polls)")
+    page.wait(f"Number(document.getElementById('kvmap').dataset.polls) >= {polls + 2}",
+              "two fresh polls")
     before = slot_cells(page, slot)
+    if before == 0:
+        fail(f"slot {slot} holds tokens but no page of the map shows it")
     print(f"slot {slot}: {before} pages in the map", flush=True)
     click_slot(page, slot, "save")
     click_slot(page, slot, "erase")
