@@ -369,6 +369,21 @@ A11Y_JS = r"""(() => {
 })()"""
 
 
+def markdown(page):
+    """The reply renderer: code blocks, formatting, and no markup from the
+    model's text (a reply is HTML-escaped before it is formatted)."""
+    html = page.eval("""import('/markdown.js').then((m) => m.renderMarkdown(
+        '# Title\\n\\n**bold** `a<b` <img src=x onerror=alert(1)>\\n\\n' +
+        '- one\\n- two\\n\\n```js\\nif (a < b) {}\\n```\\n[x](javascript:alert(1))'))""")
+    for want in ("<h3>Title</h3>", "<strong>bold</strong>", "<code>a&lt;b</code>",
+                 "&lt;img src=x onerror=alert(1)&gt;", "<ul><li>one</li><li>two</li></ul>",
+                 '<code class="lang-js">if (a &lt; b) {}</code>'):
+        if want not in html:
+            fail(f"markdown: {want!r} not in {html!r}")
+    if "<img" in html or "href=\"javascript" in html:
+        fail(f"markdown let markup through: {html!r}")
+
+
 def accessibility(page):
     r = page.eval(A11Y_JS)
     print(f"contrast: {r['checked']} text elements, lowest ratio {r['worst']:.2f}", flush=True)
@@ -406,6 +421,7 @@ def main():
             check_load(page, port)
             chat(page)
             slots_and_map(page, out_dir)
+            markdown(page)
             accessibility(page)
         finally:
             if browser:
