@@ -132,6 +132,7 @@ async function generate() {
   conv.messages.push(reply);
   const el = messageElement(reply);
   el.classList.add('streaming');
+  el.setAttribute('aria-busy', 'true');  // read out once, when complete
   $('messages').append(el);
   setBusy(true);
   controller = new AbortController();
@@ -166,6 +167,7 @@ async function generate() {
     ttft.toFixed(0) + ' ms' + (controller.signal.aborted ? ' · stopped' : '');
   controller = null;
   el.classList.remove('streaming');
+  el.removeAttribute('aria-busy');
   el.dataset.done = 'true';
   fillMessage(el, reply);
   setBusy(false);

@@ -145,6 +145,21 @@ function describeEvent(e, n) {
   return 'Last: ' + what + ' at ' + when + ' (' + n + ' squares changed, outlined)';
 }
 
+// The map in words, for screen readers: pages per slot, shared and free.
+function mapSummary(kv) {
+  const per = new Map();
+  let free = 0;
+  for (const s of kv.page_slot) {
+    if (s === null) free += 1;
+    else per.set(s, (per.get(s) || 0) + 1);
+  }
+  const slots = [...per.entries()].sort((a, b) => a[0] - b[0])
+    .map(([s, n]) => 'slot ' + s + ' ' + n);
+  return 'KV page map, ' + kv.num_pages + ' pages: ' +
+    (slots.length ? slots.join(', ') + ', ' : '') +
+    (kv.shared_pages || []).length + ' shared, ' + free + ' free';
+}
+
 // Draws a /kv snapshot; `slotIds` are the server's slots (for the legend).
 export function drawKv(kv, slotIds) {
   const { cells, group } = cellsOf(kv);
@@ -168,6 +183,7 @@ export function drawKv(kv, slotIds) {
   }
   previous = owners;
   drawCells(cells, outlined);
+  $('kvmap').setAttribute('aria-label', mapSummary(kv));
   drawStats(kv, group);
   drawTiers(kv);
   drawLegend(slotIds);

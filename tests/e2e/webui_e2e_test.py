@@ -187,6 +187,9 @@ def slots_and_map(page, out_dir):
     page.wait("document.querySelectorAll('#kvmap .cell.changed').length > 0 && "
               "document.getElementById('kv-event').textContent.includes('restore')",
               "the restore to be highlighted")
+    label = page.eval("document.getElementById('kvmap').getAttribute('aria-label')")
+    if f"slot {slot} {before}," not in label:
+        fail(f"the map's text for screen readers does not say slot {slot}'s pages: {label!r}")
     page.screenshot(os.path.join(out_dir, "kvmap.png"), "aside.side")
     page.screenshot(os.path.join(out_dir, "chat.png"))
 
