@@ -168,6 +168,26 @@ TEST_F(WebUiServerTest, KvReportsTiersSharedPagesAndTheLastEvent) {
   EXPECT_EQ(kv.body["last_event"]["action"], "erase");
   EXPECT_EQ(kv.body["last_event"]["id_slot"], 0);
   EXPECT_EQ(kv.body["last_event"]["seq"], 1);
+  EXPECT_TRUE(kv.body["shared_pages"].empty());
+}
+
+TEST_F(WebUiServerTest, KvMarksThePagesTwoSlotsShare) {
+  HttpClient c(server_->port(), "sesame");
+  // 60 bytes (byte vocabulary: 60 tokens, 3 whole pages of 16): slot 1
+  // reuses slot 0's whole pages of the same prompt instead of copying them.
+  const std::string prompt(60, 'a');
+  for (int slot : {0, 1}) {
+    Reply r = c.Post("/completion",
+                     {{"prompt", prompt}, {"n_predict", 2}, {"id_slot", slot}});
+    ASSERT_EQ(r.status, 200) << r.raw;
+  }
+  Reply kv = c.Get("/kv");
+  ASSERT_EQ(kv.status, 200) << kv.raw;
+  const json& shared = kv.body["shared_pages"];
+  ASSERT_GE(shared.size(), 2u) << kv.raw;
+  for (const json& page : shared) {
+    EXPECT_EQ(kv.body["page_slot"][page.get<size_t>()], 0);  // the lowest
+  }
 }
 
 TEST(WebUiRoutesE2eTest, NoWebUiLeavesTheApiAlone) {
