@@ -5,35 +5,58 @@
 // other thread), so shutdown runs in ordinary code, not in a handler.
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "apps/commands.h"
 #include "apps/serve_options.h"
-#include "core/version.h"
+#include "core/embedded_file.h"
 #include "core/log.h"
+#include "core/version.h"
 #include "engine/engine.h"
 #include "kv/kv_policy.h"
 #include "model/compute_backend.h"
 #include "model/demo_model.h"
+#include "model/gguf_file.h"
 #include "model/llama_model.h"
 #include "server/engine_host.h"
 #include "server/http_server.h"
 #include "server/slot_filename.h"
 
 namespace kvault::apps {
+
+// Defined by the file cmake/kvault_embed.cmake generates (apps/CMakeLists).
+std::span<const EmbeddedFile> DefaultModelFiles();
+
 namespace {
 
+// Parses the model compiled into the binary (a copy: the GGUF reader owns
+// its bytes).
+StatusOr<std::unique_ptr<LlamaModel>> LoadEmbeddedModel(const ServeOptions& o) {
+  const EmbeddedFile* file =
+      FindEmbeddedFile(DefaultModelFiles(), kEmbeddedModelFile);
+  if (file == nullptr) {
+    return InternalError("the embedded model is missing from this build");
+  }
+  auto bytes = std::make_shared<const std::string>(file->data);
+  KV_ASSIGN_OR_RETURN(auto gguf, GgufFile::FromBuffer(std::move(bytes)));
+  return LlamaModel::FromGguf(std::move(gguf), o.engine.compute.isa);
+}
+
 StatusOr<std::unique_ptr<LlamaModel>> LoadModel(const ServeOptions& o) {
-  if (o.model_path.empty()) {
-    KV_LOG(WARNING) << "no -m MODEL given: serving the embedded DEMO model "
-                       "(random weights, byte vocabulary; output is "
-                       "gibberish)";
+  if (o.model_path.empty() && o.demo_random) {
+    KV_LOG(WARNING) << "--demo-random: serving the DEMO model (random "
+                       "weights, byte vocabulary; output is gibberish)";
     return GenerateModelInMemory(DemoModelOptions());
+  }
+  if (o.model_path.empty()) {
+    KV_LOG(INFO) << "no -m MODEL given: serving " << kEmbeddedModelLabel;
+    return LoadEmbeddedModel(o);
   }
   KV_LOG(INFO) << "loading model " << o.model_path;
   return LlamaModel::Load(o.model_path, o.load_mode, o.engine.compute.isa);

@@ -324,6 +324,18 @@ Status ParseCors(const Flags& f, CorsOptions* c) {
   return Status::Ok();
 }
 
+// What /props and the UI say about the model: its path, or without -m the
+// embedded model's name (or the demo's) and a label saying what it is.
+void DescribeModel(const ServeOptions& o, ServerOptions* s) {
+  s->model_path = o.model_path;
+  s->demo_model = o.model_path.empty() && o.demo_random;
+  if (!o.model_path.empty()) return;
+  s->model_path = o.demo_random ? "demo" : kEmbeddedModelFile;
+  s->model_label = o.demo_random
+                       ? "DEMO model (random weights; gibberish output)"
+                       : kEmbeddedModelLabel;
+}
+
 Status ParseServer(const Flags& f, ServeOptions* o) {
   ServerOptions& s = o->server;
   KV_ASSIGN_OR_RETURN(uint64_t port, f.GetUint("port", 8080, 0, 65535));
@@ -357,8 +369,8 @@ Status ParseServer(const Flags& f, ServeOptions* o) {
   s.tags = SplitList(f.GetString("tags", ""));
   KV_RETURN_IF_ERROR(ParseChatTemplateFlags(f, &s));
   KV_RETURN_IF_ERROR(ParseChatOutputFlags(f, &s));
-  s.model_path = o->model_path.empty() ? "demo" : o->model_path;
-  s.demo_model = o->model_path.empty();
+  KV_ASSIGN_OR_RETURN(s.webui, f.GetBool("ui", true));
+  DescribeModel(*o, &s);
   return ParseDefaults(f, &s.defaults);
 }
 
@@ -384,6 +396,11 @@ StatusOr<ServeOptions> ParseServeOptions(const std::vector<std::string>& args,
   KV_ASSIGN_OR_RETURN(o.help, f.GetBool("help", false));
   KV_ASSIGN_OR_RETURN(o.version, f.GetBool("version", false));
   o.model_path = f.GetString("model", "");
+  KV_ASSIGN_OR_RETURN(o.demo_random, f.GetBool("demo-random", false));
+  if (o.demo_random && !o.model_path.empty()) {
+    return InvalidArgumentError(
+        "--demo-random replaces the embedded model; it cannot go with -m");
+  }
   KV_ASSIGN_OR_RETURN(bool mmap, f.GetBool("mmap", false));
   o.load_mode = mmap ? LoadMode::kMmap : LoadMode::kRead;
   KV_ASSIGN_OR_RETURN(o.log_level, ParseLogLevel(f));
@@ -406,9 +423,9 @@ void ResolveContext(uint32_t n_ctx_train, ServeOptions* o) {
 std::string ServeHelp() {
   return "usage: kvault serve [flags]   (also installed as llama-server)\n"
          "llama-server's command line (llama.cpp b10573); every flag can "
-         "also be set\nby the environment variable shown. Without -m an "
-         "embedded DEMO model\n(random weights; gibberish output) is "
-         "served.\n" +
+         "also be set\nby the environment variable shown. Without -m the "
+         "embedded stories260K\n(a TinyStories model) is served; "
+         "--demo-random serves random weights.\n" +
          ArgsHelp(ServerArgTable());
 }
 

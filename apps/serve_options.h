@@ -18,7 +18,8 @@ namespace kvault::apps {
 struct ServeOptions {
   bool help = false;
   bool version = false;
-  std::string model_path;  // empty: the demo model
+  std::string model_path;  // empty: the embedded model (or --demo-random)
+  bool demo_random = false;  // without -m: the random-weight demo model
   EngineOptions engine;
   ServerOptions server;
   LoadMode load_mode = LoadMode::kRead;
@@ -39,6 +40,13 @@ StatusOr<ServeOptions> ParseServeOptions(const std::vector<std::string>& args,
 // --ctx-per-slot once the model's training context is known: -c 0 takes
 // it; without --kv-unified a slot may hold -c / -np cells.
 void ResolveContext(uint32_t n_ctx_train, ServeOptions* o);
+
+// The model served without -m, compiled into the binary
+// (assets/models/README.md says where it comes from).
+inline constexpr char kEmbeddedModelFile[] = "stories260K.gguf";
+inline constexpr char kEmbeddedModelLabel[] =
+    "stories260K, the embedded TinyStories model (it writes short "
+    "children's stories; give -m FILE.gguf for your own model)";
 
 // Returns `kvault serve --help`.
 std::string ServeHelp();

@@ -298,6 +298,9 @@ struct KvMap {
   // For each page, the slot whose sequence holds it (the lowest slot when
   // shared); nullopt for a free page.
   std::vector<std::optional<uint32_t>> page_slot;
+  // For each page, whether more than one slot's sequence holds it (a
+  // shared prompt prefix).
+  std::vector<bool> page_shared;
 };
 
 // How much of a prompt an instance holds (GET /kv/lookup), for routers

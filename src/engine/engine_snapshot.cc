@@ -65,6 +65,7 @@ KvMap BuildKvMap(const Scheduler& scheduler, const KvCache& cache) {
   map.stats.sequences.clear();
   map.page_size = cache.pool().page_size();
   map.page_slot.assign(cache.pool().num_pages(), std::nullopt);
+  map.page_shared.assign(cache.pool().num_pages(), false);
   for (SeqId seq : cache.table().SequenceIds()) {
     uint32_t slot = seq.value();
     if (slot >= num_slots) {
@@ -75,6 +76,7 @@ KvMap BuildKvMap(const Scheduler& scheduler, const KvCache& cache) {
     }
     for (PageId page : cache.table().Pages(seq)) {
       std::optional<uint32_t>& owner = map.page_slot[page.value()];
+      if (owner && *owner != slot) map.page_shared[page.value()] = true;
       if (!owner || *owner > slot) owner = slot;
     }
   }

@@ -155,6 +155,10 @@ bool HttpConnection::ServeOne(bool first) {
   if (!callbacks_.admit(head.request, res)) {
     // The body was not read: the connection cannot carry another request.
     const bool keep = head.keep_alive && !has_body && !stop_->stopping();
+    // Without a body the request is whole: taken, the parser reads the
+    // next one (else it would see this head again, and the next request's
+    // bytes as its body).
+    if (keep && parser_.ParseBody().ok()) parser_.TakeRequest();
     return Send(res, head_only, minor, keep) && keep;
   }
   if (has_body && head.expect_continue &&

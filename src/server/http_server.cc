@@ -105,6 +105,9 @@ bool HttpServer::Impl::Admit(const HttpRequest& head, HttpResponse& res) {
   if (head.path == "/health" || head.path == "/v1/health") {
     return true;  // public; answers loading itself
   }
+  if (IsWebUiPath(state_.options, head.path)) {
+    return true;  // public and ready at once: the page asks for the key
+  }
   if (!ApiKeyAdmits(state_.options.api_keys, head.Header("Authorization"),
                     head.Header("X-Api-Key"))) {
     res.SetHeader("WWW-Authenticate", "Bearer");
@@ -127,7 +130,8 @@ void HttpServer::Impl::Handle(HttpRequest& req, HttpResponse& res) {
   }
   req.matches = std::move(match.matches);
   EngineHost::Lease lease;  // a sleeping server wakes for all but reads
-  if (state_.host != nullptr && !IsReadOnlyRoute(req)) {
+  if (state_.host != nullptr && !IsReadOnlyRoute(req) &&
+      !IsWebUiPath(state_.options, req.path)) {
     StatusOr<EngineHost::Lease> woken = state_.host->Wake();
     if (!woken.ok()) return ReplyStatus(res, woken.status());
     lease = std::move(woken).value();
@@ -161,6 +165,7 @@ Status HttpServer::Impl::Listen() {
   RegisterKvRoutes(router_, state_);
   RegisterAnthropicRoutes(router_, state_);
   RegisterResponsesRoutes(router_, state_);
+  RegisterWebUiRoutes(router_, state_);  // after the API: shadows nothing
   callbacks_.admit = [this](const HttpRequest& head, HttpResponse& res) {
     return Admit(head, res);
   };

@@ -31,7 +31,12 @@ struct ServerOptions {
   std::vector<std::string> api_keys;
   std::string slot_save_path;  // empty: slot save/restore answer 501
   std::string model_path;      // shown by /props and /v1/models
-  bool demo_model = false;     // the embedded random-weight model
+  bool demo_model = false;     // --demo-random: the random-weight model
+  // What the served model is, for people: the log, /props' "model_label"
+  // and the web UI's header (e.g. the embedded TinyStories model); empty:
+  // the file name says it.
+  std::string model_label;
+  bool webui = true;  // --no-webui: no page at / (the API alone)
   // --alias: the names the API reports for the model (the first is its id);
   // empty: the file name. --tags: reported by /v1/models.
   std::vector<std::string> aliases;

@@ -115,23 +115,25 @@ void HandleProps(const ServerState& state, Response& res) {
   json settings{{"n_ctx", options.ctx_per_slot},
                 {"params", GenerationSettingsJson(state.options.defaults)}};
   const bool sleeping = state.host != nullptr && state.host->sleeping();
-  ReplyJson(res,
-            json{{"default_generation_settings", std::move(settings)},
-                 {"total_slots", options.n_slots},
-                 {"n_ctx_total", options.n_ctx_total},
-                 {"model_path", state.options.model_path},
-                 {"model_id", state.model_id},
-                 {"model_alias", state.model_id},
-                 {"endpoint_slots", state.options.slots_endpoint},
-                 {"endpoint_props", state.options.props_endpoint},
-                 {"endpoint_metrics", state.options.metrics_endpoint},
-                 {"modalities",
-                  {{"vision", false}, {"video", false}, {"audio", false}}},
-                 {"chat_template", state.chat_format.Describe()},
-                 {"chat_template_caps", state.chat_format.CapsJson()},
-                 {"build_info", kBuildInfo},
-                 {"demo_model", state.options.demo_model},
-                 {"is_sleeping", sleeping}});
+  ReplyJson(res, json{{"default_generation_settings", std::move(settings)},
+                      {"total_slots", options.n_slots},
+                      {"n_ctx_total", options.n_ctx_total},
+                      {"model_path", state.options.model_path},
+                      {"model_id", state.model_id},
+                      {"model_alias", state.model_id},
+                      {"endpoint_slots", state.options.slots_endpoint},
+                      {"endpoint_props", state.options.props_endpoint},
+                      {"endpoint_metrics", state.options.metrics_endpoint},
+                      {"modalities",
+                       {{"vision", false}, {"video", false}, {"audio", false}}},
+                      {"chat_template", state.chat_format.Describe()},
+                      {"chat_template_caps", state.chat_format.CapsJson()},
+                      {"build_info", kBuildInfo},
+                      {"demo_model", state.options.demo_model},
+                      {"model_label", state.options.model_label},
+                      {"webui", state.options.webui},
+                      {"sleep_idle_seconds", state.options.sleep_idle_seconds},
+                      {"is_sleeping", sleeping}});
 }
 
 void HandleModels(const ServerState& state, Response& res) {

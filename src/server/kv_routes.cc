@@ -2,6 +2,7 @@
 // POST /kv/defrag, and GET|POST /kv/lookup (how much of a prompt this
 // instance holds, for cache-aware routers).
 #include <charconv>
+#include <chrono>
 
 #include "server/action_wait.h"
 #include "server/completion_codec.h"
@@ -42,16 +43,59 @@ std::string MapText(const KvMap& map) {
   return text;
 }
 
-json KvMapJson(const KvMap& map) {
+// The spill tiers (RAM, disk) and the prefix store's (disk, redis), nearest
+// first, each with its occupancy: the web UI's tier bars.
+json TiersJson(const EngineMetrics& m) {
+  json tiers = json::array();
+  for (const TierStats& t : m.vault.tiers) {
+    tiers.push_back({{"name", t.name},
+                     {"kind", "spill"},
+                     {"used_bytes", t.used_bytes},
+                     {"budget_bytes", t.budget_bytes},
+                     {"num_entries", t.num_entries}});
+  }
+  if (m.prefix_store.has_value()) {
+    for (const PrefixTierStats& t : m.prefix_store->tiers) {
+      tiers.push_back({{"name", t.name},
+                       {"kind", "prefix"},
+                       {"used_bytes", t.store.used_bytes},
+                       {"budget_bytes", t.store.budget_bytes},
+                       {"num_entries", t.store.num_records}});
+    }
+  }
+  return tiers;
+}
+
+json LastEventJson(ServerState& state) {
+  MutexLock lock(&state.events_mu);
+  const KvEvent& e = state.last_kv_event;
+  if (e.seq == 0) return nullptr;
+  return json{{"seq", e.seq},
+              {"action", e.action},
+              {"id_slot", e.slot ? json(*e.slot) : json(nullptr)},
+              {"unix_ms", e.unix_ms}};
+}
+
+// The fields before "tiers" are /kv's original answer, unchanged; the
+// rest were added for the web UI's KV map.
+json KvMapJson(ServerState& state, const Engine& engine) {
+  const KvMap map = engine.GetKvMap();
   json pages = json::array();
   for (const std::optional<uint32_t>& slot : map.page_slot) {
     pages.push_back(slot.has_value() ? json(*slot) : json(nullptr));
+  }
+  json shared = json::array();
+  for (size_t i = 0; i < map.page_shared.size(); ++i) {
+    if (map.page_shared[i]) shared.push_back(i);
   }
   return json{{"pool", PoolJson(map.stats)},
               {"page_size", map.page_size},
               {"num_pages", map.page_slot.size()},
               {"page_slot", std::move(pages)},
-              {"map", MapText(map)}};
+              {"map", MapText(map)},
+              {"shared_pages", std::move(shared)},
+              {"tiers", TiersJson(engine.Metrics())},
+              {"last_event", LastEventJson(state)}};
 }
 
 // Parses "1,2,3" into token ids; InvalidArgument naming the bad item.
@@ -132,6 +176,18 @@ void HandleLookup(ServerState& state, const Request& req, Response& res) {
 
 }  // namespace
 
+void RecordKvEvent(ServerState& state, const std::string& action,
+                   std::optional<uint32_t> slot) {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  MutexLock lock(&state.events_mu);
+  KvEvent& e = state.last_kv_event;
+  e.seq += 1;
+  e.action = action;
+  e.slot = slot;
+  e.unix_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
+}
+
 void RegisterKvRoutes(HttpRouter& server, ServerState& state) {
   server.Get("/kv/lookup", [&state](const Request& req, Response& res) {
     HandleLookup(state, req, res);
@@ -141,7 +197,7 @@ void RegisterKvRoutes(HttpRouter& server, ServerState& state) {
                  HandleLookup(state, req, res);
                });
   server.Get("/kv", [&state](const Request&, Response& res) {
-    ReplyJson(res, KvMapJson(state.engine.load()->GetKvMap()));
+    ReplyJson(res, KvMapJson(state, *state.engine.load()));
   });
   RegisterPost(
       server, "/kv/defrag", state, [&state](const Request& req, Response& res) {
@@ -151,6 +207,7 @@ void RegisterKvRoutes(HttpRouter& server, ServerState& state) {
               return engine->StartDefrag(reply);
             });
         if (!r.ok()) return ReplyStatus(res, r.status());
+        RecordKvEvent(state, "defrag", std::nullopt);
         ReplyJson(res, json{{"num_moves", r->num_moves},
                             {"cells_moved", r->cells_moved},
                             {"lower_bound_cells", r->lower_bound_cells},

@@ -29,6 +29,16 @@
 
 namespace kvault {
 
+// The last action that moved KV pages in or out of the pool through the API
+// (a slot restore or erase, a defrag), for the web UI's KV map to
+// highlight; `seq` 0: none yet.
+struct KvEvent {
+  uint64_t seq = 0;
+  std::string action;  // "restore" | "erase" | "save" | "defrag"
+  std::optional<uint32_t> slot;
+  int64_t unix_ms = 0;
+};
+
 struct ServerState {
   ServerOptions options;
   // The engine for requests: null until SetEngine/SetEngineHost, and while
@@ -62,7 +72,13 @@ struct ServerState {
   EngineMetrics counter_base GUARDED_BY(metrics_mu);
   std::optional<EngineMetrics> asleep_metrics GUARDED_BY(metrics_mu);
   std::vector<SlotInfo> asleep_slots GUARDED_BY(metrics_mu);
+  Mutex events_mu;
+  KvEvent last_kv_event GUARDED_BY(events_mu);
 };
+
+// Records `action` (on `slot`, if any) as the last KV event.
+void RecordKvEvent(ServerState& state, const std::string& action,
+                   std::optional<uint32_t> slot);
 
 // Returns true for the endpoints that answer without waking a sleeping
 // server (as llama-server: health, props, models, metrics).
@@ -107,6 +123,13 @@ void RegisterKvRoutes(HttpRouter& server, ServerState& state);
 void RegisterAnthropicRoutes(HttpRouter& server, ServerState& state);
 // POST /v1/responses, /responses (OpenAI Responses).
 void RegisterResponsesRoutes(HttpRouter& server, ServerState& state);
+// GET / and the web UI's embedded assets (webui_routes.cc), unless
+// --no-webui.
+void RegisterWebUiRoutes(HttpRouter& server, ServerState& state);
+// Returns true when `path` is one of the web UI's pages or assets and the
+// UI is on: served without the API key (the page asks for it) and without
+// waking a sleeping server.
+bool IsWebUiPath(const ServerOptions& options, std::string_view path);
 
 }  // namespace kvault
 

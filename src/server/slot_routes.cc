@@ -125,6 +125,8 @@ void RegisterSlotRoutes(HttpRouter& server, ServerState& state) {
                    ++state.slot_actions_failed;
                    return ReplyStatus(res, out.status());
                  }
+                 RecordKvEvent(state, req.Param("action"),
+                               (*out)["id_slot"].get<uint32_t>());
                  ReplyJson(res, *out);
                });
 }

@@ -29,7 +29,8 @@ std::string Post(const std::string& path, const std::string& body) {
 }
 
 TEST(HttpHardeningE2eTest, SigtermEndsStreamsWithAnErrorEventAndExits) {
-  auto p = ServerProcess::Start({"-np", "1", "-c", "4096", "-t", "1"});
+  auto p = ServerProcess::Start(
+      {"--demo-random", "-np", "1", "-c", "4096", "-t", "1"});
   ASSERT_TRUE(p.ok()) << p.status();
   RawConnection stream((*p)->port());
   const json body = {{"prompt", "a"},
@@ -59,7 +60,8 @@ TEST(HttpHardeningE2eTest, SigtermEndsStreamsWithAnErrorEventAndExits) {
 }
 
 TEST(HttpHardeningE2eTest, PipelinedThenSmugglingAttemptIsRefused) {
-  auto p = ServerProcess::Start({"-np", "1", "-c", "256", "-t", "1"});
+  auto p = ServerProcess::Start(
+      {"--demo-random", "-np", "1", "-c", "256", "-t", "1"});
   ASSERT_TRUE(p.ok()) << p.status();
   RawConnection c((*p)->port());
   const std::string get = "GET /health HTTP/1.1\r\nHost: t\r\n\r\n";
@@ -81,8 +83,8 @@ TEST(HttpHardeningE2eTest, PipelinedThenSmugglingAttemptIsRefused) {
 }
 
 TEST(HttpHardeningE2eTest, IdleConnectionFloodIsAnsweredFast) {
-  auto p = ServerProcess::Start(
-      {"-np", "1", "-c", "256", "-t", "1", "--threads-http", "4"});
+  auto p = ServerProcess::Start({"--demo-random", "-np", "1", "-c", "256", "-t",
+                                 "1", "--threads-http", "4"});
   ASSERT_TRUE(p.ok()) << p.status();
   std::vector<std::unique_ptr<RawConnection>> flood;
   for (int i = 0; i < 200; ++i) {

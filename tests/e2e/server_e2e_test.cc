@@ -20,7 +20,8 @@ namespace {
 using nlohmann::json;
 
 TEST(ServerE2eTest, DemoModelStartsLabelledAndStopsCleanly) {
-  auto p = ServerProcess::Start({"-np", "2", "-c", "1024", "-t", "1"});
+  auto p = ServerProcess::Start(
+      {"--demo-random", "-np", "2", "-c", "1024", "-t", "1"});
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_NE((*p)->Log().find("DEMO model"), std::string::npos);
   HttpClient client((*p)->port());
