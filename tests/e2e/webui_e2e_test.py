@@ -16,7 +16,8 @@ Every wait is a bounded poll of the DOM (in the page, on animation frames)
 or of the server's log; nothing sleeps. Exits 77 (ctest: skipped) only when
 no Chromium is installed.
 
-Usage: webui_e2e_test.py KVAULT_BINARY OUT_DIR
+Usage: webui_e2e_test.py KVAULT_BINARY OUT_DIR [LOAD_LIMIT_MS, default 1000;
+0: print the figure only]
 """
 import os
 import re
@@ -53,7 +54,7 @@ def load(page, url):
                   slow.duration.toFixed(1) + ' ms' : ''}; })()""")
 
 
-def check_load(page, port):
+def check_load(page, port, limit_ms):
     page.call("Page.enable")
     page.call("Emulation.setDeviceMetricsOverride", width=1400, height=900,
               deviceScaleFactor=1, mobile=False)
@@ -68,8 +69,10 @@ def check_load(page, port):
     print(f"page load (loadEventEnd): first {first['load']:.1f} ms, uncached reload "
           f"{again['load']:.1f} ms ({again['resources']} assets, slowest "
           f"{again['slowest']})", flush=True)
-    if not again["load"] < 1000:
-        fail(f"page took {again} ms to load (limit 1000)")
+    # The sanitizer build (Debug, ASan) passes no limit: the figure is a
+    # property of the release binary, which scripts/test checks.
+    if limit_ms > 0 and not again["load"] < limit_ms:
+        fail(f"page took {again} ms to load (limit {limit_ms})")
     # The page loads without the key, then asks for it; typed into the
     # settings, it is sent with every API call.
     page.wait("document.getElementById('server-status').textContent.includes('API key')",
@@ -266,9 +269,10 @@ def accessibility(page):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         fail(__doc__)
     binary, out_dir = sys.argv[1], sys.argv[2]
+    limit_ms = float(sys.argv[3]) if len(sys.argv) == 4 else 1000
     chromium = find_chromium()
     if chromium is None:
         print("SKIP: no chromium installed (scripts/install-deps installs it)")
@@ -281,7 +285,7 @@ def main():
         browser = None
         try:
             browser, page = start_chromium(chromium, os.path.join(tmp, "profile"))
-            check_load(page, port)
+            check_load(page, port, limit_ms)
             chat(page)
             slots_and_map(page, out_dir)
             markdown(page)
