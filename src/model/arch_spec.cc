@@ -8,7 +8,9 @@ namespace {
 // qwen2 and qwen3 are listed as data only; the forward pass honours every
 // field, but no golden test covers them yet.
 constexpr ArchSpec kArchSpecs[] = {
-    {.name = "llama", .rope_style = RopeStyle::kNormal},
+    {.name = "llama",
+     .rope_style = RopeStyle::kNormal,
+     .rope_freq_factors = true},
     {.name = "qwen2", .rope_style = RopeStyle::kNeox, .qkv_bias = true},
     {.name = "qwen3", .rope_style = RopeStyle::kNeox, .qk_norm = true},
 };

@@ -22,6 +22,9 @@ struct ArchSpec {
   bool qkv_bias = false;  // attn_{q,k,v}.bias present (required)
   bool qk_norm = false;   // per-head RMSNorm attn_{q,k}_norm (required)
   bool tied_output_allowed = true;  // output.weight may be absent
+  // rope_freqs.weight (Llama 3.1+ per-pair RoPE frequency divisors) may be
+  // present; a file holding it for another architecture is refused.
+  bool rope_freq_factors = false;
 };
 
 // Returns the spec of architecture `name`; Unimplemented naming it and the

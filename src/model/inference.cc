@@ -209,7 +209,8 @@ class ForwardPass {
         seqs_(std::move(seqs)),
         seq_of_(std::move(seq_of)),
         positions_(Positions(batch)),
-        rope_(positions_, h_.n_rot, h_.rope_freq_base, h_.rope_freq_scale()),
+        rope_(positions_, h_.n_rot, h_.rope_freq_base, h_.rope_freq_scale(),
+              w_.rope_freqs),
         orders_(DotOrders(seq_of_)),
         repacked_orders_(RepackedOrders(seq_of_)),
         n_(batch.size()) {}
@@ -387,8 +388,8 @@ Status InferenceContext::DiscardRange(SeqId seq, Pos p0, Pos p1) {
   KvStorage* storage = cache_->storage();
   if (storage != nullptr) {
     const Pos shift[1] = {delta};
-    const RopeTable rope(shift, h.n_rot, h.rope_freq_base,
-                         h.rope_freq_scale());
+    const RopeTable rope(shift, h.n_rot, h.rope_freq_base, h.rope_freq_scale(),
+                         model_->weights().rope_freqs);
     std::vector<float> row(storage->layout().k_row_elems());
     std::span<const TokenPos> tokens = cache_->table().Cells(seq);
     for (size_t i = 0; i < tokens.size(); ++i) {

@@ -22,6 +22,20 @@ Status CheckRopeScaling(const LlamaHparams& h) {
       " is not supported (none and linear are)");
 }
 
+// A mixture-of-experts file of a dense architecture's name (Mixtral is
+// "llama" with <arch>.expert_count) has no ffn_gate/up/down tensors;
+// refuse it by what it is rather than by the first missing tensor.
+Status CheckDenseFfn(const GgufFile& file, const LlamaHparams& h) {
+  const std::string key = h.architecture + ".expert_count";
+  if (!file.Has(key)) return Status::Ok();
+  KV_ASSIGN_OR_RETURN(uint64_t experts, file.GetUint(key));
+  if (experts == 0) return Status::Ok();
+  return UnimplementedError("architecture '" + h.architecture +
+                            "' with a mixture-of-experts FFN (" + key + " = " +
+                            std::to_string(experts) +
+                            ") is not supported (kvault runs dense FFNs only)");
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const std::string& path,
@@ -76,6 +90,7 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::FromGguf(
   KV_ASSIGN_OR_RETURN(model->hparams_, ReadLlamaHparams(*file));
   KV_ASSIGN_OR_RETURN(model->arch_, FindArchSpec(model->hparams_.architecture));
   KV_RETURN_IF_ERROR(CheckRopeScaling(model->hparams_));
+  KV_RETURN_IF_ERROR(CheckDenseFfn(*file, model->hparams_));
   KV_ASSIGN_OR_RETURN(model->weights_,
                       LoadLlamaWeights(*file, model->hparams_, model->arch_));
   KV_ASSIGN_OR_RETURN(model->tokenizer_, Tokenizer::FromGguf(*file));

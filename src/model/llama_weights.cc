@@ -1,5 +1,6 @@
 #include "model/llama_weights.h"
 
+#include <cmath>
 #include <string>
 
 #include "model/quantize.h"
@@ -101,6 +102,29 @@ StatusOr<LayerWeights> LoadLayer(const GgufFile& file, const LlamaHparams& h,
   return w;
 }
 
+// rope_freqs.weight: optional where the architecture allows it; every
+// factor divides an angle, so it must be positive and finite.
+Status LoadRopeFreqs(const GgufFile& file, const LlamaHparams& h,
+                     const ArchSpec& arch, std::vector<float>* out) {
+  const std::string name = "rope_freqs.weight";
+  if (file.FindTensor(name) == nullptr) return Status::Ok();
+  if (!arch.rope_freq_factors) {
+    return UnimplementedError("tensor " + name +
+                              " (RoPE frequency factors) is not supported "
+                              "for architecture '" +
+                              std::string(arch.name) + "'");
+  }
+  KV_ASSIGN_OR_RETURN(*out, LoadVector(file, name, h.n_rot / 2));
+  for (size_t i = 0; i < out->size(); ++i) {
+    if (!std::isfinite((*out)[i]) || (*out)[i] <= 0.0f) {
+      return InvalidArgumentError(
+          "tensor " + name + " element " + std::to_string(i) + " = " +
+          std::to_string((*out)[i]) + ", expected positive and finite");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status CheckMatrixTypeSupported(GgmlType type, std::string_view tensor_name) {
@@ -132,6 +156,7 @@ StatusOr<LlamaWeights> LoadLlamaWeights(const GgufFile& file,
     KV_ASSIGN_OR_RETURN(w.output, LoadMatrix(file, "output.weight",
                                              hparams.n_embd, hparams.n_vocab));
   }
+  KV_RETURN_IF_ERROR(LoadRopeFreqs(file, hparams, arch, &w.rope_freqs));
   w.layers.reserve(hparams.n_layer);
   for (uint32_t layer = 0; layer < hparams.n_layer; ++layer) {
     KV_ASSIGN_OR_RETURN(LayerWeights lw, LoadLayer(file, hparams, arch, layer));

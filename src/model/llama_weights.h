@@ -38,6 +38,8 @@ struct LlamaWeights {
   // [n_vocab, n_embd]; token_embd itself when output.weight is absent.
   kernels::MatrixView output;
   bool output_tied = false;
+  // [n_rot / 2] RoPE frequency divisors (rope_freqs.weight), else empty.
+  std::vector<float> rope_freqs;
   std::vector<LayerWeights> layers;  // [n_layer]
 };
 

@@ -33,7 +33,7 @@ constexpr double kF32FirstStepTol = 1e-3;
 constexpr int kQ8Tokens = 8;
 
 // Models kvault runs (file stems without the .f32/.q8_0 suffix).
-const std::vector<std::string> kSupported = {"qwen2", "qwen3"};
+const std::vector<std::string> kSupported = {"qwen2", "qwen3", "llama31"};
 
 // Models kvault refuses today, and the text the load error must contain
 // (the architecture and what is missing), so a refusal is precise.
@@ -42,8 +42,11 @@ struct Unsupported {
   std::string error;  // substring of the Unimplemented message
 };
 const std::vector<Unsupported> kUnsupported = {
-    {"llama31", "llama"},   {"mixtral", "llama"}, {"qwen3moe", "qwen3moe"},
-    {"gemma2", "gemma2"},   {"gemma3", "gemma3"}, {"phi3", "phi3"},
+    {"mixtral", "'llama' with a mixture-of-experts FFN"},
+    {"qwen3moe", "architecture 'qwen3moe'"},
+    {"gemma2", "architecture 'gemma2'"},
+    {"gemma3", "architecture 'gemma3'"},
+    {"phi3", "architecture 'phi3'"},
 };
 
 bool HaveShared() { return std::filesystem::exists(kModels); }
