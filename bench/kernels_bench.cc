@@ -243,8 +243,10 @@ void BM_AttentionDecode(benchmark::State& state) {
       const std::byte* k = base + 2 * l * pool_cells * row_bytes;
       const F16GroupRows rows{k, k + pool_cells * row_bytes, row_bytes,
                               row_bytes};
-      AttendF16Fast(rows, shape, BestIsa(), std::span(&seq, 1), seq_of,
-                    query_pos, q.data(), out.data(), serial);
+      AttendF16Fast(rows, shape,
+                    F16AttendModeFor(BestIsa(), ggml_compat::NativeGgmlBuild()),
+                    std::span(&seq, 1), seq_of, query_pos, q.data(), out.data(),
+                    serial);
     }
     benchmark::DoNotOptimize(out.data());
   }

@@ -218,8 +218,9 @@ void Attend(const KvStorage& storage, uint32_t layer,
         storage.Rows(KvSide::kV, layer, CellId(0), storage.num_cells()).data();
     rows.k_row_bytes = storage.layout().k_row_bytes();
     rows.v_row_bytes = storage.layout().v_row_bytes();
-    return AttendF16Fast(rows, shape, isa, seqs, seq_of, query_pos, q, out,
-                         run);
+    return AttendF16Fast(rows, shape,
+                         F16AttendModeFor(isa, backend.options().ggml_build),
+                         seqs, seq_of, query_pos, q, out, run);
   }
   run(seq_of.size() * shape.n_head_kv, [&](size_t index) {
     const size_t t = index / shape.n_head_kv;
