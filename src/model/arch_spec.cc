@@ -5,14 +5,20 @@
 namespace kvault {
 namespace {
 
-// qwen2 and qwen3 are listed as data only; the forward pass honours every
-// field, but no golden test covers them yet.
+// Every row is checked against llama.cpp by tests/model/arch_golden_test
+// (../shared/models/arch).
 constexpr ArchSpec kArchSpecs[] = {
     {.name = "llama",
      .rope_style = RopeStyle::kNormal,
      .rope_freq_factors = true},
     {.name = "qwen2", .rope_style = RopeStyle::kNeox, .qkv_bias = true},
     {.name = "qwen3", .rope_style = RopeStyle::kNeox, .qk_norm = true},
+    {.name = "phi3",
+     .rope_style = RopeStyle::kNeox,
+     .tied_output_allowed = false,
+     .fused_qkv = true,
+     .fused_gate_up = true,
+     .scale_q = true},
 };
 
 }  // namespace

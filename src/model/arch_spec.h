@@ -25,6 +25,15 @@ struct ArchSpec {
   // rope_freqs.weight (Llama 3.1+ per-pair RoPE frequency divisors) may be
   // present; a file holding it for another architecture is refused.
   bool rope_freq_factors = false;
+  // attn_qkv.weight holds the Q, K and V rows in that order (phi3).
+  bool fused_qkv = false;
+  // ffn_up.weight holds the gate rows, then the up rows (phi3's SwiGLU
+  // over one [2 * n_ff] product).
+  bool fused_gate_up = false;
+  // Q is multiplied by 1 / sqrt(head_dim) before attention, which then
+  // takes scale 1 (phi3's graph; the bits differ from scaling q . k when
+  // the factor is not a power of two).
+  bool scale_q = false;
 };
 
 // Returns the spec of architecture `name`; Unimplemented naming it and the

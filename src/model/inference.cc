@@ -304,6 +304,11 @@ class ForwardPass {
     AttentionShape shape{
         h_.n_head, h_.n_head_kv, h_.n_embd_head_k, h_.n_embd_head_v,
         1.0f / std::sqrt(static_cast<float>(h_.n_embd_head_k))};
+    if (arch_.scale_q) {
+      // ggml_scale of Q, then attention with scale 1 (ArchSpec::scale_q).
+      for (float& x : q_) x *= shape.scale;
+      shape.scale = 1.0f;
+    }
     att_.resize(n_ * h_.n_head * h_.n_embd_head_v);
     Attend(*storage_, layer, shape, seqs_, seq_of_, positions_, q_.data(),
            att_.data(), backend_);

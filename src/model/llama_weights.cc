@@ -62,6 +62,57 @@ StatusOr<std::vector<float>> LoadVector(const GgufFile& file,
   return out;
 }
 
+// Rows [first, first + rows) of `m`: a fused tensor's part, multiplied
+// row by row as the whole would be, so the results are the same bits.
+kernels::MatrixView RowRange(kernels::MatrixView m, uint64_t first,
+                             uint64_t rows) {
+  m.data += first * m.row_bytes;
+  m.rows = static_cast<int64_t>(rows);
+  return m;
+}
+
+// wq, wk and wv: separate tensors, or the row ranges of attn_qkv.weight.
+Status LoadQkv(const GgufFile& file, const LlamaHparams& h,
+               const ArchSpec& arch, const std::string& p, LayerWeights* w) {
+  const uint64_t q_dim = uint64_t{h.n_head} * h.n_embd_head_k;
+  const uint64_t k_dim = h.n_embd_k_gqa();
+  const uint64_t v_dim = h.n_embd_v_gqa();
+  if (arch.fused_qkv) {
+    KV_ASSIGN_OR_RETURN(kernels::MatrixView qkv,
+                        LoadMatrix(file, p + "attn_qkv.weight", h.n_embd,
+                                   q_dim + k_dim + v_dim));
+    w->wq = RowRange(qkv, 0, q_dim);
+    w->wk = RowRange(qkv, q_dim, k_dim);
+    w->wv = RowRange(qkv, q_dim + k_dim, v_dim);
+    return Status::Ok();
+  }
+  KV_ASSIGN_OR_RETURN(w->wq,
+                      LoadMatrix(file, p + "attn_q.weight", h.n_embd, q_dim));
+  KV_ASSIGN_OR_RETURN(w->wk,
+                      LoadMatrix(file, p + "attn_k.weight", h.n_embd, k_dim));
+  KV_ASSIGN_OR_RETURN(w->wv,
+                      LoadMatrix(file, p + "attn_v.weight", h.n_embd, v_dim));
+  return Status::Ok();
+}
+
+// w_gate and w_up: separate tensors, or the halves of ffn_up.weight.
+Status LoadGateUp(const GgufFile& file, const LlamaHparams& h,
+                  const ArchSpec& arch, const std::string& p, LayerWeights* w) {
+  if (arch.fused_gate_up) {
+    KV_ASSIGN_OR_RETURN(
+        kernels::MatrixView gate_up,
+        LoadMatrix(file, p + "ffn_up.weight", h.n_embd, 2 * uint64_t{h.n_ff}));
+    w->w_gate = RowRange(gate_up, 0, h.n_ff);
+    w->w_up = RowRange(gate_up, h.n_ff, h.n_ff);
+    return Status::Ok();
+  }
+  KV_ASSIGN_OR_RETURN(
+      w->w_gate, LoadMatrix(file, p + "ffn_gate.weight", h.n_embd, h.n_ff));
+  KV_ASSIGN_OR_RETURN(w->w_up,
+                      LoadMatrix(file, p + "ffn_up.weight", h.n_embd, h.n_ff));
+  return Status::Ok();
+}
+
 StatusOr<LayerWeights> LoadLayer(const GgufFile& file, const LlamaHparams& h,
                                  const ArchSpec& arch, uint32_t layer) {
   const std::string p = "blk." + std::to_string(layer) + ".";
@@ -72,12 +123,7 @@ StatusOr<LayerWeights> LoadLayer(const GgufFile& file, const LlamaHparams& h,
   LayerWeights w;
   KV_ASSIGN_OR_RETURN(w.attn_norm,
                       LoadVector(file, p + "attn_norm.weight", h.n_embd));
-  KV_ASSIGN_OR_RETURN(w.wq,
-                      LoadMatrix(file, p + "attn_q.weight", h.n_embd, q_dim));
-  KV_ASSIGN_OR_RETURN(w.wk,
-                      LoadMatrix(file, p + "attn_k.weight", h.n_embd, k_dim));
-  KV_ASSIGN_OR_RETURN(w.wv,
-                      LoadMatrix(file, p + "attn_v.weight", h.n_embd, v_dim));
+  KV_RETURN_IF_ERROR(LoadQkv(file, h, arch, p, &w));
   KV_ASSIGN_OR_RETURN(
       w.wo, LoadMatrix(file, p + "attn_output.weight", o_in, h.n_embd));
   if (arch.qkv_bias) {
@@ -93,10 +139,7 @@ StatusOr<LayerWeights> LoadLayer(const GgufFile& file, const LlamaHparams& h,
   }
   KV_ASSIGN_OR_RETURN(w.ffn_norm,
                       LoadVector(file, p + "ffn_norm.weight", h.n_embd));
-  KV_ASSIGN_OR_RETURN(
-      w.w_gate, LoadMatrix(file, p + "ffn_gate.weight", h.n_embd, h.n_ff));
-  KV_ASSIGN_OR_RETURN(w.w_up,
-                      LoadMatrix(file, p + "ffn_up.weight", h.n_embd, h.n_ff));
+  KV_RETURN_IF_ERROR(LoadGateUp(file, h, arch, p, &w));
   KV_ASSIGN_OR_RETURN(
       w.w_down, LoadMatrix(file, p + "ffn_down.weight", h.n_ff, h.n_embd));
   return w;
@@ -106,6 +149,14 @@ StatusOr<LayerWeights> LoadLayer(const GgufFile& file, const LlamaHparams& h,
 // factor divides an angle, so it must be positive and finite.
 Status LoadRopeFreqs(const GgufFile& file, const LlamaHparams& h,
                      const ArchSpec& arch, std::vector<float>* out) {
+  for (const char* longrope :
+       {"rope_factors_long.weight", "rope_factors_short.weight"}) {
+    if (file.FindTensor(longrope) != nullptr) {
+      return UnimplementedError("tensor " + std::string(longrope) +
+                                " (LongRoPE frequency factors) is not "
+                                "supported");
+    }
+  }
   const std::string name = "rope_freqs.weight";
   if (file.FindTensor(name) == nullptr) return Status::Ok();
   if (!arch.rope_freq_factors) {
