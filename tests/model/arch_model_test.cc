@@ -1,0 +1,206 @@
+// Loading the per-architecture features of ArchSpec on small edited
+// models: Llama 3.1's rope_freqs, phi3's fused tensors, and the precise
+// refusals (a mixture-of-experts file under a dense name, LongRoPE
+// factors, frequency factors where the architecture has none). The
+// numerics are checked against llama.cpp by arch_golden_test.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "model/rope.h"
+#include "model_edit.h"
+
+namespace kvault {
+namespace {
+
+// The generated model's RoPE pairs: head size 16, all rotated.
+constexpr uint64_t kHalfRot = 8;
+
+// An edit appending F32 tensor `name` holding `values`.
+Edit AddTensor(const std::string& name, std::vector<float> values) {
+  return [name, values](auto*, auto* tensors, auto* data) {
+    GgufTensorInfo info;
+    info.name = name;
+    info.type = GgmlType::kF32;
+    info.shape = {values.size()};
+    tensors->push_back(info);
+    data->emplace_back(reinterpret_cast<const char*>(values.data()),
+                       values.size() * sizeof(float));
+  };
+}
+
+// An edit renaming the architecture (and its keys) from llama to `arch`.
+Edit Rename(const std::string& arch) {
+  return [arch](auto* metadata, auto*, auto*) {
+    for (auto& entry : *metadata) {
+      if (entry.key == "general.architecture") {
+        entry.value = GgufValue::String(arch);
+      } else if (entry.key.rfind("llama.", 0) == 0) {
+        entry.key = arch + "." + entry.key.substr(6);
+      }
+    }
+  };
+}
+
+// Applies every edit in order.
+Edit Both(Edit a, Edit b) {
+  return [a, b](auto* metadata, auto* tensors, auto* data) {
+    a(metadata, tensors, data);
+    b(metadata, tensors, data);
+  };
+}
+
+void ExpectError(const StatusOr<std::unique_ptr<LlamaModel>>& model,
+                 StatusCode code, const std::string& text) {
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), code) << model.status().ToString();
+  EXPECT_NE(model.status().ToString().find(text), std::string::npos)
+      << model.status().ToString();
+}
+
+TEST(ArchModelTest, LlamaLoadsRopeFreqs) {
+  std::vector<float> factors(kHalfRot, 1.0f);
+  factors[kHalfRot - 1] = 8.0f;
+  auto model = EditedModel(AddTensor("rope_freqs.weight", factors));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EXPECT_EQ((*model)->weights().rope_freqs, factors);
+  auto plain = EditedModel([](auto*, auto*, auto*) {});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE((*plain)->weights().rope_freqs.empty());
+}
+
+TEST(ArchModelTest, RopeFreqsOfWrongSizeOrValueAreInvalid) {
+  ExpectError(EditedModel(AddTensor("rope_freqs.weight",
+                                    std::vector<float>(kHalfRot + 1, 1.0f))),
+              StatusCode::kInvalidArgument, "rope_freqs.weight");
+  std::vector<float> factors(kHalfRot, 1.0f);
+  factors[3] = 0.0f;  // would divide an angle by zero
+  ExpectError(EditedModel(AddTensor("rope_freqs.weight", factors)),
+              StatusCode::kInvalidArgument, "element 3");
+}
+
+TEST(ArchModelTest, RopeFreqsWhereTheArchitectureHasNoneAreRefused) {
+  // qwen3 has no rope_freqs in llama.cpp; ignoring one would drift.
+  ExpectError(EditedModel(Both(Rename("qwen3"),
+                               AddTensor("rope_freqs.weight",
+                                         std::vector<float>(kHalfRot, 1.0f)))),
+              StatusCode::kUnimplemented, "architecture 'qwen3'");
+}
+
+TEST(ArchModelTest, LongRopeFactorsAreRefused) {
+  ExpectError(EditedModel(AddTensor("rope_factors_long.weight",
+                                    std::vector<float>(kHalfRot, 1.0f))),
+              StatusCode::kUnimplemented, "rope_factors_long.weight");
+}
+
+TEST(ArchModelTest, MixtureOfExpertsUnderADenseNameIsRefused) {
+  auto model = EditedModel([](auto* metadata, auto*, auto*) {
+    metadata->push_back({"llama.expert_count", GgufValue::Uint32(8)});
+  });
+  ExpectError(model, StatusCode::kUnimplemented,
+              "'llama' with a mixture-of-experts FFN (llama.expert_count = 8)");
+}
+
+// Turns the generated model into phi3: Q, K, V concatenated into
+// attn_qkv, gate and up into ffn_up (gate rows first).
+Edit ToPhi3(uint64_t qkv_rows = 64 + 32 + 32) {
+  return Both(Rename("phi3"), [qkv_rows](auto*, auto* tensors, auto* data) {
+    auto fuse = [&](const std::vector<std::string>& parts,
+                    const std::string& name, uint64_t rows) {
+      std::string bytes;
+      for (const std::string& part : parts) {
+        const size_t i = IndexOf(*tensors, part);
+        bytes += (*data)[i];
+        tensors->erase(tensors->begin() + i);
+        data->erase(data->begin() + i);
+      }
+      GgufTensorInfo info;
+      info.name = name;
+      info.type = GgmlType::kF32;
+      info.shape = {64, rows};
+      bytes.resize(64 * rows * sizeof(float));
+      tensors->push_back(info);
+      data->push_back(bytes);
+    };
+    for (int layer = 0; layer < 2; ++layer) {
+      const std::string p = "blk." + std::to_string(layer) + ".";
+      fuse({p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"},
+           p + "attn_qkv.weight", qkv_rows);
+      fuse({p + "ffn_gate.weight", p + "ffn_up.weight"}, p + "ffn_up.weight",
+           2 * 96);
+    }
+  });
+}
+
+// The `rows` x 64 F32 matrix `m` as bytes.
+std::string Bytes(const kernels::MatrixView& m) {
+  return std::string(reinterpret_cast<const char*>(m.data),
+                     m.rows * m.row_bytes);
+}
+
+TEST(ArchModelTest, Phi3SplitsItsFusedTensorsByRows) {
+  auto llama = EditedModel([](auto*, auto*, auto*) {});
+  auto phi3 = EditedModel(ToPhi3());
+  ASSERT_TRUE(llama.ok());
+  ASSERT_TRUE(phi3.ok()) << phi3.status().ToString();
+  EXPECT_EQ((*phi3)->arch().rope_style, RopeStyle::kNeox);
+  EXPECT_TRUE((*phi3)->arch().scale_q);
+  for (int layer = 0; layer < 2; ++layer) {
+    const LayerWeights& a = (*llama)->weights().layers[layer];
+    const LayerWeights& b = (*phi3)->weights().layers[layer];
+    EXPECT_EQ(b.wq.rows, 64);
+    EXPECT_EQ(b.wk.rows, 32);
+    EXPECT_EQ(b.w_gate.rows, 96);
+    EXPECT_EQ(Bytes(b.wq), Bytes(a.wq));
+    EXPECT_EQ(Bytes(b.wk), Bytes(a.wk));
+    EXPECT_EQ(Bytes(b.wv), Bytes(a.wv));
+    EXPECT_EQ(Bytes(b.w_gate), Bytes(a.w_gate));
+    EXPECT_EQ(Bytes(b.w_up), Bytes(a.w_up));
+  }
+}
+
+TEST(ArchModelTest, Phi3FusedTensorOfWrongSizeIsInvalid) {
+  ExpectError(EditedModel(ToPhi3(64 + 32)), StatusCode::kInvalidArgument,
+              "blk.0.attn_qkv.weight");
+}
+
+TEST(ArchModelTest, Phi3NeedsItsOutputMatrix) {
+  ExpectError(EditedModel(Both(ToPhi3(),
+                               [](auto*, auto* tensors, auto* data) {
+                                 const size_t i =
+                                     IndexOf(*tensors, "output.weight");
+                                 tensors->erase(tensors->begin() + i);
+                                 data->erase(data->begin() + i);
+                               })),
+              StatusCode::kNotFound, "output.weight");
+}
+
+// Doubling a position doubles each pair's angle exactly (float times 2),
+// and a factor of 2 halves it exactly: the same rotation, bit for bit.
+TEST(ArchModelTest, RopeFactorsDivideTheAngle) {
+  const std::vector<float> twos(kHalfRot, 2.0f);
+  const std::vector<float> ones(kHalfRot, 1.0f);
+  const Pos pos[] = {3, 17, 250};
+  const Pos doubled[] = {6, 34, 500};
+  const RopeTable plain(pos, 2 * kHalfRot, 10000.0f, 1.0f);
+  const RopeTable unit(pos, 2 * kHalfRot, 10000.0f, 1.0f, ones);
+  const RopeTable halved(doubled, 2 * kHalfRot, 10000.0f, 1.0f, twos);
+  const RopeTable unhalved(doubled, 2 * kHalfRot, 10000.0f, 1.0f);
+  for (uint64_t t = 0; t < 3; ++t) {
+    std::vector<float> x(2 * kHalfRot);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * i - 1.0f;
+    std::vector<float> a = x, b = x, c = x, d = x;
+    plain.Apply(RopeStyle::kNeox, t, a.data(), 1, 2 * kHalfRot);
+    unit.Apply(RopeStyle::kNeox, t, b.data(), 1, 2 * kHalfRot);
+    halved.Apply(RopeStyle::kNeox, t, c.data(), 1, 2 * kHalfRot);
+    unhalved.Apply(RopeStyle::kNeox, t, d.data(), 1, 2 * kHalfRot);
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
+    EXPECT_EQ(0, std::memcmp(a.data(), c.data(), a.size() * 4));
+    EXPECT_NE(a, d);  // the factors did something
+  }
+}
+
+}  // namespace
+}  // namespace kvault
