@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <set>
@@ -134,6 +135,78 @@ std::string CaseName(const ::testing::TestParamInfo<ArchCase>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Arch, ArchGoldenTest,
                          ::testing::ValuesIn(SupportedCases()), CaseName);
+
+// Greedy-decodes `steps` tokens after golden case `c`'s prompt as sequence
+// 0 of `cache`, returning each step's logits. With `other` (a second
+// prompt), sequence 1 is prefilled first and then decodes alongside in
+// every batch, so sequence 0's cells land in other pages and its batches
+// hold another sequence's token.
+std::vector<std::vector<float>> DecodeSteps(const LlamaModel& model,
+                                            KvCache* cache,
+                                            const nlohmann::json& c,
+                                            const std::vector<TokenId>* other,
+                                            int steps) {
+  InferenceContext ctx(&model, cache, GoldenCompute());
+  std::vector<BatchToken> batch;
+  Pos other_pos = 0;
+  if (other != nullptr) {
+    for (TokenId t : *other) batch.push_back({SeqId(1), t, other_pos++});
+    EXPECT_TRUE(ctx.Decode(batch).ok());
+    batch.clear();
+  }
+  const auto prompt = c.at("prompt_ids").get<std::vector<TokenId>>();
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    batch.push_back(
+        {SeqId(0), prompt[i], static_cast<Pos>(i), i + 1 == prompt.size()});
+  }
+  std::vector<std::vector<float>> out;
+  for (int step = 0; step < steps; ++step) {
+    if (other != nullptr) batch.push_back({SeqId(1), 7, other_pos++});
+    auto logits = ctx.Decode(batch);
+    EXPECT_TRUE(logits.ok()) << logits.status().ToString();
+    if (!logits.ok()) break;
+    logits->resize(model.n_vocab());  // sequence 0's, the first wanted
+    const TokenId next = static_cast<TokenId>(
+        std::max_element(logits->begin(), logits->end()) - logits->begin());
+    out.push_back(std::move(*logits));
+    batch = {{SeqId(0), next, static_cast<Pos>(prompt.size() + step), true}};
+  }
+  return out;
+}
+
+// Same bits whatever the batch and the page placement: each architecture's
+// forward pass keeps a token's logits independent of both.
+TEST_P(ArchGoldenTest, BatchingAndPagesAreInvisible) {
+  const ArchCase& a = GetParam();
+  const std::string stem = a.name + "." + a.type;
+  if (!HaveShared()) GTEST_SKIP() << "missing " << kModels;
+  auto model = LlamaModel::Load(kModels + stem + ".gguf", LoadMode::kRead,
+                                GoldenCompute().isa);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const nlohmann::json golden = golden::ReadGolden(kGoldens + stem + ".json");
+  const auto& c = golden.at("cases").at(0);
+  const auto other =
+      golden.at("cases").at(1).at("prompt_ids").get<std::vector<TokenId>>();
+  auto make_cache = [&](uint32_t page_size) {
+    KvCacheOptions options;
+    options.page_size = page_size;
+    options.num_pages = 256 / page_size;
+    options.layout = (*model)->KvLayoutFor(KvDtype::kF16);
+    return KvCache::Create(options);
+  };
+  auto alone_cache = make_cache(16);
+  auto mixed_cache = make_cache(4);
+  ASSERT_TRUE(alone_cache.ok() && mixed_cache.ok());
+  const auto alone = DecodeSteps(**model, alone_cache->get(), c, nullptr, 6);
+  const auto mixed = DecodeSteps(**model, mixed_cache->get(), c, &other, 6);
+  ASSERT_EQ(alone.size(), 6u);
+  ASSERT_EQ(mixed.size(), 6u);
+  for (size_t step = 0; step < alone.size(); ++step) {
+    EXPECT_EQ(0, std::memcmp(alone[step].data(), mixed[step].data(),
+                             alone[step].size() * sizeof(float)))
+        << "step " << step;
+  }
+}
 
 class ArchUnsupportedTest : public ::testing::TestWithParam<Unsupported> {};
 
