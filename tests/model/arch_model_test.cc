@@ -5,10 +5,13 @@
 // numerics are checked against llama.cpp by arch_golden_test.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "model/inference.h"
 #include "model/rope.h"
 #include "model_edit.h"
 
@@ -199,6 +202,63 @@ TEST(ArchModelTest, RopeFactorsDivideTheAngle) {
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
     EXPECT_EQ(0, std::memcmp(a.data(), c.data(), a.size() * 4));
     EXPECT_NE(a, d);  // the factors did something
+  }
+}
+
+// Returns layer 0's K row of each of sequence 0's cells [first, end) in
+// `cache` (layer 0's key depends on the token and its position only).
+std::vector<std::vector<float>> LayerZeroKeys(const KvCache& cache,
+                                              size_t first, size_t end) {
+  std::vector<std::vector<float>> keys;
+  const KvStorage& storage = *cache.storage();
+  for (size_t i = first; i < end; ++i) {
+    std::vector<float> row(storage.layout().k_row_elems());
+    storage.Read(KvSide::kK, 0, cache.table().CellAt(SeqId(0), i), row);
+    keys.push_back(std::move(row));
+  }
+  return keys;
+}
+
+// Returns an F32 cache of 128 cells for `model`.
+std::unique_ptr<KvCache> F32Cache(const LlamaModel& model) {
+  KvCacheOptions options;
+  options.num_pages = 8;
+  options.page_size = 16;
+  options.layout = model.KvLayoutFor(KvDtype::kF32);
+  return std::move(KvCache::Create(options).value());
+}
+
+// A context shift rotates the moved keys with the model's frequency
+// factors: each equals the key its token gets decoded fresh at the new
+// position (to float rounding of the two rotations).
+TEST(ArchModelTest, ContextShiftRotatesWithTheFrequencyFactors) {
+  std::vector<float> factors(kHalfRot);
+  for (uint64_t i = 0; i < kHalfRot; ++i) factors[i] = 1.0f + 3.0f * i;
+  auto model = EditedModel(AddTensor("rope_freqs.weight", factors));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  std::vector<BatchToken> prompt;
+  for (int i = 0; i < 40; ++i) {
+    prompt.push_back({SeqId(0), (i * 7 + 5) % 200, i, false});
+  }
+  auto cache = F32Cache(**model);
+  InferenceContext ctx(model->get(), cache.get());
+  ASSERT_TRUE(ctx.Decode(prompt).ok());
+  ASSERT_TRUE(ctx.DiscardRange(SeqId(0), 4, 20).ok());
+  const auto shifted = LayerZeroKeys(*cache, 4, 24);
+  // Tokens 20..39 decoded fresh at positions 4..23.
+  std::vector<BatchToken> fresh(prompt.begin() + 20, prompt.end());
+  for (size_t i = 0; i < fresh.size(); ++i) fresh[i].pos = 4 + i;
+  auto fresh_cache = F32Cache(**model);
+  InferenceContext fresh_ctx(model->get(), fresh_cache.get());
+  ASSERT_TRUE(fresh_ctx.Decode(fresh).ok());
+  const auto want = LayerZeroKeys(*fresh_cache, 0, fresh.size());
+  ASSERT_EQ(shifted.size(), want.size());
+  for (size_t c = 0; c < want.size(); ++c) {
+    for (size_t e = 0; e < want[c].size(); ++e) {
+      EXPECT_NEAR(shifted[c][e], want[c][e],
+                  1e-4f * (1 + std::fabs(want[c][e])))
+          << "cell " << c << " value " << e;
+    }
   }
 }
 
