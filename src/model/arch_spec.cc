@@ -19,6 +19,14 @@ constexpr ArchSpec kArchSpecs[] = {
      .fused_qkv = true,
      .fused_gate_up = true,
      .scale_q = true},
+    {.name = "gemma2",
+     .rope_style = RopeStyle::kNeox,
+     .scale_q = true,
+     .embed_scale = true,
+     .gelu_ffn = true,
+     .post_norms = true,
+     .softcap = true,
+     .swa_pattern = 2},
 };
 
 }  // namespace

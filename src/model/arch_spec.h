@@ -34,6 +34,17 @@ struct ArchSpec {
   // takes scale 1 (phi3's graph; the bits differ from scaling q . k when
   // the factor is not a power of two).
   bool scale_q = false;
+  // gemma2: embeddings multiplied by sqrtf(n_embd); GELU (ggml's fp16
+  // table) gates the FFN instead of SiLU; post_attention_norm and
+  // post_ffw_norm RMS-normalise each block's output before the residual
+  // add; attention and final logit soft-capping (LlamaHparams).
+  bool embed_scale = false;
+  bool gelu_ffn = false;
+  bool post_norms = false;
+  bool softcap = false;
+  // > 0: layer il attends through a sliding window
+  // (LlamaHparams::n_swa) when il % swa_pattern < swa_pattern - 1.
+  uint32_t swa_pattern = 0;
 };
 
 // Returns the spec of architecture `name`; Unimplemented naming it and the

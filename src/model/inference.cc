@@ -8,6 +8,7 @@
 
 #include "kv/state_file.h"
 #include "model/attention.h"
+#include "model/gelu.h"
 #include "model/ggml_compat.h"
 #include "model/quantize.h"
 #include "model/rope.h"
@@ -262,6 +263,10 @@ class ForwardPass {
       (void)DequantizeRow(e.type, row,
                           std::span(&x_[t * h_.n_embd], h_.n_embd));
     }
+    if (arch_.embed_scale) {
+      const float scale = std::sqrt(static_cast<float>(h_.n_embd));
+      for (float& v : x_) v *= scale;
+    }
   }
 
   // Adds bias, applies per-head norm and RoPE to the rows of `x`
@@ -309,11 +314,27 @@ class ForwardPass {
       for (float& x : q_) x *= shape.scale;
       shape.scale = 1.0f;
     }
+    ArchAttention(layer, &shape);
     att_.resize(n_ * h_.n_head * h_.n_embd_head_v);
     Attend(*storage_, layer, shape, seqs_, seq_of_, positions_, q_.data(),
            att_.data(), backend_);
     MatMul(lw.wo, att_, &xn_);
+    if (arch_.post_norms) Norm(xn_, lw.post_attn_norm, &xn_);
     AddInPlace(x_, xn_);
+  }
+
+  // Soft-capping (ggml's flash attention divides the scale by the cap and
+  // applies cap * tanhf) and the sliding window of the layers that have
+  // one.
+  void ArchAttention(uint32_t layer, AttentionShape* shape) const {
+    if (arch_.softcap) {
+      shape->scale /= h_.attn_softcap;
+      shape->softcap = h_.attn_softcap;
+    }
+    const uint32_t pattern = arch_.swa_pattern;
+    if (pattern > 0 && layer % pattern < pattern - 1) {
+      shape->window = static_cast<int32_t>(h_.n_swa);
+    }
   }
 
   void FeedForwardBlock(uint32_t layer) {
@@ -324,9 +345,14 @@ class ForwardPass {
     // Per token: ggml's vector blocks restart at each row.
     for (size_t t = 0; t < n_; ++t) {
       float* gate = &gate_[t * h_.n_ff];
-      backend_.SwiGlu(gate, &up_[t * h_.n_ff], h_.n_ff, gate);
+      if (arch_.gelu_ffn) {
+        GeGlu(gate, &up_[t * h_.n_ff], h_.n_ff, gate);
+      } else {
+        backend_.SwiGlu(gate, &up_[t * h_.n_ff], h_.n_ff, gate);
+      }
     }
     MatMul(lw.w_down, gate_, &xn_);
+    if (arch_.post_norms) Norm(xn_, lw.post_ffn_norm, &xn_);
     AddInPlace(x_, xn_);
   }
 
@@ -349,6 +375,12 @@ class ForwardPass {
                                                 kernels::DotOrder::kGemv);
     if (num_wanted > 0) {
       backend_.MatMul(w_.output, wanted.data(), orders, logits.data());
+    }
+    if (arch_.softcap) {
+      // ggml_scale by 1 / cap, ggml_tanh, ggml_scale by cap.
+      const float cap = h_.final_softcap;
+      const float inv = 1.0f / cap;
+      for (float& v : logits) v = std::tanh(v * inv) * cap;
     }
     return logits;
   }

@@ -139,6 +139,13 @@ StatusOr<LayerWeights> LoadLayer(const GgufFile& file, const LlamaHparams& h,
   }
   KV_ASSIGN_OR_RETURN(w.ffn_norm,
                       LoadVector(file, p + "ffn_norm.weight", h.n_embd));
+  if (arch.post_norms) {
+    KV_ASSIGN_OR_RETURN(
+        w.post_attn_norm,
+        LoadVector(file, p + "post_attention_norm.weight", h.n_embd));
+    KV_ASSIGN_OR_RETURN(w.post_ffn_norm,
+                        LoadVector(file, p + "post_ffw_norm.weight", h.n_embd));
+  }
   KV_RETURN_IF_ERROR(LoadGateUp(file, h, arch, p, &w));
   KV_ASSIGN_OR_RETURN(
       w.w_down, LoadMatrix(file, p + "ffn_down.weight", h.n_ff, h.n_embd));

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "model/gelu.h"
 #include "model/inference.h"
 #include "model/rope.h"
 #include "model_edit.h"
@@ -178,6 +179,74 @@ TEST(ArchModelTest, Phi3NeedsItsOutputMatrix) {
                                  data->erase(data->begin() + i);
                                })),
               StatusCode::kNotFound, "output.weight");
+}
+
+// Turns the generated model into gemma2, with its post-norms unless
+// `post_norms` is false, and `metadata` extra keys.
+Edit ToGemma2(bool post_norms, std::vector<GgufMetadataEntry> extra = {}) {
+  Edit edit = Rename("gemma2");
+  if (post_norms) {
+    for (int layer = 0; layer < 2; ++layer) {
+      const std::string p = "blk." + std::to_string(layer) + ".";
+      edit = Both(edit, AddTensor(p + "post_attention_norm.weight",
+                                  std::vector<float>(64, 1.0f)));
+      edit = Both(edit, AddTensor(p + "post_ffw_norm.weight",
+                                  std::vector<float>(64, 1.0f)));
+    }
+  }
+  return Both(edit, [extra](auto* metadata, auto*, auto*) {
+    for (const auto& entry : extra) metadata->push_back(entry);
+  });
+}
+
+TEST(ArchModelTest, Gemma2NeedsItsPostNorms) {
+  ExpectError(EditedModel(ToGemma2(false)), StatusCode::kNotFound,
+              "blk.0.post_attention_norm.weight");
+}
+
+TEST(ArchModelTest, Gemma2ReadsWindowAndSoftCapsWithLlamaCppDefaults) {
+  auto defaults = EditedModel(ToGemma2(true));
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ((*defaults)->hparams().n_swa, 4096u);
+  EXPECT_EQ((*defaults)->hparams().attn_softcap, 50.0f);
+  EXPECT_EQ((*defaults)->hparams().final_softcap, 30.0f);
+  EXPECT_EQ((*defaults)->arch().swa_pattern, 2u);
+  auto set = EditedModel(ToGemma2(
+      true, {{"gemma2.attention.sliding_window", GgufValue::Uint32(24)},
+             {"gemma2.attn_logit_softcapping", GgufValue::Float32(20.0f)},
+             {"gemma2.final_logit_softcapping", GgufValue::Float32(25.0f)}}));
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ((*set)->hparams().n_swa, 24u);
+  EXPECT_EQ((*set)->hparams().attn_softcap, 20.0f);
+  EXPECT_EQ((*set)->hparams().final_softcap, 25.0f);
+  ExpectError(EditedModel(ToGemma2(true, {{"gemma2.final_logit_softcapping",
+                                           GgufValue::Float32(0.0f)}})),
+              StatusCode::kInvalidArgument, "soft-capping");
+  ExpectError(EditedModel(ToGemma2(true, {{"gemma2.attention.sliding_window",
+                                           GgufValue::Uint32(0)}})),
+              StatusCode::kInvalidArgument, "sliding_window");
+}
+
+// ggml's GELU: the fp16 table within fp16 rounding of the exact tanh
+// form, 0 at or below -10, the identity at or above 10.
+TEST(ArchModelTest, GeluFollowsGgmlsTable) {
+  for (float x :
+       {-9.5f, -3.0f, -0.7f, -0.01f, 0.0f, 0.02f, 0.5f, 1.0f, 2.5f, 9.9f}) {
+    const double exact =
+        0.5 * x *
+        (1 + std::tanh(0.7978845608028654 * x * (1 + 0.044715 * x * x)));
+    EXPECT_NEAR(GeluFp16Table(x), exact, 2e-3 * (std::fabs(exact) + 1e-3))
+        << "x " << x;
+  }
+  EXPECT_EQ(GeluFp16Table(-10.0f), 0.0f);
+  EXPECT_EQ(GeluFp16Table(10.0f), 10.0f);
+  EXPECT_EQ(GeluFp16Table(123.0f), 123.0f);
+  const float gate[] = {-11.0f, 0.5f, 12.0f}, up[] = {2.0f, 3.0f, 0.5f};
+  float out[3];
+  GeGlu(gate, up, 3, out);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_EQ(out[1], GeluFp16Table(0.5f) * 3.0f);
+  EXPECT_EQ(out[2], 6.0f);
 }
 
 // Doubling a position doubles each pair's angle exactly (float times 2),
