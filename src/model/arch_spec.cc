@@ -27,6 +27,17 @@ constexpr ArchSpec kArchSpecs[] = {
      .post_norms = true,
      .softcap = true,
      .swa_pattern = 2},
+    // gemma3: five local layers, then a global one, unless
+    // attention.sliding_window_pattern says otherwise.
+    {.name = "gemma3",
+     .rope_style = RopeStyle::kNeox,
+     .qk_norm = true,
+     .scale_q = true,
+     .embed_scale = true,
+     .gelu_ffn = true,
+     .post_norms = true,
+     .swa_pattern = 6,
+     .swa_rope_freq_base = 10000.0f},
 };
 
 }  // namespace

@@ -43,8 +43,12 @@ struct ArchSpec {
   bool post_norms = false;
   bool softcap = false;
   // > 0: layer il attends through a sliding window
-  // (LlamaHparams::n_swa) when il % swa_pattern < swa_pattern - 1.
+  // (LlamaHparams::n_swa) when il % pattern < pattern - 1, the pattern
+  // being <arch>.attention.sliding_window_pattern or this default.
   uint32_t swa_pattern = 0;
+  // > 0: sliding-window layers rotate with this RoPE base and no frequency
+  // scale (gemma3's local layers: 10000), the others with the file's.
+  float swa_rope_freq_base = 0.0f;
 };
 
 // Returns the spec of architecture `name`; Unimplemented naming it and the

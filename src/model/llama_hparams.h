@@ -48,6 +48,7 @@ struct LlamaHparams {
   // ArchSpec::swa_pattern and ::softcap only (ReadArchHparams): the
   // sliding window and the soft-caps; 0 = none.
   uint32_t n_swa = 0;          // attention.sliding_window
+  uint32_t swa_pattern = 0;    // attention.sliding_window_pattern
   float attn_softcap = 0.0f;   // attn_logit_softcapping
   float final_softcap = 0.0f;  // final_logit_softcapping
 

@@ -52,7 +52,15 @@ Status ReadArchHparams(const GgufFile& file, const ArchSpec& arch,
                        LlamaHparams* h) {
   const std::string p = h->architecture + ".";
   if (arch.swa_pattern > 0) {
+    // gemma2's default window. A gemma3 file without one is a variant
+    // (global layers only, a final soft-cap) kvault has not checked.
     h->n_swa = 4096;
+    if (arch.swa_rope_freq_base > 0.0f &&
+        !file.Has(p + "attention.sliding_window")) {
+      return UnimplementedError("architecture '" + h->architecture +
+                                "' without " + p +
+                                "attention.sliding_window is not supported");
+    }
     if (file.Has(p + "attention.sliding_window")) {
       KV_ASSIGN_OR_RETURN(uint64_t n,
                           file.GetUint(p + "attention.sliding_window"));
@@ -62,6 +70,21 @@ Status ReadArchHparams(const GgufFile& file, const ArchSpec& arch,
             std::to_string(n) + " is not in 1.." + std::to_string(kMaxContext));
       }
       h->n_swa = static_cast<uint32_t>(n);
+    }
+    h->swa_pattern = arch.swa_pattern;
+    const std::string key = p + "attention.sliding_window_pattern";
+    if (const GgufValue* v = file.Find(key); v != nullptr && v->is_array()) {
+      return UnimplementedError("model hyperparameter " + key +
+                                " as a per-layer array is not supported");
+    }
+    if (file.Has(key)) {
+      KV_ASSIGN_OR_RETURN(uint64_t n, file.GetUint(key));
+      if (n == 0 || n > kMaxLayers) {
+        return InvalidArgumentError("model hyperparameter " + key + " = " +
+                                    std::to_string(n) + " is not in 1.." +
+                                    std::to_string(kMaxLayers));
+      }
+      h->swa_pattern = static_cast<uint32_t>(n);
     }
   }
   if (arch.softcap) {

@@ -42,8 +42,8 @@ constexpr int kQ8Tokens = 64;
 constexpr double kQ8Tol = 1e-4;  // every step
 
 // Models kvault runs (file stems without the .f32/.q8_0 suffix).
-const std::vector<std::string> kSupported = {"qwen2", "qwen3", "llama31",
-                                             "phi3", "gemma2"};
+const std::vector<std::string> kSupported = {"qwen2", "qwen3",  "llama31",
+                                             "phi3",  "gemma2", "gemma3"};
 
 // Models kvault refuses today, and the text the load error must contain
 // (the architecture and what is missing), so a refusal is precise.
@@ -54,7 +54,6 @@ struct Unsupported {
 const std::vector<Unsupported> kUnsupported = {
     {"mixtral", "'llama' with a mixture-of-experts FFN"},
     {"qwen3moe", "architecture 'qwen3moe'"},
-    {"gemma3", "architecture 'gemma3'"},
 };
 
 bool HaveShared() { return std::filesystem::exists(kModels); }

@@ -227,6 +227,49 @@ TEST(ArchModelTest, Gemma2ReadsWindowAndSoftCapsWithLlamaCppDefaults) {
               StatusCode::kInvalidArgument, "sliding_window");
 }
 
+// gemma3 = gemma2's layout plus per-head q/k norms, with `extra` keys.
+Edit ToGemma3(std::vector<GgufMetadataEntry> extra) {
+  Edit edit = Both(ToGemma2(true, std::move(extra)), Rename("gemma3"));
+  edit = Both(edit, [](auto* metadata, auto*, auto*) {
+    for (auto& entry : *metadata) {
+      if (entry.key.rfind("gemma2.", 0) == 0) {
+        entry.key = "gemma3." + entry.key.substr(7);
+      }
+      if (entry.key == "general.architecture") {
+        entry.value = GgufValue::String("gemma3");
+      }
+    }
+  });
+  for (int layer = 0; layer < 2; ++layer) {
+    const std::string p = "blk." + std::to_string(layer) + ".";
+    edit = Both(edit, AddTensor(p + "attn_q_norm.weight",
+                                std::vector<float>(16, 1.0f)));
+    edit = Both(edit, AddTensor(p + "attn_k_norm.weight",
+                                std::vector<float>(16, 1.0f)));
+  }
+  return edit;
+}
+
+TEST(ArchModelTest, Gemma3ReadsItsWindowPattern) {
+  const GgufMetadataEntry window{"gemma2.attention.sliding_window",
+                                 GgufValue::Uint32(16)};
+  auto defaults = EditedModel(ToGemma3({window}));
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ((*defaults)->hparams().swa_pattern, 6u);
+  EXPECT_EQ((*defaults)->hparams().n_swa, 16u);
+  auto two = EditedModel(ToGemma3(
+      {window,
+       {"gemma2.attention.sliding_window_pattern", GgufValue::Uint32(2)}}));
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ((*two)->hparams().swa_pattern, 2u);
+  ExpectError(EditedModel(ToGemma3({window,
+                                    {"gemma2.attention.sliding_window_pattern",
+                                     GgufValue::Uint32(0)}})),
+              StatusCode::kInvalidArgument, "sliding_window_pattern");
+  ExpectError(EditedModel(ToGemma3({})), StatusCode::kUnimplemented,
+              "gemma3.attention.sliding_window");
+}
+
 // ggml's GELU: the fp16 table within fp16 rounding of the exact tanh
 // form, 0 at or below -10, the identity at or above 10.
 TEST(ArchModelTest, GeluFollowsGgmlsTable) {
