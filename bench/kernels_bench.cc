@@ -213,8 +213,9 @@ SeqCells BenchSequence(uint32_t num_cells, uint32_t page, bool fragmented,
 // --fragmented), 2 the same pages in shuffled order (the worst case: pages
 // taken while other sequences free and take theirs); KV heads, 4 (the
 // small bench shape, 2048 cells: each head reads a quarter of every row)
-// or 1 (8192 cells: whole rows).
-void BM_AttentionDecode(benchmark::State& state) {
+// or 1 (8192 cells: whole rows). q . k in the order of `build`'s
+// ggml_vec_dot_f16 (BM_AttentionDecode: this CPU's native build's).
+void AttentionDecode(benchmark::State& state, ggml_compat::GgmlBuild build) {
   const uint32_t num_kv_heads = static_cast<uint32_t>(state.range(1));
   const uint32_t num_layers = 32, depth = 8192 / num_kv_heads;
   const AttentionShape shape{2 * num_kv_heads, num_kv_heads, 64, 64, 0.125f};
@@ -243,8 +244,9 @@ void BM_AttentionDecode(benchmark::State& state) {
       const std::byte* k = base + 2 * l * pool_cells * row_bytes;
       const F16GroupRows rows{k, k + pool_cells * row_bytes, row_bytes,
                               row_bytes};
-      AttendF16Fast(rows, shape, BestIsa(), std::span(&seq, 1), seq_of,
-                    query_pos, q.data(), out.data(), serial);
+      AttendF16Fast(rows, shape, F16AttendModeFor(BestIsa(), build),
+                    std::span(&seq, 1), seq_of, query_pos, q.data(), out.data(),
+                    serial);
     }
     benchmark::DoNotOptimize(out.data());
   }
@@ -252,7 +254,20 @@ void BM_AttentionDecode(benchmark::State& state) {
       static_cast<double>(depth) * num_layers * state.iterations(),
       benchmark::Counter::kIsRate);
 }
+void BM_AttentionDecode(benchmark::State& state) {
+  AttentionDecode(state, ggml_compat::NativeGgmlBuild());
+}
 BENCHMARK(BM_AttentionDecode)
+    ->ArgsProduct({{0, 1, 2}, {1, 4}})
+    ->UseRealTime()
+    ->MinTime(2.0);
+
+// BM_AttentionDecode in the AVX2 build's q . k order, whatever the CPU: on
+// an AVX-512 machine, what the AVX-512 build's order costs.
+void BM_AttentionDecodeAvx2Dot(benchmark::State& state) {
+  AttentionDecode(state, ggml_compat::GgmlBuild::kAvx2);
+}
+BENCHMARK(BM_AttentionDecodeAvx2Dot)
     ->ArgsProduct({{0, 1, 2}, {1, 4}})
     ->UseRealTime()
     ->MinTime(2.0);

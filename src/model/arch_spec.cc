@@ -5,12 +5,39 @@
 namespace kvault {
 namespace {
 
-// qwen2 and qwen3 are listed as data only; the forward pass honours every
-// field, but no golden test covers them yet.
+// Every row is checked against llama.cpp by tests/model/arch_golden_test
+// (../shared/models/arch).
 constexpr ArchSpec kArchSpecs[] = {
-    {.name = "llama", .rope_style = RopeStyle::kNormal},
+    {.name = "llama",
+     .rope_style = RopeStyle::kNormal,
+     .rope_freq_factors = true},
     {.name = "qwen2", .rope_style = RopeStyle::kNeox, .qkv_bias = true},
     {.name = "qwen3", .rope_style = RopeStyle::kNeox, .qk_norm = true},
+    {.name = "phi3",
+     .rope_style = RopeStyle::kNeox,
+     .tied_output_allowed = false,
+     .fused_qkv = true,
+     .fused_gate_up = true,
+     .scale_q = true},
+    {.name = "gemma2",
+     .rope_style = RopeStyle::kNeox,
+     .scale_q = true,
+     .embed_scale = true,
+     .gelu_ffn = true,
+     .post_norms = true,
+     .softcap = true,
+     .swa_pattern = 2},
+    // gemma3: five local layers, then a global one, unless
+    // attention.sliding_window_pattern says otherwise.
+    {.name = "gemma3",
+     .rope_style = RopeStyle::kNeox,
+     .qk_norm = true,
+     .scale_q = true,
+     .embed_scale = true,
+     .gelu_ffn = true,
+     .post_norms = true,
+     .swa_pattern = 6,
+     .swa_rope_freq_base = 10000.0f},
 };
 
 }  // namespace

@@ -22,6 +22,33 @@ struct ArchSpec {
   bool qkv_bias = false;  // attn_{q,k,v}.bias present (required)
   bool qk_norm = false;   // per-head RMSNorm attn_{q,k}_norm (required)
   bool tied_output_allowed = true;  // output.weight may be absent
+  // rope_freqs.weight (Llama 3.1+ per-pair RoPE frequency divisors) may be
+  // present; a file holding it for another architecture is refused.
+  bool rope_freq_factors = false;
+  // attn_qkv.weight holds the Q, K and V rows in that order (phi3).
+  bool fused_qkv = false;
+  // ffn_up.weight holds the gate rows, then the up rows (phi3's SwiGLU
+  // over one [2 * n_ff] product).
+  bool fused_gate_up = false;
+  // Q is multiplied by 1 / sqrt(head_dim) before attention, which then
+  // takes scale 1 (phi3's graph; the bits differ from scaling q . k when
+  // the factor is not a power of two).
+  bool scale_q = false;
+  // gemma2: embeddings multiplied by sqrtf(n_embd); GELU (ggml's fp16
+  // table) gates the FFN instead of SiLU; post_attention_norm and
+  // post_ffw_norm RMS-normalise each block's output before the residual
+  // add; attention and final logit soft-capping (LlamaHparams).
+  bool embed_scale = false;
+  bool gelu_ffn = false;
+  bool post_norms = false;
+  bool softcap = false;
+  // > 0: layer il attends through a sliding window
+  // (LlamaHparams::n_swa) when il % pattern < pattern - 1, the pattern
+  // being <arch>.attention.sliding_window_pattern or this default.
+  uint32_t swa_pattern = 0;
+  // > 0: sliding-window layers rotate with this RoPE base and no frequency
+  // scale (gemma3's local layers: 10000), the others with the file's.
+  float swa_rope_freq_base = 0.0f;
 };
 
 // Returns the spec of architecture `name`; Unimplemented naming it and the

@@ -162,11 +162,13 @@ void AttendGroup(const KvStorage& storage, uint32_t layer,
       storage.Rows(KvSide::kV, layer, CellId(0), storage.num_cells()).data();
   for (size_t i = 0; i < seq.cells.size(); ++i) {
     if (seq.positions[i] > query_pos) continue;  // causal mask
+    if (s.window > 0 && query_pos - seq.positions[i] >= s.window) continue;
     const std::byte* k_row = k_base + seq.cells[i].value() * k_bytes;
     const std::byte* v_row = v_base + seq.cells[i].value() * v_bytes;
     for (uint32_t j = 0; j < n_gqa; ++j) {
       float* acc = out + uint64_t{j} * dv;
-      const float score = k_slice.Dot(k_row, &qs[uint64_t{j} * dk]) * s.scale;
+      float score = k_slice.Dot(k_row, &qs[uint64_t{j} * dk]) * s.scale;
+      if (s.softcap != 0.0f) score = s.softcap * std::tanh(score);
       float old_scale = 1.0f, weight = 1.0f;
       if (score > max[j]) {
         old_scale = std::exp(max[j] - score);
@@ -209,8 +211,9 @@ void Attend(const KvStorage& storage, uint32_t layer,
   // The F16 fast path does this file's float operations in the same order
   // (see attention_batched.h), so taking it changes no result.
   const kernels::Isa isa = backend.options().isa;
-  if (storage.layout().dtype == KvDtype::kF16 &&
-      CanAttendGroupF16Fast(shape, isa)) {
+  // The fast paths know neither soft-capping nor sliding windows.
+  if (storage.layout().dtype == KvDtype::kF16 && shape.softcap == 0.0f &&
+      shape.window == 0 && CanAttendGroupF16Fast(shape, isa)) {
     F16GroupRows rows;
     rows.k_base =
         storage.Rows(KvSide::kK, layer, CellId(0), storage.num_cells()).data();
@@ -218,8 +221,9 @@ void Attend(const KvStorage& storage, uint32_t layer,
         storage.Rows(KvSide::kV, layer, CellId(0), storage.num_cells()).data();
     rows.k_row_bytes = storage.layout().k_row_bytes();
     rows.v_row_bytes = storage.layout().v_row_bytes();
-    return AttendF16Fast(rows, shape, isa, seqs, seq_of, query_pos, q, out,
-                         run);
+    return AttendF16Fast(rows, shape,
+                         F16AttendModeFor(isa, backend.options().ggml_build),
+                         seqs, seq_of, query_pos, q, out, run);
   }
   run(seq_of.size() * shape.n_head_kv, [&](size_t index) {
     const size_t t = index / shape.n_head_kv;

@@ -28,6 +28,12 @@ struct AttentionShape {
   uint32_t head_dim_k = 0;
   uint32_t head_dim_v = 0;
   float scale = 1.0f;  // applied to q.k before the softmax
+  // > 0: scores are softcap * tanhf(scale * q.k) (gemma2's attention
+  // soft-capping, as ggml's flash attention applies it).
+  float softcap = 0.0f;
+  // > 0: a query at p sees only cells with p - pos < window (sliding-window
+  // layers; llama.cpp's standard SWA mask).
+  int32_t window = 0;
 };
 
 // For every batch token t and query head h: out[t, h] = softmax over the

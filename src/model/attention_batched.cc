@@ -42,6 +42,7 @@ struct QueryState {
   float* out = nullptr;      // [n_gqa, dv]
   Pos pos = 0;
   bool two_at_once = false;  // AccumulateHeads takes two heads at a time
+  bool dot512 = false;       // F16AttendMode::dot512
 };
 
 #ifdef KVAULT_ATTENTION_FAST
@@ -71,10 +72,12 @@ struct QueryScratch {
 };
 
 // Every visible cell's scores for all heads (independent, so they overlap
-// in the core), K fetched kPrefetchCells ahead. Returns the cell count.
+// in the core), K fetched kPrefetchCells ahead, in the order of an
+// AVX-512 (kDot512) or AVX2 llama.cpp build. Returns the cell count.
+template <bool kDot512>
 KV_AVX2 uint32_t ScoreCells(const AttentionShape& s, const SeqCells& seq,
-                            const SliceRows& k, const SliceRows& v,
-                            Pos pos, QueryScratch& x) {
+                            const SliceRows& k, const SliceRows& v, Pos pos,
+                            QueryScratch& x) {
   const uint32_t n_gqa = s.n_head / s.n_head_kv;
   const uint32_t dk = s.head_dim_k;
   uint32_t n = 0;
@@ -84,22 +87,22 @@ KV_AVX2 uint32_t ScoreCells(const AttentionShape& s, const SeqCells& seq,
     x.vrows[n++] = v.Row(i);
   }
   uint32_t m = 0;
-  if (dk % 32 == 0) {
+  if (dk % kDotStep<kDot512> == 0) {
     for (; m + 8 <= n; m += 8) {
       const uint32_t end = std::min(n, m + kPrefetchCells + 8);
       for (uint32_t a = m + kPrefetchCells; a < end; ++a) {
         PrefetchRow(x.krows[a], sizeof(uint16_t) * dk);
       }
       for (uint32_t j = 0; j < n_gqa; ++j) {
-        Dot8Keys(&x.krows[m], &x.qs[size_t{j} * dk], dk,
-                 &x.scores[size_t{m} * n_gqa + j], n_gqa);
+        Dot8Keys<kDot512>(&x.krows[m], &x.qs[size_t{j} * dk], dk,
+                          &x.scores[size_t{m} * n_gqa + j], n_gqa);
       }
     }
   }
   for (; m < n; ++m) {
     for (uint32_t j = 0; j < n_gqa; ++j) {
       x.scores[size_t{m} * n_gqa + j] =
-          DotOne(x.krows[m], &x.qs[size_t{j} * dk], dk);
+          DotOne<kDot512>(x.krows[m], &x.qs[size_t{j} * dk], dk);
     }
   }
   return n;
@@ -123,7 +126,8 @@ KV_AVX2 void AttendQuery(const AttentionShape& s, const SeqCells& seq,
   x.scores.resize(num_cells * n_gqa);
   x.terms.resize(num_cells * n_gqa);
   x.exps.resize(num_cells);
-  const uint32_t n = ScoreCells(s, seq, k, v, st.pos, x);
+  const uint32_t n = st.dot512 ? ScoreCells<true>(s, seq, k, v, st.pos, x)
+                               : ScoreCells<false>(s, seq, k, v, st.pos, x);
   // The V loop fetches kPrefetchVCells ahead of itself; its first cells
   // arrive while the softmax runs.
   for (uint32_t i = 0; i < std::min(n, kPrefetchVCells); ++i) {
@@ -169,21 +173,30 @@ struct WorkItem {
 
 }  // namespace
 
+F16AttendMode F16AttendModeFor(kernels::Isa isa, ggml_compat::GgmlBuild build) {
+  F16AttendMode mode;
+  mode.two_at_once = isa == kernels::Isa::kAvx512;
+  mode.dot512 = build == ggml_compat::GgmlBuild::kAvx512;
+  return mode;
+}
+
 void AttendGroupF16Fast(const F16GroupRows& rows, const AttentionShape& shape,
                         const SeqCells& seq, Pos query_pos, uint32_t g,
-                        kernels::Isa isa, const float* q, float* out) {
+                        const F16AttendMode& mode, const float* q, float* out) {
   QueryState st;
   st.q = q;
   st.out = out;
   st.pos = query_pos;
-  st.two_at_once = isa == kernels::Isa::kAvx512;
+  st.two_at_once = mode.two_at_once;
+  st.dot512 = mode.dot512;
   AttendOne(rows, shape, seq, g, st);
 }
 
 void AttendF16Fast(
-    const F16GroupRows& rows, const AttentionShape& shape, kernels::Isa isa,
-    std::span<const SeqCells> seqs, std::span<const uint32_t> seq_of,
-    std::span<const Pos> query_pos, const float* q, float* out,
+    const F16GroupRows& rows, const AttentionShape& shape,
+    const F16AttendMode& mode, std::span<const SeqCells> seqs,
+    std::span<const uint32_t> seq_of, std::span<const Pos> query_pos,
+    const float* q, float* out,
     const std::function<void(size_t, const std::function<void(size_t)>&)>&
         run) {
   // Sequences with several queries in the batch (a prefill) attend in
@@ -207,15 +220,14 @@ void AttendF16Fast(
   const uint32_t n_gqa = shape.n_head / n_kv;
   const uint64_t q_stride = uint64_t{shape.n_head} * shape.head_dim_k;
   const uint64_t out_stride = uint64_t{shape.n_head} * shape.head_dim_v;
-  const bool two_at_once = isa == kernels::Isa::kAvx512;
   run(items.size() * n_kv, [&](size_t index) {
     const WorkItem& item = items[index / n_kv];
     const uint32_t g = static_cast<uint32_t>(index % n_kv);
     if (item.count > 0) {
       const std::span<const uint32_t> tokens(&tiled[item.seq][item.first],
                                              item.count);
-      AttendTile(rows, shape, seqs[item.seq], tokens, query_pos, g, two_at_once,
-                 q, out);
+      AttendTile(rows, shape, seqs[item.seq], tokens, query_pos, g, mode, q,
+                 out);
       return;
     }
     const uint32_t t = item.first;
@@ -224,7 +236,8 @@ void AttendF16Fast(
     query.q = q + t * q_stride + first_head * shape.head_dim_k;
     query.out = out + t * out_stride + first_head * shape.head_dim_v;
     query.pos = query_pos[t];
-    query.two_at_once = two_at_once;
+    query.two_at_once = mode.two_at_once;
+    query.dot512 = mode.dot512;
     AttendOne(rows, shape, seqs[item.seq], g, query);
   });
 }

@@ -15,6 +15,7 @@
 #include <span>
 
 #include "model/attention.h"
+#include "model/ggml_compat.h"
 #include "model/kernels/kernels.h"
 
 namespace kvault {
@@ -27,6 +28,19 @@ struct F16GroupRows {
   uint64_t v_row_bytes = 0;
 };
 
+// How the fast paths compute; every mode gives attention.cc's bits under
+// the backend options F16AttendModeFor was given.
+struct F16AttendMode {
+  // V rows accumulated two heads at a time (kAvx512; same bits, faster).
+  bool two_at_once = false;
+  // q . k in an AVX-512 llama.cpp build's ggml_vec_dot_f16 order, else an
+  // AVX2 build's (ggml_compat::DotF16).
+  bool dot512 = false;
+};
+
+// Returns the mode of kernel set `isa` reproducing llama.cpp build `build`.
+F16AttendMode F16AttendModeFor(kernels::Isa isa, ggml_compat::GgmlBuild build);
+
 // Returns true when AttendGroupF16Fast can run for `shape` with the kernel
 // set `isa`: AVX2 or AVX-512 (whose vector kernels are AVX2's), and head
 // sizes that are multiples of 8 no larger than 256.
@@ -34,11 +48,11 @@ bool CanAttendGroupF16Fast(const AttentionShape& shape, kernels::Isa isa);
 
 // The generic AttendGroup for an F16 cache: out[j] for the n_gqa query
 // heads q[j] ([n_gqa, head_dim_k]) sharing KV head g, over seq's cells
-// with positions <= query_pos. Requires CanAttendGroupF16Fast(shape, isa);
-// kAvx512 takes two heads' V rows at a time (the same bits, faster).
+// with positions <= query_pos, as `mode` says. Requires
+// CanAttendGroupF16Fast(shape, isa) for the isa `mode` was made for.
 void AttendGroupF16Fast(const F16GroupRows& rows, const AttentionShape& shape,
                         const SeqCells& seq, Pos query_pos, uint32_t g,
-                        kernels::Isa isa, const float* q, float* out);
+                        const F16AttendMode& mode, const float* q, float* out);
 
 // Attend (attention.h) with the F16 fast paths: a sequence with several
 // queries in the batch (a prefill) attends in tiles (attention_tiled.h),
@@ -46,9 +60,10 @@ void AttendGroupF16Fast(const F16GroupRows& rows, const AttentionShape& shape,
 // fn(i) for i < n, on any threads. Requires CanAttendGroupF16Fast(shape,
 // isa).
 void AttendF16Fast(
-    const F16GroupRows& rows, const AttentionShape& shape, kernels::Isa isa,
-    std::span<const SeqCells> seqs, std::span<const uint32_t> seq_of,
-    std::span<const Pos> query_pos, const float* q, float* out,
+    const F16GroupRows& rows, const AttentionShape& shape,
+    const F16AttendMode& mode, std::span<const SeqCells> seqs,
+    std::span<const uint32_t> seq_of, std::span<const Pos> query_pos,
+    const float* q, float* out,
     const std::function<void(size_t, const std::function<void(size_t)>&)>& run);
 
 }  // namespace kvault

@@ -48,30 +48,70 @@ KV_AVX2 inline __m256 Load8(const uint16_t* p) {
 inline float LoadOne(const float* p) { return *p; }
 inline float LoadOne(const uint16_t* p) { return HalfToFloat(*p); }
 
-// The 8 lanes (a0+a2)+(a1+a3) of ggml_vec_dot_f16's four accumulators
-// over values [0, np) of a . b (np a multiple of 32).
-template <class T>
+// The value step of ggml_vec_dot_f16's SIMD loop: 32 (four 8-lane
+// accumulators) in an AVX2 llama.cpp build, 64 (four 16-lane ones) in an
+// AVX-512 build (kDot512; ggml_compat::DotF16 documents both orders).
+template <bool kDot512>
+inline constexpr uint32_t kDotStep = kDot512 ? 64 : 32;
+
+// 8 lanes of ggml_vec_dot_f16's reduction over values [0, np) of a . b (np
+// a multiple of kDotStep): the AVX2 order's r = (a0+a2)+(a1+a3); with
+// kDot512, r's 16 lanes folded once, r_i + r_(i+8) (_mm512_reduce_add_ps's
+// first level), each 16-lane accumulator held as two 8-lane ones.
+template <bool kDot512, class T>
 KV_AVX2 inline __m256 DotLanes(const T* a, const float* b, uint32_t np) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (uint32_t i = 0; i < np; i += 32) {
-    a0 = _mm256_fmadd_ps(Load8(a + i), _mm256_loadu_ps(b + i), a0);
-    a1 = _mm256_fmadd_ps(Load8(a + i + 8), _mm256_loadu_ps(b + i + 8), a1);
-    a2 = _mm256_fmadd_ps(Load8(a + i + 16), _mm256_loadu_ps(b + i + 16), a2);
-    a3 = _mm256_fmadd_ps(Load8(a + i + 24), _mm256_loadu_ps(b + i + 24), a3);
+  constexpr int kAcc = kDot512 ? 8 : 4;  // 8-lane accumulators
+  __m256 acc[kAcc];
+#pragma GCC unroll 8
+  for (int j = 0; j < kAcc; ++j) acc[j] = _mm256_setzero_ps();
+  for (uint32_t i = 0; i < np; i += kDotStep<kDot512>) {
+#pragma GCC unroll 8
+    for (int j = 0; j < kAcc; ++j) {
+      acc[j] = _mm256_fmadd_ps(Load8(a + i + 8 * j),
+                               _mm256_loadu_ps(b + i + 8 * j), acc[j]);
+    }
   }
-  return _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));
+  if constexpr (kDot512) {  // acc[2j]: lanes 0-7 of a_j, acc[2j+1]: 8-15
+    const __m256 lo = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]),
+                                    _mm256_add_ps(acc[2], acc[6]));
+    const __m256 hi = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]),
+                                    _mm256_add_ps(acc[3], acc[7]));
+    return _mm256_add_ps(lo, hi);
+  }
+  return _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]),
+                       _mm256_add_ps(acc[1], acc[3]));
 }
 
-// Returns k . q in ggml_vec_dot_f16's order (as ggml_compat::DotF16): four
-// accumulators over 32-value steps, reduced (a0+a2)+(a1+a3), lanes lo+hi,
-// two hadds, then the tail (dk % 32 values) in double.
-template <class T>
+// The last two levels of the reduction for four keys' sums (x0..x3 in
+// each of t0..t3's 128-bit halves): [t0, t1, t2, t3] per half. AVX2
+// builds pair (x0+x1)+(x2+x3) (two hadds), AVX-512 ones (x0+x2)+(x1+x3).
+template <bool kDot512>
+KV_AVX2 inline __m256 SumQuads(__m256 t0, __m256 t1, __m256 t2, __m256 t3) {
+  if constexpr (kDot512) {
+    const __m256 s01 = _mm256_add_ps(_mm256_shuffle_ps(t0, t1, 0x44),
+                                     _mm256_shuffle_ps(t0, t1, 0xEE));
+    const __m256 s23 = _mm256_add_ps(_mm256_shuffle_ps(t2, t3, 0x44),
+                                     _mm256_shuffle_ps(t2, t3, 0xEE));
+    return _mm256_hadd_ps(s01, s23);
+  }
+  return _mm256_hadd_ps(_mm256_hadd_ps(t0, t1), _mm256_hadd_ps(t2, t3));
+}
+
+// Returns k . q in ggml_vec_dot_f16's order (as ggml_compat::DotF16 for
+// the build kDot512 names): the vector sums over whole steps, lanes lo+hi,
+// the last two levels, then the tail (dk % kDotStep values) in double.
+template <bool kDot512, class T>
 KV_AVX2 inline float DotOne(const T* k, const float* q, uint32_t dk) {
-  const uint32_t np = dk & ~31u;
-  const __m256 r = DotLanes(k, q, np);
+  const uint32_t np = dk & ~(kDotStep<kDot512> - 1);
+  const __m256 r = DotLanes<kDot512>(k, q, np);
   __m128 t = _mm_add_ps(_mm256_castps256_ps128(r), _mm256_extractf128_ps(r, 1));
-  t = _mm_hadd_ps(t, t);
-  t = _mm_hadd_ps(t, t);
+  if constexpr (kDot512) {
+    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    t = _mm_add_ss(t, _mm_shuffle_ps(t, t, 1));
+  } else {
+    t = _mm_hadd_ps(t, t);
+    t = _mm_hadd_ps(t, t);
+  }
   double sum = _mm_cvtss_f32(t);
   for (uint32_t i = np; i < dk; ++i) {
     sum += static_cast<double>(LoadOne(k + i) * q[i]);
@@ -79,16 +119,15 @@ KV_AVX2 inline float DotOne(const T* k, const float* q, uint32_t dk) {
   return static_cast<float>(sum);
 }
 
-// scores[m * stride] = keys[m] . q for m < 8, dk a multiple of 32: the
-// same sums as DotOne, whose per-key horizontal reduction
-// ((r0+r4)+(r1+r5)) + ((r2+r6)+(r3+r7)) is done here for 8 keys at once
-// with lane shuffles and two hadds instead of a serial chain per key.
-template <class T>
+// scores[m * stride] = keys[m] . q for m < 8, dk a multiple of
+// kDotStep: the same sums as DotOne, whose per-key horizontal reduction
+// is done here for 8 keys at once with lane shuffles.
+template <bool kDot512, class T>
 KV_AVX2 inline void Dot8Keys(const T* const* keys, const float* q, uint32_t dk,
                              float* scores, size_t stride) {
   __m256 r[8];
 #pragma GCC unroll 8
-  for (int m = 0; m < 8; ++m) r[m] = DotLanes(keys[m], q, dk);
+  for (int m = 0; m < 8; ++m) r[m] = DotLanes<kDot512>(keys[m], q, dk);
   // t[p] = [lo + hi of key 2p | lo + hi of key 2p + 1].
   __m256 t[4];
 #pragma GCC unroll 4
@@ -97,8 +136,7 @@ KV_AVX2 inline void Dot8Keys(const T* const* keys, const float* q, uint32_t dk,
                          _mm256_permute2f128_ps(r[2 * p], r[2 * p + 1], 0x31));
   }
   // Lanes: keys 0, 2, 4, 6 | 1, 3, 5, 7.
-  const __m256 h =
-      _mm256_hadd_ps(_mm256_hadd_ps(t[0], t[1]), _mm256_hadd_ps(t[2], t[3]));
+  const __m256 h = SumQuads<kDot512>(t[0], t[1], t[2], t[3]);
   alignas(32) float out[8];
   _mm256_store_ps(out, h);
   constexpr int kKeyOfLane[8] = {0, 2, 4, 6, 1, 3, 5, 7};
@@ -106,11 +144,18 @@ KV_AVX2 inline void Dot8Keys(const T* const* keys, const float* q, uint32_t dk,
 }
 
 // Dot8Keys for two queries at once (q0 and q1, scores0 / scores1): each K
-// vector is loaded once for both. Every sum is Dot8Keys's.
-template <class T>
+// vector is loaded once for both (AVX2 order; the AVX-512 one's eight
+// accumulators per key and query would not fit the registers, so it runs
+// Dot8Keys twice). Every sum is Dot8Keys's.
+template <bool kDot512, class T>
 KV_AVX2 inline void Dot8Keys2(const T* const* keys, const float* q0,
                               const float* q1, uint32_t dk, float* scores0,
                               float* scores1) {
+  if constexpr (kDot512) {
+    Dot8Keys<true>(keys, q0, dk, scores0, 1);
+    Dot8Keys<true>(keys, q1, dk, scores1, 1);
+    return;
+  }
   __m256 r[2][8];
 #pragma GCC unroll 8
   for (int m = 0; m < 8; ++m) {

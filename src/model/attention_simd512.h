@@ -1,5 +1,6 @@
 // AVX-512 score kernels for the tiled prefill (attention_tiled.cc). They
-// give DotOne's bits (attention_simd.h): ggml_vec_dot_f16's four ymm
+// give DotOne's bits (attention_simd.h) in either build's order; for an
+// AVX2 build's: ggml_vec_dot_f16's four ymm
 // accumulators a0..a3 over 32-value steps, then ((r0+r4)+(r1+r5)) +
 // ((r2+r6)+(r3+r7)) of r = (a0+a2)+(a1+a3). A zmm accumulator holds two of
 // the ymm ones (lanes 0-7 a0 or a2, 8-15 a1 or a3: the same products in
@@ -22,10 +23,28 @@ namespace kvault::attention_simd {
 #define KV_AVX512_INLINE \
   __attribute__((target("avx512f,avx512vl,avx2,fma,f16c"), always_inline))
 
-// Lanes 0-7: a0+a2, lanes 8-15: a1+a3 of DotLanes(k, q, kDk) (the last
-// add, r = (a0+a2)+(a1+a3), is the butterfly's first level).
-template <uint32_t kDk>
+// AVX2 order (kDot512 false): lanes 0-7 a0+a2, lanes 8-15 a1+a3 of
+// DotLanes(k, q, kDk) (the last add, r = (a0+a2)+(a1+a3), is the
+// butterfly's first level). AVX-512 order: the 16 lanes of r =
+// (a0+a2)+(a1+a3) of its four zmm accumulators over 64-value steps (the
+// first level then folds r_i + r_(i+8), as _mm512_reduce_add_ps does).
+template <bool kDot512, uint32_t kDk>
 KV_AVX512_INLINE inline __m512 PairSums(const float* k, const float* q) {
+  if constexpr (kDot512) {
+    static_assert(kDk % 64 == 0);
+    __m512 a[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) a[j] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (uint32_t i = 0; i < kDk; i += 64) {
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        a[j] = _mm512_fmadd_ps(_mm512_loadu_ps(k + i + 16 * j),
+                               _mm512_loadu_ps(q + i + 16 * j), a[j]);
+      }
+    }
+    return _mm512_add_ps(_mm512_add_ps(a[0], a[2]), _mm512_add_ps(a[1], a[3]));
+  }
   __m512 a01 = _mm512_setzero_ps(), a23 = a01;
 #pragma GCC unroll 8
   for (uint32_t i = 0; i < kDk; i += 32) {
@@ -50,6 +69,13 @@ KV_AVX512_INLINE inline __m512 Level2(__m512 x, __m512 y) {
                        _mm512_shuffle_f32x4(x, y, 0xDD));  // blocks 1 3 1 3
 }
 
+// Level 3 of the AVX-512 order: within each 128-bit block, [x0+x2, x1+x3,
+// y0+y2, y1+y3] (level 4 is then PairAdjacent's).
+KV_AVX512_INLINE inline __m512 PairStrided(__m512 x, __m512 y) {
+  return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x44),   // x0 x1 y0 y1
+                       _mm512_shuffle_ps(x, y, 0xEE));  // x2 x3 y2 y3
+}
+
 // Levels 3 and 4 (hadd's pairs): within each 128-bit block, [x0+x1,
 // x2+x3, y0+y1, y2+y3].
 KV_AVX512_INLINE inline __m512 PairAdjacent(__m512 x, __m512 y) {
@@ -59,38 +85,44 @@ KV_AVX512_INLINE inline __m512 PairAdjacent(__m512 x, __m512 y) {
 
 // Levels 1-2 of keys[0, 4) for queries q0 and q1 (each K vector loaded
 // once for both): out[h] is query h's Level2 result.
-template <uint32_t kDk>
+template <bool kDot512, uint32_t kDk>
 KV_AVX512_INLINE inline void Reduce4Keys(const float* const* keys,
                                          const float* q0, const float* q1,
                                          __m512* out) {
-  const __m512 x0 = Level1(PairSums<kDk>(keys[0], q0),
-                           PairSums<kDk>(keys[1], q0));
-  const __m512 x1 = Level1(PairSums<kDk>(keys[0], q1),
-                           PairSums<kDk>(keys[1], q1));
-  const __m512 y0 = Level1(PairSums<kDk>(keys[2], q0),
-                           PairSums<kDk>(keys[3], q0));
-  const __m512 y1 = Level1(PairSums<kDk>(keys[2], q1),
-                           PairSums<kDk>(keys[3], q1));
+  const __m512 x0 = Level1(PairSums<kDot512, kDk>(keys[0], q0),
+                           PairSums<kDot512, kDk>(keys[1], q0));
+  const __m512 x1 = Level1(PairSums<kDot512, kDk>(keys[0], q1),
+                           PairSums<kDot512, kDk>(keys[1], q1));
+  const __m512 y0 = Level1(PairSums<kDot512, kDk>(keys[2], q0),
+                           PairSums<kDot512, kDk>(keys[3], q0));
+  const __m512 y1 = Level1(PairSums<kDot512, kDk>(keys[2], q1),
+                           PairSums<kDot512, kDk>(keys[3], q1));
   out[0] = Level2(x0, y0);
   out[1] = Level2(x1, y1);
 }
 
-// scores0[m] = DotOne(keys[m], q0, kDk) and scores1[m] = DotOne(keys[m],
-// q1, kDk) for m < 16, kDk a multiple of 32, bit for bit.
-template <uint32_t kDk>
+// scores0[m] = DotOne<kDot512>(keys[m], q0, kDk) and scores1[m] =
+// DotOne<kDot512>(keys[m], q1, kDk) for m < 16, kDk a multiple of
+// kDotStep<kDot512>, bit for bit.
+template <bool kDot512, uint32_t kDk>
 __attribute__((target("avx512f,avx512vl,avx2,fma,f16c"))) inline void
 Dot16Keys2(const float* const* keys, const float* q0, const float* q1,
            float* scores0, float* scores1) {
   __m512 l2[4][2];
 #pragma GCC unroll 4
-  for (int b = 0; b < 4; ++b) Reduce4Keys<kDk>(keys + 4 * b, q0, q1, l2[b]);
+  for (int b = 0; b < 4; ++b) {
+    Reduce4Keys<kDot512, kDk>(keys + 4 * b, q0, q1, l2[b]);
+  }
   // After levels 3 and 4, lane 4b + j holds key b + 4j.
   const __m512i key_order =
       _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
 #pragma GCC unroll 2
   for (int h = 0; h < 2; ++h) {
-    const __m512 sums = PairAdjacent(PairAdjacent(l2[0][h], l2[1][h]),
-                                     PairAdjacent(l2[2][h], l2[3][h]));
+    const __m512 sums = kDot512
+                            ? PairAdjacent(PairStrided(l2[0][h], l2[1][h]),
+                                           PairStrided(l2[2][h], l2[3][h]))
+                            : PairAdjacent(PairAdjacent(l2[0][h], l2[1][h]),
+                                           PairAdjacent(l2[2][h], l2[3][h]));
     _mm512_storeu_ps(h == 0 ? scores0 : scores1,
                      _mm512_permutexvar_ps(key_order, sums));
   }

@@ -105,45 +105,52 @@ KV_AVX2 void ScoreColumns(const TileScratch& t, const float* q, uint32_t dk,
   }
 }
 
-// scores[c] = K row c of the block . q for c < n (DotOne's sums).
+// scores[c] = K row c of the block . q for c < n (DotOne's sums). Under
+// 32 values both builds' orders sum every product in the double tail.
+template <bool kDot512>
 KV_AVX2 void ScoreRow(const TileScratch& t, const float* q, uint32_t dk,
                       uint32_t n, float* scores) {
   uint32_t c = 0;
-  if (dk % 32 == 0) {
-    for (; c + 8 <= n; c += 8) Dot8Keys(&t.krows[c], q, dk, scores + c, 1);
+  if (dk % kDotStep<kDot512> == 0) {
+    for (; c + 8 <= n; c += 8) {
+      Dot8Keys<kDot512>(&t.krows[c], q, dk, scores + c, 1);
+    }
   } else if (dk < 32) {
     c = n & ~7u;
     ScoreColumns(t, q, dk, c, scores);
   }
-  for (; c < n; ++c) scores[c] = DotOne(t.krows[c], q, dk);
+  for (; c < n; ++c) scores[c] = DotOne<kDot512>(t.krows[c], q, dk);
 }
 
 // ScoreRow for two queries (q: [2, dk]; scores: [2, kBlock]), each K
-// vector loaded once for both; dk a multiple of 32.
+// vector loaded once for both; dk a multiple of kDotStep.
+template <bool kDot512>
 KV_AVX2 void ScoreRows2(const TileScratch& t, const float* q, uint32_t dk,
                         uint32_t n, float* scores) {
   uint32_t c = 0;
   for (; c + 8 <= n; c += 8) {
-    Dot8Keys2(&t.krows[c], q, q + dk, dk, scores + c, scores + kBlock + c);
+    Dot8Keys2<kDot512>(&t.krows[c], q, q + dk, dk, scores + c,
+                       scores + kBlock + c);
   }
   for (; c < n; ++c) {
-    scores[c] = DotOne(t.krows[c], q, dk);
-    scores[kBlock + c] = DotOne(t.krows[c], q + dk, dk);
+    scores[c] = DotOne<kDot512>(t.krows[c], q, dk);
+    scores[kBlock + c] = DotOne<kDot512>(t.krows[c], q + dk, dk);
   }
 }
 
 // ScoreRows2 with AVX-512 at head size kDk: 16 cells per Dot16Keys2 call,
 // the rest as ScoreRows2 does them.
-template <uint32_t kDk>
-KV_AVX512 void ScoreRows2Wide(const TileScratch& t, const float* q,
-                              uint32_t n, float* scores) {
+template <bool kDot512, uint32_t kDk>
+KV_AVX512 void ScoreRows2Wide(const TileScratch& t, const float* q, uint32_t n,
+                              float* scores) {
   uint32_t c = 0;
   for (; c + 16 <= n; c += 16) {
-    Dot16Keys2<kDk>(&t.krows[c], q, q + kDk, scores + c, scores + kBlock + c);
+    Dot16Keys2<kDot512, kDk>(&t.krows[c], q, q + kDk, scores + c,
+                             scores + kBlock + c);
   }
   for (; c < n; ++c) {
-    scores[c] = DotOne(t.krows[c], q, kDk);
-    scores[kBlock + c] = DotOne(t.krows[c], q + kDk, kDk);
+    scores[c] = DotOne<kDot512>(t.krows[c], q, kDk);
+    scores[kBlock + c] = DotOne<kDot512>(t.krows[c], q + kDk, kDk);
   }
 }
 
@@ -168,36 +175,47 @@ KV_AVX2 void LoadQueries(const AttentionShape& s, const SeqCells& seq,
   RoundHalfRow(t.qs.data(), static_cast<uint32_t>(t.qs.size()));
 }
 
-// The scores of token i's heads over the current block's first n cells.
-KV_AVX2 void TokenScores(const AttentionShape& s, size_t i, uint32_t n,
-                         bool two_at_once, TileScratch& t) {
+// The scores of token i's heads over the current block's first n cells,
+// in the order of ggml_vec_dot_f16 of an AVX-512 build (kDot512) or of an
+// AVX2 one.
+template <bool kDot512>
+KV_AVX2 void TokenScoresIn(const AttentionShape& s, size_t i, uint32_t n,
+                           bool two_at_once, TileScratch& t) {
   const uint32_t n_gqa = s.n_head / s.n_head_kv;
   const uint32_t dk = s.head_dim_k;
   uint32_t j = 0;
-  for (; dk % 32 == 0 && j + 2 <= n_gqa; j += 2) {
+  for (; dk % kDotStep<kDot512> == 0 && j + 2 <= n_gqa; j += 2) {
     const size_t r = i * n_gqa + j;
     const float* q = &t.qs[r * dk];
     float* scores = &t.scores[r * kBlock];
     if (two_at_once && dk == 64) {
-      ScoreRows2Wide<64>(t, q, n, scores);
+      ScoreRows2Wide<kDot512, 64>(t, q, n, scores);
     } else if (two_at_once && dk == 128) {
-      ScoreRows2Wide<128>(t, q, n, scores);
+      ScoreRows2Wide<kDot512, 128>(t, q, n, scores);
     } else {
-      ScoreRows2(t, q, dk, n, scores);
+      ScoreRows2<kDot512>(t, q, dk, n, scores);
     }
   }
   for (; j < n_gqa; ++j) {
     const size_t r = i * n_gqa + j;
-    ScoreRow(t, &t.qs[r * dk], dk, n, &t.scores[r * kBlock]);
+    ScoreRow<kDot512>(t, &t.qs[r * dk], dk, n, &t.scores[r * kBlock]);
   }
+}
+
+// TokenScoresIn in the order `mode` names.
+KV_AVX2 void TokenScores(const AttentionShape& s, size_t i, uint32_t n,
+                         const F16AttendMode& mode, TileScratch& t) {
+  if (mode.dot512) return TokenScoresIn<true>(s, i, n, mode.two_at_once, t);
+  TokenScoresIn<false>(s, i, n, mode.two_at_once, t);
 }
 
 // Runs token i's heads over the current block's first n cells.
 KV_AVX2 void TokenBlock(const AttentionShape& s, size_t i, uint32_t n,
-                        bool two_at_once, TileScratch& t) {
+                        const F16AttendMode& mode, TileScratch& t) {
   const uint32_t n_gqa = s.n_head / s.n_head_kv;
   const uint32_t dv = s.head_dim_v;
-  TokenScores(s, i, n, two_at_once, t);
+  const bool two_at_once = mode.two_at_once;
+  TokenScores(s, i, n, mode, t);
   if (dv == 64 && two_at_once) return;  // SoftmaxBlock's, AccumulateBlock64's
   uint32_t j = 0;
   for (; j + 2 <= n_gqa; j += 2) {
@@ -318,9 +336,10 @@ void ResizeScratch(const AttentionShape& s, size_t rows, TileScratch& t) {
 
 void AttendTile(const F16GroupRows& rows, const AttentionShape& s,
                 const SeqCells& seq, std::span<const uint32_t> tokens,
-                std::span<const Pos> query_pos, uint32_t g, bool two_at_once,
-                const float* q, float* out) {
+                std::span<const Pos> query_pos, uint32_t g,
+                const F16AttendMode& mode, const float* q, float* out) {
 #ifdef KVAULT_ATTENTION_FAST
+  const bool two_at_once = mode.two_at_once;
   const uint32_t n_gqa = s.n_head / s.n_head_kv;
   const uint32_t dv = s.head_dim_v;
   thread_local TileScratch t;
@@ -332,7 +351,7 @@ void AttendTile(const F16GroupRows& rows, const AttentionShape& s,
     ConvertBlock(rows, s, seq, g, m0, n, end, t);
     for (size_t i = 0; i < tokens.size(); ++i) {
       if (t.visible[i] <= m0) continue;  // causal mask: nothing here
-      TokenBlock(s, i, std::min(n, t.visible[i] - m0), two_at_once, t);
+      TokenBlock(s, i, std::min(n, t.visible[i] - m0), mode, t);
     }
     if (dv == 64 && two_at_once) {
       SoftmaxBlock(s.scale, n_gqa, m0, n, tokens.size(), t);
@@ -350,7 +369,7 @@ void AttendTile(const F16GroupRows& rows, const AttentionShape& s,
   }
 #else
   (void)rows, (void)s, (void)seq, (void)tokens, (void)query_pos, (void)g,
-      (void)two_at_once, (void)q, (void)out;
+      (void)mode, (void)q, (void)out;
 #endif
 }
 

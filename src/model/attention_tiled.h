@@ -32,13 +32,12 @@ uint32_t TiledTokensPerTask(const AttentionShape& shape);
 // TiledTokensPerTask(shape)) and each query head of KV head g: the
 // attention output, as Attend (attention.h) defines it. q and out are the
 // whole batch's ([num_tokens, n_head * head_dim]). Requires
-// CanAttendGroupF16Fast(shape, isa) and PositionsIncrease(seq); with
-// two_at_once (isa kAvx512) V rows are accumulated two heads at a time
-// (the same bits, faster).
+// CanAttendGroupF16Fast(shape, isa) and PositionsIncrease(seq); `mode`
+// says how (F16AttendMode).
 void AttendTile(const F16GroupRows& rows, const AttentionShape& shape,
                 const SeqCells& seq, std::span<const uint32_t> tokens,
-                std::span<const Pos> query_pos, uint32_t g, bool two_at_once,
-                const float* q, float* out);
+                std::span<const Pos> query_pos, uint32_t g,
+                const F16AttendMode& mode, const float* q, float* out);
 
 }  // namespace kvault
 

@@ -72,7 +72,7 @@ void ComputeBackend::SwiGlu(const float* gate, const float* up, int64_t n,
 
 float ComputeBackend::DotF16(const std::byte* k, const float* q,
                              int64_t n) const {
-  return ggml_compat::DotF16(k, q, n, ggml_isa_);
+  return ggml_compat::DotF16(k, q, n, options_.ggml_build, ggml_isa_);
 }
 
 void ComputeBackend::ParallelFor(size_t n,

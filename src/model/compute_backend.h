@@ -67,7 +67,8 @@ class ComputeBackend {
   // out[i] = silu(gate[i]) * up[i] in the numerics mode's form
   // (ggml_compat::SwiGlu); `out` may alias gate or up.
   void SwiGlu(const float* gate, const float* up, int64_t n, float* out) const;
-  // Returns ggml_compat::DotF16(k, q, n): an F16 K row times a query.
+  // Returns ggml_compat::DotF16(k, q, n) in the options' ggml_build order:
+  // an F16 K row times a query.
   float DotF16(const std::byte* k, const float* q, int64_t n) const;
   // Calls fn(i) for every i < n on the workers and the calling thread (on
   // the caller alone without workers); returns when every call has.

@@ -95,6 +95,27 @@ float GemvPortable(const std::byte* row, bool f16, const float* x, int64_t k) {
   return AddTail(head, row, f16, x, np, k);
 }
 
+// DotF16 of an AVX-512 build, one lane at a time.
+float DotF16Avx512Portable(const std::byte* k, const float* q, int64_t n) {
+  const int64_t np = n & ~int64_t{63};
+  float acc[4][16] = {};
+  for (int64_t l = 0; l < np; l += 64) {
+    for (int j = 0; j < 4; ++j) {
+      for (int i = 0; i < 16; ++i) {
+        const int64_t c = l + 16 * j + i;
+        acc[j][i] = std::fma(WeightAt(k, true, c), q[c], acc[j][i]);
+      }
+    }
+  }
+  float r[16];
+  for (int i = 0; i < 16; ++i) {
+    r[i] = (acc[0][i] + acc[2][i]) + (acc[1][i] + acc[3][i]);
+  }
+  float t[4];
+  for (int i = 0; i < 4; ++i) t[i] = (r[i] + r[i + 8]) + (r[i + 4] + r[i + 12]);
+  return AddTail((t[0] + t[2]) + (t[1] + t[3]), k, true, q, np, n);
+}
+
 float GemmPortable(const std::byte* row, bool f16, const float* x, int64_t k) {
   float acc[8] = {};
   for (int64_t l = 0; l < k; l += 8) {
@@ -186,6 +207,33 @@ KV_AVX2 float GemvAvx2(const std::byte* row, const float* x, int64_t k) {
                          _mm256_loadu_ps(x + l + 24), a3);
   }
   return AddTail(ReduceGemv(a0, a1, a2, a3), row, kF16, x, np, k);
+}
+
+// DotF16Avx512Portable's bits with AVX2: each 16-lane accumulator is two
+// 8-lane ones (lanes 0-7 and 8-15), the same products in the same order.
+KV_AVX2 float DotF16Avx512Avx2(const std::byte* k, const float* q, int64_t n) {
+  const int64_t np = n & ~int64_t{63};
+  __m256 lo[4], hi[4];
+  for (int j = 0; j < 4; ++j) lo[j] = hi[j] = _mm256_setzero_ps();
+  for (int64_t l = 0; l < np; l += 64) {
+    for (int j = 0; j < 4; ++j) {
+      const int64_t c = l + 16 * j;
+      lo[j] = _mm256_fmadd_ps(LoadWeights8<true>(k, c), _mm256_loadu_ps(q + c),
+                              lo[j]);
+      hi[j] = _mm256_fmadd_ps(LoadWeights8<true>(k, c + 8),
+                              _mm256_loadu_ps(q + c + 8), hi[j]);
+    }
+  }
+  const __m256 r_lo =
+      _mm256_add_ps(_mm256_add_ps(lo[0], lo[2]), _mm256_add_ps(lo[1], lo[3]));
+  const __m256 r_hi =
+      _mm256_add_ps(_mm256_add_ps(hi[0], hi[2]), _mm256_add_ps(hi[1], hi[3]));
+  const __m256 r8 = _mm256_add_ps(r_lo, r_hi);  // lanes i + (i+8)
+  __m128 t =
+      _mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1));
+  t = _mm_add_ps(t, _mm_movehl_ps(t, t));  // [t0+t2, t1+t3, ..]
+  t = _mm_add_ss(t, _mm_shuffle_ps(t, t, 1));
+  return AddTail(_mm_cvtss_f32(t), k, true, q, np, n);
 }
 
 // GemvAvx2 of rows[0] and rows[1] at once into y[0] and y[1]: one row's
@@ -722,8 +770,13 @@ void SwiGlu(const float* gate, const float* up, int64_t n, GgmlBuild build,
   for (; i < n; ++i) out[i] = (gate[i] / (1.0f + std::exp(-gate[i]))) * up[i];
 }
 
-float DotF16(const std::byte* k, const float* q, int64_t n, kernels::Isa isa) {
-  return Gemv(k, /*f16=*/true, q, n, isa);
+float DotF16(const std::byte* k, const float* q, int64_t n, GgmlBuild build,
+             kernels::Isa isa) {
+  if (build == GgmlBuild::kAvx2) return Gemv(k, /*f16=*/true, q, n, isa);
+#ifdef KVAULT_GGML_COMPAT_AVX2
+  if (UsesAvx2(isa)) return DotF16Avx512Avx2(k, q, n);
+#endif
+  return DotF16Avx512Portable(k, q, n);
 }
 
 }  // namespace kvault::ggml_compat

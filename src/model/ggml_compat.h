@@ -60,7 +60,8 @@ void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
              float* out);
 
 // The llama.cpp x86 build whose numerics the forward pass reproduces where
-// builds differ, which today is ggml_vec_swiglu_f32: builds with AVX-512F
+// builds differ, which today is ggml_vec_dot_f16 in attention (DotF16) and
+// ggml_vec_swiglu_f32: builds with AVX-512F
 // and DQ take 16-value blocks and ggml_v_expf's AVX-512 form (1 + p(b)
 // rounded, then scaled by 2^n exactly); AVX2 builds take 8-value blocks and
 // its AVX2 form (k + k * p(b) fused). ../shared/golden was recorded by an
@@ -77,10 +78,16 @@ GgmlBuild NativeGgmlBuild();
 void SwiGlu(const float* gate, const float* up, int64_t n, GgmlBuild build,
             kernels::Isa isa, float* out);
 
-// Returns sum_i half(k[i]) * q[i] in ggml_vec_dot_f16's order (kGemv with a
-// double tail); q holds fp16-exact values (the query rounded to fp16), k
-// holds n fp16 values.
-float DotF16(const std::byte* k, const float* q, int64_t n, kernels::Isa isa);
+// Returns sum_i half(k[i]) * q[i] in `build`'s ggml_vec_dot_f16 order,
+// which flash attention takes for q . k: kAvx2 as kGemv (four 8-lane
+// accumulators over 32-value steps); kAvx512 four 16-lane ones over
+// 64-value steps, reduced (a0+a2)+(a1+a3), then as _mm512_reduce_add_ps:
+// lanes i + (i+8), i + (i+4), then (l0+l2)+(l1+l3). The tail (n % step
+// values) is added in double. The orders differ from 32-value heads on, so
+// a head of 64 or 128 needs the recording build's. q holds fp16-exact
+// values (the query rounded to fp16), k holds n fp16 values.
+float DotF16(const std::byte* k, const float* q, int64_t n, GgmlBuild build,
+             kernels::Isa isa);
 
 }  // namespace kvault::ggml_compat
 

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "kv/state_file.h"
 #include "model/attention.h"
+#include "model/gelu.h"
 #include "model/ggml_compat.h"
 #include "model/quantize.h"
 #include "model/rope.h"
@@ -89,6 +92,23 @@ std::vector<kernels::DotOrder> RepackedOrders(
                           : kernels::DotOrder::kGemv);
   }
   return orders;
+}
+
+// Whether `layer` attends through a sliding window (ArchSpec::swa_pattern,
+// as llama.cpp's set_swa_pattern: all but every pattern-th layer).
+bool IsSwaLayer(const LlamaHparams& h, const ArchSpec& arch, uint32_t layer) {
+  const uint32_t pattern = h.swa_pattern;
+  return arch.swa_pattern > 0 && pattern > 0 && h.n_swa > 0 &&
+         layer % pattern < pattern - 1;
+}
+
+// The RoPE frequency base and scale of `layer`.
+std::pair<float, float> LayerRope(const LlamaHparams& h, const ArchSpec& arch,
+                                  uint32_t layer) {
+  if (arch.swa_rope_freq_base > 0.0f && IsSwaLayer(h, arch, layer)) {
+    return {arch.swa_rope_freq_base, 1.0f};
+  }
+  return {h.rope_freq_base, h.rope_freq_scale()};
 }
 
 void AddInPlace(std::vector<float>& x, const std::vector<float>& y) {
@@ -209,10 +229,17 @@ class ForwardPass {
         seqs_(std::move(seqs)),
         seq_of_(std::move(seq_of)),
         positions_(Positions(batch)),
-        rope_(positions_, h_.n_rot, h_.rope_freq_base, h_.rope_freq_scale()),
+        rope_(positions_, h_.n_rot, h_.rope_freq_base, h_.rope_freq_scale(),
+              w_.rope_freqs),
+
         orders_(DotOrders(seq_of_)),
         repacked_orders_(RepackedOrders(seq_of_)),
-        n_(batch.size()) {}
+        n_(batch.size()) {
+    if (arch_.swa_rope_freq_base > 0.0f) {
+      rope_swa_.emplace(positions_, h_.n_rot, arch_.swa_rope_freq_base, 1.0f,
+                        w_.rope_freqs);
+    }
+  }
 
   // Runs every layer and returns the wanted logits.
   std::vector<float> Run() {
@@ -261,13 +288,17 @@ class ForwardPass {
       (void)DequantizeRow(e.type, row,
                           std::span(&x_[t * h_.n_embd], h_.n_embd));
     }
+    if (arch_.embed_scale) {
+      const float scale = std::sqrt(static_cast<float>(h_.n_embd));
+      for (float& v : x_) v *= scale;
+    }
   }
 
   // Adds bias, applies per-head norm and RoPE to the rows of `x`
   // [n_, num_heads * head_dim].
   void PrepareHeads(std::vector<float>* x, const std::vector<float>& bias,
                     const std::vector<float>& head_norm, uint32_t num_heads,
-                    uint32_t head_dim, bool rope) {
+                    uint32_t head_dim, const RopeTable* rope) {
     const size_t width = size_t{num_heads} * head_dim;
     for (size_t t = 0; t < n_; ++t) {
       float* row = &(*x)[t * width];
@@ -277,7 +308,7 @@ class ForwardPass {
         ggml_compat::RmsNorm(head, head_norm.data(), head_dim, h_.rms_norm_eps,
                              head);
       }
-      if (rope) rope_.Apply(arch_.rope_style, t, row, num_heads, head_dim);
+      if (rope) rope->Apply(arch_.rope_style, t, row, num_heads, head_dim);
     }
   }
 
@@ -287,9 +318,11 @@ class ForwardPass {
     MatMul(lw.wq, xn_, &q_);
     MatMul(lw.wk, xn_, &k_);
     MatMul(lw.wv, xn_, &v_);
-    PrepareHeads(&q_, lw.bq, lw.q_norm, h_.n_head, h_.n_embd_head_k, true);
-    PrepareHeads(&k_, lw.bk, lw.k_norm, h_.n_head_kv, h_.n_embd_head_k, true);
-    PrepareHeads(&v_, lw.bv, {}, h_.n_head_kv, h_.n_embd_head_v, false);
+    const RopeTable* rope =
+        rope_swa_ && IsSwaLayer(h_, arch_, layer) ? &*rope_swa_ : &rope_;
+    PrepareHeads(&q_, lw.bq, lw.q_norm, h_.n_head, h_.n_embd_head_k, rope);
+    PrepareHeads(&k_, lw.bk, lw.k_norm, h_.n_head_kv, h_.n_embd_head_k, rope);
+    PrepareHeads(&v_, lw.bv, {}, h_.n_head_kv, h_.n_embd_head_v, nullptr);
     const size_t k_width = h_.n_embd_k_gqa();
     const size_t v_width = h_.n_embd_v_gqa();
     // Written before attention: a token attends to itself and to the
@@ -303,11 +336,31 @@ class ForwardPass {
     AttentionShape shape{
         h_.n_head, h_.n_head_kv, h_.n_embd_head_k, h_.n_embd_head_v,
         1.0f / std::sqrt(static_cast<float>(h_.n_embd_head_k))};
+    if (arch_.scale_q) {
+      // ggml_scale of Q, then attention with scale 1 (ArchSpec::scale_q).
+      for (float& x : q_) x *= shape.scale;
+      shape.scale = 1.0f;
+    }
+    ArchAttention(layer, &shape);
     att_.resize(n_ * h_.n_head * h_.n_embd_head_v);
     Attend(*storage_, layer, shape, seqs_, seq_of_, positions_, q_.data(),
            att_.data(), backend_);
     MatMul(lw.wo, att_, &xn_);
+    if (arch_.post_norms) Norm(xn_, lw.post_attn_norm, &xn_);
     AddInPlace(x_, xn_);
+  }
+
+  // Soft-capping (ggml's flash attention divides the scale by the cap and
+  // applies cap * tanhf) and the sliding window of the layers that have
+  // one.
+  void ArchAttention(uint32_t layer, AttentionShape* shape) const {
+    if (arch_.softcap) {
+      shape->scale /= h_.attn_softcap;
+      shape->softcap = h_.attn_softcap;
+    }
+    if (IsSwaLayer(h_, arch_, layer)) {
+      shape->window = static_cast<int32_t>(h_.n_swa);
+    }
   }
 
   void FeedForwardBlock(uint32_t layer) {
@@ -318,9 +371,14 @@ class ForwardPass {
     // Per token: ggml's vector blocks restart at each row.
     for (size_t t = 0; t < n_; ++t) {
       float* gate = &gate_[t * h_.n_ff];
-      backend_.SwiGlu(gate, &up_[t * h_.n_ff], h_.n_ff, gate);
+      if (arch_.gelu_ffn) {
+        GeGlu(gate, &up_[t * h_.n_ff], h_.n_ff, gate);
+      } else {
+        backend_.SwiGlu(gate, &up_[t * h_.n_ff], h_.n_ff, gate);
+      }
     }
     MatMul(lw.w_down, gate_, &xn_);
+    if (arch_.post_norms) Norm(xn_, lw.post_ffn_norm, &xn_);
     AddInPlace(x_, xn_);
   }
 
@@ -344,6 +402,12 @@ class ForwardPass {
     if (num_wanted > 0) {
       backend_.MatMul(w_.output, wanted.data(), orders, logits.data());
     }
+    if (arch_.softcap) {
+      // ggml_scale by 1 / cap, ggml_tanh, ggml_scale by cap.
+      const float cap = h_.final_softcap;
+      const float inv = 1.0f / cap;
+      for (float& v : logits) v = std::tanh(v * inv) * cap;
+    }
     return logits;
   }
 
@@ -358,6 +422,9 @@ class ForwardPass {
   std::vector<uint32_t> seq_of_;
   std::vector<Pos> positions_;
   RopeTable rope_;
+  // The sliding-window layers' table where their RoPE differs
+  // (ArchSpec::swa_rope_freq_base), else empty.
+  std::optional<RopeTable> rope_swa_;
   std::vector<ggml_compat::DotOrder> orders_;       // [n_]
   std::vector<kernels::DotOrder> repacked_orders_;  // [n_]
   size_t n_;
@@ -387,8 +454,12 @@ Status InferenceContext::DiscardRange(SeqId seq, Pos p0, Pos p1) {
   KvStorage* storage = cache_->storage();
   if (storage != nullptr) {
     const Pos shift[1] = {delta};
-    const RopeTable rope(shift, h.n_rot, h.rope_freq_base,
-                         h.rope_freq_scale());
+    std::vector<RopeTable> ropes;  // per layer
+    for (uint32_t layer = 0; layer < h.n_layer; ++layer) {
+      const auto [base, scale] = LayerRope(h, model_->arch(), layer);
+      ropes.emplace_back(shift, h.n_rot, base, scale,
+                         model_->weights().rope_freqs);
+    }
     std::vector<float> row(storage->layout().k_row_elems());
     std::span<const TokenPos> tokens = cache_->table().Cells(seq);
     for (size_t i = 0; i < tokens.size(); ++i) {
@@ -396,8 +467,8 @@ Status InferenceContext::DiscardRange(SeqId seq, Pos p0, Pos p1) {
       const CellId cell = cache_->table().CellAt(seq, i);
       for (uint32_t layer = 0; layer < h.n_layer; ++layer) {
         storage->Read(KvSide::kK, layer, cell, row);
-        rope.Apply(model_->arch().rope_style, 0, row.data(), h.n_head_kv,
-                   h.n_embd_head_k);
+        ropes[layer].Apply(model_->arch().rope_style, 0, row.data(),
+                           h.n_head_kv, h.n_embd_head_k);
         storage->Write(KvSide::kK, layer, cell, row);
       }
     }

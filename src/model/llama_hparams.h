@@ -45,6 +45,12 @@ struct LlamaHparams {
   RopeScalingType rope_scaling_type = RopeScalingType::kLinear;
   float rope_scaling_factor = 0.0f;    // rope.scaling.factor; 0 = not given
   uint32_t rope_scaling_orig_ctx = 0;  // rope.scaling.original_context_length
+  // ArchSpec::swa_pattern and ::softcap only (ReadArchHparams): the
+  // sliding window and the soft-caps; 0 = none.
+  uint32_t n_swa = 0;          // attention.sliding_window
+  uint32_t swa_pattern = 0;    // attention.sliding_window_pattern
+  float attn_softcap = 0.0f;   // attn_logit_softcapping
+  float final_softcap = 0.0f;  // final_logit_softcapping
 
   // Returns 1 / rope_scaling_factor, or 1 when no factor was given (the
   // frequency scale llama.cpp derives).

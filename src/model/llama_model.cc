@@ -1,5 +1,6 @@
 #include "model/llama_model.h"
 
+#include <cmath>
 #include <utility>
 
 #include "model/model_fingerprint.h"
@@ -20,6 +21,88 @@ Status CheckRopeScaling(const LlamaHparams& h) {
       "rope scaling type " +
       std::string(RopeScalingTypeName(h.rope_scaling_type)) +
       " is not supported (none and linear are)");
+}
+
+// A mixture-of-experts file of a dense architecture's name (Mixtral is
+// "llama" with <arch>.expert_count) has no ffn_gate/up/down tensors;
+// refuse it by what it is rather than by the first missing tensor.
+Status CheckDenseFfn(const GgufFile& file, const LlamaHparams& h) {
+  const std::string key = h.architecture + ".expert_count";
+  if (!file.Has(key)) return Status::Ok();
+  KV_ASSIGN_OR_RETURN(uint64_t experts, file.GetUint(key));
+  if (experts == 0) return Status::Ok();
+  return UnimplementedError("architecture '" + h.architecture +
+                            "' with a mixture-of-experts FFN (" + key + " = " +
+                            std::to_string(experts) +
+                            ") is not supported (kvault runs dense FFNs only)");
+}
+
+// Reads a float key into *out when present.
+Status ReadOptionalFloat(const GgufFile& file, const std::string& key,
+                         float* out) {
+  if (!file.Has(key)) return Status::Ok();
+  KV_ASSIGN_OR_RETURN(double v, file.GetFloat(key));
+  *out = static_cast<float>(v);
+  return Status::Ok();
+}
+
+// The keys only some architectures read, with llama.cpp's defaults for
+// gemma2 (window 4096, soft-caps 50 and 30).
+Status ReadArchHparams(const GgufFile& file, const ArchSpec& arch,
+                       LlamaHparams* h) {
+  const std::string p = h->architecture + ".";
+  if (arch.swa_pattern > 0) {
+    // gemma2's default window. A gemma3 file without one is a variant
+    // (global layers only, a final soft-cap) kvault has not checked.
+    h->n_swa = 4096;
+    if (arch.swa_rope_freq_base > 0.0f &&
+        !file.Has(p + "attention.sliding_window")) {
+      return UnimplementedError("architecture '" + h->architecture +
+                                "' without " + p +
+                                "attention.sliding_window is not supported");
+    }
+    if (file.Has(p + "attention.sliding_window")) {
+      KV_ASSIGN_OR_RETURN(uint64_t n,
+                          file.GetUint(p + "attention.sliding_window"));
+      if (n == 0 || n > kMaxContext) {
+        return InvalidArgumentError(
+            "model hyperparameter " + p + "attention.sliding_window = " +
+            std::to_string(n) + " is not in 1.." + std::to_string(kMaxContext));
+      }
+      h->n_swa = static_cast<uint32_t>(n);
+    }
+    h->swa_pattern = arch.swa_pattern;
+    const std::string key = p + "attention.sliding_window_pattern";
+    if (const GgufValue* v = file.Find(key); v != nullptr && v->is_array()) {
+      return UnimplementedError("model hyperparameter " + key +
+                                " as a per-layer array is not supported");
+    }
+    if (file.Has(key)) {
+      KV_ASSIGN_OR_RETURN(uint64_t n, file.GetUint(key));
+      if (n == 0 || n > kMaxLayers) {
+        return InvalidArgumentError("model hyperparameter " + key + " = " +
+                                    std::to_string(n) + " is not in 1.." +
+                                    std::to_string(kMaxLayers));
+      }
+      h->swa_pattern = static_cast<uint32_t>(n);
+    }
+  }
+  if (arch.softcap) {
+    h->attn_softcap = 50.0f;
+    h->final_softcap = 30.0f;
+    KV_RETURN_IF_ERROR(ReadOptionalFloat(file, p + "attn_logit_softcapping",
+                                         &h->attn_softcap));
+    KV_RETURN_IF_ERROR(ReadOptionalFloat(file, p + "final_logit_softcapping",
+                                         &h->final_softcap));
+    for (float cap : {h->attn_softcap, h->final_softcap}) {
+      if (!std::isfinite(cap) || cap <= 0.0f) {
+        return InvalidArgumentError("model soft-capping value " +
+                                    std::to_string(cap) +
+                                    " must be positive and finite");
+      }
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -76,6 +159,8 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::FromGguf(
   KV_ASSIGN_OR_RETURN(model->hparams_, ReadLlamaHparams(*file));
   KV_ASSIGN_OR_RETURN(model->arch_, FindArchSpec(model->hparams_.architecture));
   KV_RETURN_IF_ERROR(CheckRopeScaling(model->hparams_));
+  KV_RETURN_IF_ERROR(CheckDenseFfn(*file, model->hparams_));
+  KV_RETURN_IF_ERROR(ReadArchHparams(*file, model->arch_, &model->hparams_));
   KV_ASSIGN_OR_RETURN(model->weights_,
                       LoadLlamaWeights(*file, model->hparams_, model->arch_));
   KV_ASSIGN_OR_RETURN(model->tokenizer_, Tokenizer::FromGguf(*file));

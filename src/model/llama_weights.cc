@@ -1,5 +1,6 @@
 #include "model/llama_weights.h"
 
+#include <cmath>
 #include <string>
 
 #include "model/quantize.h"
@@ -61,6 +62,57 @@ StatusOr<std::vector<float>> LoadVector(const GgufFile& file,
   return out;
 }
 
+// Rows [first, first + rows) of `m`: a fused tensor's part, multiplied
+// row by row as the whole would be, so the results are the same bits.
+kernels::MatrixView RowRange(kernels::MatrixView m, uint64_t first,
+                             uint64_t rows) {
+  m.data += first * m.row_bytes;
+  m.rows = static_cast<int64_t>(rows);
+  return m;
+}
+
+// wq, wk and wv: separate tensors, or the row ranges of attn_qkv.weight.
+Status LoadQkv(const GgufFile& file, const LlamaHparams& h,
+               const ArchSpec& arch, const std::string& p, LayerWeights* w) {
+  const uint64_t q_dim = uint64_t{h.n_head} * h.n_embd_head_k;
+  const uint64_t k_dim = h.n_embd_k_gqa();
+  const uint64_t v_dim = h.n_embd_v_gqa();
+  if (arch.fused_qkv) {
+    KV_ASSIGN_OR_RETURN(kernels::MatrixView qkv,
+                        LoadMatrix(file, p + "attn_qkv.weight", h.n_embd,
+                                   q_dim + k_dim + v_dim));
+    w->wq = RowRange(qkv, 0, q_dim);
+    w->wk = RowRange(qkv, q_dim, k_dim);
+    w->wv = RowRange(qkv, q_dim + k_dim, v_dim);
+    return Status::Ok();
+  }
+  KV_ASSIGN_OR_RETURN(w->wq,
+                      LoadMatrix(file, p + "attn_q.weight", h.n_embd, q_dim));
+  KV_ASSIGN_OR_RETURN(w->wk,
+                      LoadMatrix(file, p + "attn_k.weight", h.n_embd, k_dim));
+  KV_ASSIGN_OR_RETURN(w->wv,
+                      LoadMatrix(file, p + "attn_v.weight", h.n_embd, v_dim));
+  return Status::Ok();
+}
+
+// w_gate and w_up: separate tensors, or the halves of ffn_up.weight.
+Status LoadGateUp(const GgufFile& file, const LlamaHparams& h,
+                  const ArchSpec& arch, const std::string& p, LayerWeights* w) {
+  if (arch.fused_gate_up) {
+    KV_ASSIGN_OR_RETURN(
+        kernels::MatrixView gate_up,
+        LoadMatrix(file, p + "ffn_up.weight", h.n_embd, 2 * uint64_t{h.n_ff}));
+    w->w_gate = RowRange(gate_up, 0, h.n_ff);
+    w->w_up = RowRange(gate_up, h.n_ff, h.n_ff);
+    return Status::Ok();
+  }
+  KV_ASSIGN_OR_RETURN(
+      w->w_gate, LoadMatrix(file, p + "ffn_gate.weight", h.n_embd, h.n_ff));
+  KV_ASSIGN_OR_RETURN(w->w_up,
+                      LoadMatrix(file, p + "ffn_up.weight", h.n_embd, h.n_ff));
+  return Status::Ok();
+}
+
 StatusOr<LayerWeights> LoadLayer(const GgufFile& file, const LlamaHparams& h,
                                  const ArchSpec& arch, uint32_t layer) {
   const std::string p = "blk." + std::to_string(layer) + ".";
@@ -71,12 +123,7 @@ StatusOr<LayerWeights> LoadLayer(const GgufFile& file, const LlamaHparams& h,
   LayerWeights w;
   KV_ASSIGN_OR_RETURN(w.attn_norm,
                       LoadVector(file, p + "attn_norm.weight", h.n_embd));
-  KV_ASSIGN_OR_RETURN(w.wq,
-                      LoadMatrix(file, p + "attn_q.weight", h.n_embd, q_dim));
-  KV_ASSIGN_OR_RETURN(w.wk,
-                      LoadMatrix(file, p + "attn_k.weight", h.n_embd, k_dim));
-  KV_ASSIGN_OR_RETURN(w.wv,
-                      LoadMatrix(file, p + "attn_v.weight", h.n_embd, v_dim));
+  KV_RETURN_IF_ERROR(LoadQkv(file, h, arch, p, &w));
   KV_ASSIGN_OR_RETURN(
       w.wo, LoadMatrix(file, p + "attn_output.weight", o_in, h.n_embd));
   if (arch.qkv_bias) {
@@ -92,13 +139,48 @@ StatusOr<LayerWeights> LoadLayer(const GgufFile& file, const LlamaHparams& h,
   }
   KV_ASSIGN_OR_RETURN(w.ffn_norm,
                       LoadVector(file, p + "ffn_norm.weight", h.n_embd));
-  KV_ASSIGN_OR_RETURN(
-      w.w_gate, LoadMatrix(file, p + "ffn_gate.weight", h.n_embd, h.n_ff));
-  KV_ASSIGN_OR_RETURN(w.w_up,
-                      LoadMatrix(file, p + "ffn_up.weight", h.n_embd, h.n_ff));
+  if (arch.post_norms) {
+    KV_ASSIGN_OR_RETURN(
+        w.post_attn_norm,
+        LoadVector(file, p + "post_attention_norm.weight", h.n_embd));
+    KV_ASSIGN_OR_RETURN(w.post_ffn_norm,
+                        LoadVector(file, p + "post_ffw_norm.weight", h.n_embd));
+  }
+  KV_RETURN_IF_ERROR(LoadGateUp(file, h, arch, p, &w));
   KV_ASSIGN_OR_RETURN(
       w.w_down, LoadMatrix(file, p + "ffn_down.weight", h.n_ff, h.n_embd));
   return w;
+}
+
+// rope_freqs.weight: optional where the architecture allows it; every
+// factor divides an angle, so it must be positive and finite.
+Status LoadRopeFreqs(const GgufFile& file, const LlamaHparams& h,
+                     const ArchSpec& arch, std::vector<float>* out) {
+  for (const char* longrope :
+       {"rope_factors_long.weight", "rope_factors_short.weight"}) {
+    if (file.FindTensor(longrope) != nullptr) {
+      return UnimplementedError("tensor " + std::string(longrope) +
+                                " (LongRoPE frequency factors) is not "
+                                "supported");
+    }
+  }
+  const std::string name = "rope_freqs.weight";
+  if (file.FindTensor(name) == nullptr) return Status::Ok();
+  if (!arch.rope_freq_factors) {
+    return UnimplementedError("tensor " + name +
+                              " (RoPE frequency factors) is not supported "
+                              "for architecture '" +
+                              std::string(arch.name) + "'");
+  }
+  KV_ASSIGN_OR_RETURN(*out, LoadVector(file, name, h.n_rot / 2));
+  for (size_t i = 0; i < out->size(); ++i) {
+    if (!std::isfinite((*out)[i]) || (*out)[i] <= 0.0f) {
+      return InvalidArgumentError(
+          "tensor " + name + " element " + std::to_string(i) + " = " +
+          std::to_string((*out)[i]) + ", expected positive and finite");
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -132,6 +214,7 @@ StatusOr<LlamaWeights> LoadLlamaWeights(const GgufFile& file,
     KV_ASSIGN_OR_RETURN(w.output, LoadMatrix(file, "output.weight",
                                              hparams.n_embd, hparams.n_vocab));
   }
+  KV_RETURN_IF_ERROR(LoadRopeFreqs(file, hparams, arch, &w.rope_freqs));
   w.layers.reserve(hparams.n_layer);
   for (uint32_t layer = 0; layer < hparams.n_layer; ++layer) {
     KV_ASSIGN_OR_RETURN(LayerWeights lw, LoadLayer(file, hparams, arch, layer));

@@ -24,7 +24,9 @@ struct LayerWeights {
   kernels::MatrixView wo;             // [n_embd, n_head * head_dim_v]
   std::vector<float> bq, bk, bv;      // biases (ArchSpec::qkv_bias), else empty
   std::vector<float> q_norm, k_norm;  // [head_dim] (ArchSpec::qk_norm)
+  std::vector<float> post_attn_norm;  // [n_embd] (ArchSpec::post_norms)
   std::vector<float> ffn_norm;        // [n_embd]
+  std::vector<float> post_ffn_norm;   // [n_embd] (ArchSpec::post_norms)
   kernels::MatrixView w_gate;         // [n_ff, n_embd]
   kernels::MatrixView w_up;           // [n_ff, n_embd]
   kernels::MatrixView w_down;         // [n_embd, n_ff]
@@ -38,6 +40,8 @@ struct LlamaWeights {
   // [n_vocab, n_embd]; token_embd itself when output.weight is absent.
   kernels::MatrixView output;
   bool output_tied = false;
+  // [n_rot / 2] RoPE frequency divisors (rope_freqs.weight), else empty.
+  std::vector<float> rope_freqs;
   std::vector<LayerWeights> layers;  // [n_layer]
 };
 

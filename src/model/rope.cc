@@ -5,7 +5,8 @@
 namespace kvault {
 
 RopeTable::RopeTable(std::span<const Pos> positions, uint32_t n_rot,
-                     float freq_base, float freq_scale)
+                     float freq_base, float freq_scale,
+                     std::span<const float> freq_factors)
     : half_rot_(n_rot / 2),
       cos_(positions.size() * half_rot_),
       sin_(positions.size() * half_rot_) {
@@ -14,7 +15,9 @@ RopeTable::RopeTable(std::span<const Pos> positions, uint32_t n_rot,
   for (size_t t = 0; t < positions.size(); ++t) {
     float theta = static_cast<float>(positions[t]);
     for (uint32_t i = 0; i < half_rot_; ++i) {
-      const float angle = theta * freq_scale;
+      // ggml divides the pair's base angle by its factor, then scales.
+      const float base = freq_factors.empty() ? theta : theta / freq_factors[i];
+      const float angle = base * freq_scale;
       cos_[t * half_rot_ + i] = std::cos(angle);
       sin_[t * half_rot_ + i] = std::sin(angle);
       theta *= theta_scale;

@@ -135,7 +135,8 @@ class AttentionBatchedTest : public testing::Test {
         ReferenceGroup(*storage_, kLayer, s, batch.seqs[batch.seq_of[t]],
                        batch.query_pos[t], g,
                        &q[t * q_stride + h0 * s.head_dim_k],
-                       &ref[t * out_stride + h0 * s.head_dim_v]);
+                       &ref[t * out_stride + h0 * s.head_dim_v],
+                       backend.options().ggml_build);
       }
     }
     std::vector<double> want;
@@ -171,49 +172,55 @@ TEST_F(AttentionBatchedTest, FastPathBitIdenticalToReference) {
     GTEST_SKIP() << "no F16 fast path on this CPU (isa "
                  << kernels::IsaName(kernels::BestIsa()) << ")";
   }
-  uint32_t seed = 1234;
-  for (uint32_t dim : {32u, 40u, 64u, 128u}) {
-    for (uint32_t n_gqa : {1u, 2u, 4u, 8u}) {
-      for (uint32_t len : {1u, 17u, 300u}) {
-        ++seed;
-        SCOPED_TRACE(testing::Message() << "seed " << seed << " dim "
-                                        << dim << " n_gqa " << n_gqa
-                                        << " len " << len);
-        rng_.seed(seed);
-        AttentionShape s;
-        s.n_head_kv = kKvHeads;
-        s.n_head = kKvHeads * n_gqa;
-        s.head_dim_k = s.head_dim_v = dim;
-        s.scale = 1.0f / std::sqrt(static_cast<float>(dim));
-        ASSERT_TRUE(CanAttendGroupF16Fast(s, kernels::BestIsa()));
-        // Two sequences scattered over a storage with free cells between.
-        const uint64_t num_cells = 2 * len + 7;
-        ASSERT_NO_FATAL_FAILURE(MakeStorage(s, num_cells));
-        std::vector<CellId> free_cells;
-        for (uint64_t c = 0; c < num_cells; ++c) {
-          free_cells.push_back(CellId(c));
+  // Both llama.cpp builds' q . k orders (they differ from 32 values on).
+  for (ggml_compat::GgmlBuild build :
+       {ggml_compat::GgmlBuild::kAvx2, ggml_compat::GgmlBuild::kAvx512}) {
+    const ComputeBackend backend({.ggml_build = build});
+    uint32_t seed = 1234;
+    for (uint32_t dim : {32u, 40u, 64u, 96u, 128u}) {
+      for (uint32_t n_gqa : {1u, 2u, 4u, 8u}) {
+        for (uint32_t len : {1u, 17u, 300u}) {
+          ++seed;
+          SCOPED_TRACE(testing::Message()
+                       << "seed " << seed << " dim " << dim << " n_gqa "
+                       << n_gqa << " len " << len << " build "
+                       << static_cast<int>(build));
+          rng_.seed(seed);
+          AttentionShape s;
+          s.n_head_kv = kKvHeads;
+          s.n_head = kKvHeads * n_gqa;
+          s.head_dim_k = s.head_dim_v = dim;
+          s.scale = 1.0f / std::sqrt(static_cast<float>(dim));
+          ASSERT_TRUE(CanAttendGroupF16Fast(s, kernels::BestIsa()));
+          // Two sequences scattered over a storage with free cells between.
+          const uint64_t num_cells = 2 * len + 7;
+          ASSERT_NO_FATAL_FAILURE(MakeStorage(s, num_cells));
+          std::vector<CellId> free_cells;
+          for (uint64_t c = 0; c < num_cells; ++c) {
+            free_cells.push_back(CellId(c));
+          }
+          std::shuffle(free_cells.begin(), free_cells.end(), rng_);
+          Batch prefill;
+          prefill.seqs.push_back(MakeSeq(len, 5, free_cells));
+          prefill.seqs.push_back(MakeSeq(len, 0, free_cells));
+          // Prefill of seq 0: queries at several positions (later cells are
+          // masked), one before every cell (sees nothing); seq 1 decodes.
+          const Pos last = 5 + static_cast<Pos>(len) - 1;
+          for (Pos p : {last, Pos{5}, 5 + static_cast<Pos>(len / 2), Pos{2},
+                        last - 1}) {
+            prefill.seq_of.push_back(0);
+            prefill.query_pos.push_back(p);
+          }
+          prefill.seq_of.push_back(1);
+          prefill.query_pos.push_back(static_cast<Pos>(len) - 1);
+          ASSERT_NO_FATAL_FAILURE(ExpectMatches(s, prefill, backend));
+          // Decode: one query, no other query of its sequence in the batch.
+          Batch decode;
+          decode.seqs.push_back(prefill.seqs[0]);
+          decode.seq_of.push_back(0);
+          decode.query_pos.push_back(last);
+          ASSERT_NO_FATAL_FAILURE(ExpectMatches(s, decode, backend));
         }
-        std::shuffle(free_cells.begin(), free_cells.end(), rng_);
-        Batch prefill;
-        prefill.seqs.push_back(MakeSeq(len, 5, free_cells));
-        prefill.seqs.push_back(MakeSeq(len, 0, free_cells));
-        // Prefill of seq 0: queries at several positions (later cells are
-        // masked), one before every cell (sees nothing); seq 1 decodes.
-        const Pos last = 5 + static_cast<Pos>(len) - 1;
-        for (Pos p : {last, Pos{5}, 5 + static_cast<Pos>(len / 2), Pos{2},
-                      last - 1}) {
-          prefill.seq_of.push_back(0);
-          prefill.query_pos.push_back(p);
-        }
-        prefill.seq_of.push_back(1);
-        prefill.query_pos.push_back(static_cast<Pos>(len) - 1);
-        ASSERT_NO_FATAL_FAILURE(ExpectMatches(s, prefill, backend_));
-        // Decode: one query, no other query of its sequence in the batch.
-        Batch decode;
-        decode.seqs.push_back(prefill.seqs[0]);
-        decode.seq_of.push_back(0);
-        decode.query_pos.push_back(last);
-        ASSERT_NO_FATAL_FAILURE(ExpectMatches(s, decode, backend_));
       }
     }
   }
@@ -298,15 +305,19 @@ TEST_F(AttentionBatchedTest, GroupEntryPointMatchesReference) {
   rows.k_row_bytes = storage_->layout().k_row_bytes();
   rows.v_row_bytes = storage_->layout().v_row_bytes();
   const std::vector<float> q = RandomQueries(s, 1);
-  for (uint32_t g = 0; g < kKvHeads; ++g) {
-    for (Pos p : {Pos{0}, Pos{20}, Pos{32}}) {
-      std::vector<float> fast(2 * 128, NAN), ref(2 * 128, NAN);
-      const float* qg = &q[g * 2 * 128];
-      AttendGroupF16Fast(rows, s, seq, p, g, kernels::BestIsa(), qg,
-                         fast.data());
-      ReferenceGroup(*storage_, kLayer, s, seq, p, g, qg, ref.data());
-      EXPECT_EQ(0, std::memcmp(fast.data(), ref.data(), fast.size() * 4))
-          << "g " << g << " pos " << p;
+  for (ggml_compat::GgmlBuild build :
+       {ggml_compat::GgmlBuild::kAvx2, ggml_compat::GgmlBuild::kAvx512}) {
+    const F16AttendMode mode = F16AttendModeFor(kernels::BestIsa(), build);
+    for (uint32_t g = 0; g < kKvHeads; ++g) {
+      for (Pos p : {Pos{0}, Pos{20}, Pos{32}}) {
+        std::vector<float> fast(2 * 128, NAN), ref(2 * 128, NAN);
+        const float* qg = &q[g * 2 * 128];
+        AttendGroupF16Fast(rows, s, seq, p, g, mode, qg, fast.data());
+        ReferenceGroup(*storage_, kLayer, s, seq, p, g, qg, ref.data(), build);
+        EXPECT_EQ(0, std::memcmp(fast.data(), ref.data(), fast.size() * 4))
+            << "g " << g << " pos " << p << " build "
+            << static_cast<int>(build);
+      }
     }
   }
 }

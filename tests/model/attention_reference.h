@@ -21,10 +21,12 @@ namespace kvault {
 inline float RoundHalf(float x) { return HalfToFloat(FloatToHalf(x)); }
 
 // out[j] ([n_gqa, dv]) for query heads q[j] ([n_gqa, dk]) of KV head g
-// over seq's cells with positions <= query_pos, one cell at a time.
+// over seq's cells with positions <= query_pos, one cell at a time, q . k
+// in `build`'s order.
 inline void ReferenceGroup(const KvStorage& storage, uint32_t layer,
-                    const AttentionShape& s, const SeqCells& seq,
-                    Pos query_pos, uint32_t g, const float* q, float* out) {
+                           const AttentionShape& s, const SeqCells& seq,
+                           Pos query_pos, uint32_t g, const float* q,
+                           float* out, ggml_compat::GgmlBuild build) {
   const uint32_t n_gqa = s.n_head / s.n_head_kv;
   const uint32_t dk = s.head_dim_k;
   const uint32_t dv = s.head_dim_v;
@@ -42,7 +44,7 @@ inline void ReferenceGroup(const KvStorage& storage, uint32_t layer,
     for (uint32_t j = 0; j < n_gqa; ++j) {
       float* acc = out + uint64_t{j} * dv;
       const float score = ggml_compat::DotF16(k, &qs[uint64_t{j} * dk], dk,
-                                              kernels::Isa::kScalar) *
+                                              build, kernels::Isa::kScalar) *
                           s.scale;
       float old_scale = 1.0f, weight = 1.0f;
       if (score > max[j]) {

@@ -101,7 +101,8 @@ void ExpectTiledMatches(const Case& c, const std::vector<Pos>& query_pos,
       const size_t h0 = size_t{g} * c.n_gqa;
       ReferenceGroup(*storage, kLayer, s, seqs[0], query_pos[t], g,
                      &q[(t * s.n_head + h0) * s.head_dim_k],
-                     &want[t * out_stride + h0 * s.head_dim_v]);
+                     &want[t * out_stride + h0 * s.head_dim_v],
+                     backend.options().ggml_build);
     }
   }
   for (size_t i = 0; i < got.size(); ++i) {
@@ -135,14 +136,20 @@ class AttentionTiledTest : public testing::Test {
 };
 
 TEST_F(AttentionTiledTest, PrefillBitIdenticalToReference) {
-  uint32_t seed = 500;
-  for (uint32_t dim : {8u, 16u, 32u, 64u, 128u}) {
-    for (uint32_t n_gqa : {1u, 2u, 4u, 8u}) {
-      for (uint32_t depth : {0u, 70u, 200u}) {
-        for (uint32_t chunk : {2u, 19u, 70u}) {
-          const Case c{dim, n_gqa, depth, chunk, (seed & 1) == 0};
-          ASSERT_NO_FATAL_FAILURE(
-              ExpectTiledMatches(c, ChunkPositions(c), backend_, ++seed));
+  // Both llama.cpp builds' q . k orders (they differ from 32 values on).
+  for (ggml_compat::GgmlBuild build :
+       {ggml_compat::GgmlBuild::kAvx2, ggml_compat::GgmlBuild::kAvx512}) {
+    SCOPED_TRACE(testing::Message() << "build " << static_cast<int>(build));
+    const ComputeBackend backend({.ggml_build = build});
+    uint32_t seed = 500;
+    for (uint32_t dim : {8u, 16u, 32u, 64u, 96u, 128u}) {
+      for (uint32_t n_gqa : {1u, 2u, 4u, 8u}) {
+        for (uint32_t depth : {0u, 70u, 200u}) {
+          for (uint32_t chunk : {2u, 19u, 70u}) {
+            const Case c{dim, n_gqa, depth, chunk, (seed & 1) == 0};
+            ASSERT_NO_FATAL_FAILURE(
+                ExpectTiledMatches(c, ChunkPositions(c), backend, ++seed));
+          }
         }
       }
     }

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -291,7 +292,7 @@ TEST_F(GgmlCompatTest, RmsNormSumsFloatSquaresInDouble) {
   for (int i = 0; i < 64; ++i) EXPECT_EQ(out[i], (x[i] * scale) * w[i]);
 }
 
-TEST_F(GgmlCompatTest, DotF16MatchesMatMulGemvOnOneRow) {
+TEST_F(GgmlCompatTest, DotF16OfAvx2BuildMatchesMatMulGemvOnOneRow) {
   std::mt19937 rng(11);
   for (int64_t n : {8, 16, 40, 64, 128}) {
     const Weights k = MakeWeights(GgmlType::kF16, 1, n, rng);
@@ -300,8 +301,45 @@ TEST_F(GgmlCompatTest, DotF16MatchesMatMulGemvOnOneRow) {
     for (const ComputeBackend* b : {&portable_, &best_}) {
       float via_matmul = 0;
       b->MatMul(k.view, q.data(), std::vector{DotOrder::kGemv}, &via_matmul);
-      EXPECT_EQ(b->DotF16(k.bytes.data(), q.data(), n), via_matmul)
+      EXPECT_EQ(
+          ggml_compat::DotF16(k.bytes.data(), q.data(), n,
+                              ggml_compat::GgmlBuild::kAvx2, b->options().isa),
+          via_matmul)
           << "n " << n;
+    }
+  }
+}
+
+// An AVX-512 build's order: every kernel set gives the portable form's
+// bits; under 32 values (all in the double tail) it is the AVX2 build's
+// sum, and from 64 on its own (the orders differ on some of these rows).
+TEST_F(GgmlCompatTest, DotF16OfAvx512BuildSameOnEveryIsa) {
+  using ggml_compat::GgmlBuild;
+  std::mt19937 rng(12);
+  for (int64_t n : {8, 24, 40, 64, 96, 128, 256}) {
+    int differ = 0;
+    for (int row = 0; row < 20; ++row) {
+      const Weights k = MakeWeights(GgmlType::kF16, 1, n, rng);
+      std::vector<float> q = RandomVector(n, rng, 1);
+      for (float& v : q) v = HalfToFloat(FloatToHalf(v));
+      const float want =
+          ggml_compat::DotF16(k.bytes.data(), q.data(), n, GgmlBuild::kAvx512,
+                              kernels::Isa::kScalar);
+      for (kernels::Isa isa : kernels::SupportedIsas()) {
+        EXPECT_EQ(std::bit_cast<uint32_t>(ggml_compat::DotF16(
+                      k.bytes.data(), q.data(), n, GgmlBuild::kAvx512, isa)),
+                  std::bit_cast<uint32_t>(want))
+            << "n " << n << " isa " << kernels::IsaName(isa);
+      }
+      const float avx2 = ggml_compat::DotF16(
+          k.bytes.data(), q.data(), n, GgmlBuild::kAvx2, kernels::Isa::kScalar);
+      if (n < 32) {
+        EXPECT_EQ(avx2, want) << "n " << n;
+      }
+      differ += avx2 != want;
+    }
+    if (n >= 64) {
+      EXPECT_GT(differ, 0) << "n " << n;
     }
   }
 }

@@ -13,6 +13,7 @@
 
 #include "model/ggml_compat.h"
 #include "model/inference.h"
+#include "golden_runner.h"
 
 namespace kvault {
 namespace {
@@ -41,16 +42,6 @@ struct GoldenSpec {
   ggml_compat::GgmlBuild build = ggml_compat::GgmlBuild::kAvx2;
 };
 
-std::vector<double> LogSoftmax(const float* logits, size_t n) {
-  const float max = *std::max_element(logits, logits + n);
-  double sum = 0;
-  for (size_t i = 0; i < n; ++i) sum += std::exp(double{logits[i]} - max);
-  const double log_sum = std::log(sum) + max;
-  std::vector<double> out(n);
-  for (size_t i = 0; i < n; ++i) out[i] = logits[i] - log_sum;
-  return out;
-}
-
 // A golden/kquant case: `exact_tokens` tokens, logprobs within `tol` on
 // the first `tol_steps` steps.
 GoldenSpec K(const std::string& type, int exact_tokens = 64, double tol = 1e-3,
@@ -76,57 +67,22 @@ TEST_P(GoldenTest, GreedyGenerationMatchesLlamaCpp) {
   compute.ggml_build = spec.build;
   auto model = LlamaModel::Load(model_path, LoadMode::kRead, compute.isa);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  std::ifstream in(golden_path);
-  const nlohmann::json golden = nlohmann::json::parse(in);
-  const size_t n_vocab = (*model)->n_vocab();
+  const nlohmann::json golden = golden::ReadGolden(golden_path);
+  const size_t num_steps = std::max(spec.exact_tokens, 0);
   for (const auto& c : golden.at("cases")) {
     SCOPED_TRACE("prompt: " + c.at("prompt").get<std::string>());
-    const auto prompt = c.at("prompt_ids").get<std::vector<TokenId>>();
-    const auto gen_ids = c.at("gen_ids").get<std::vector<TokenId>>();
-    const auto& steps = c.at("steps");
-    // llama.cpp's default KV cache type is F16.
-    KvCacheOptions options;
-    options.num_pages = 16;
-    options.page_size = 16;
-    options.layout = (*model)->KvLayoutFor(KvDtype::kF16);
-    auto cache = KvCache::Create(options);
-    ASSERT_TRUE(cache.ok());
-    InferenceContext ctx(model->get(), cache->get(), compute);
-    std::vector<BatchToken> batch;
-    for (size_t i = 0; i < prompt.size(); ++i) {
-      batch.push_back(
-          {SeqId(0), prompt[i], static_cast<Pos>(i), i + 1 == prompt.size()});
-    }
-    int num_matching = 0;
-    double max_err = 0;
-    double first_err = 0;  // the first step's
-    const size_t num_steps =
-        std::min<size_t>(gen_ids.size(), std::max(spec.exact_tokens, 0));
-    for (size_t step = 0; step < num_steps; ++step) {
-      auto logits = ctx.Decode(batch);
-      ASSERT_TRUE(logits.ok()) << logits.status().ToString();
-      const TokenId next = static_cast<TokenId>(
-          std::max_element(logits->begin(), logits->end()) - logits->begin());
-      if (next != gen_ids[step]) break;
-      ++num_matching;
-      const double tol = spec.tol;
-      const auto logprobs = LogSoftmax(logits->data(), n_vocab);
-      for (const auto& top : steps.at(step).at("top")) {
-        const TokenId id = top.at("id").get<TokenId>();
-        const double err =
-            std::abs(logprobs.at(id) - top.at("logprob").get<double>());
-        max_err = std::max(max_err, err);
-        if (step == 0) first_err = std::max(first_err, err);
-        if (tol >= 0 && static_cast<int>(step) < spec.tol_steps) {
-          EXPECT_LE(err, tol) << "step " << step << " token " << id;
-        }
+    const golden::CaseResult r =
+        golden::RunGoldenCase(**model, compute, c, num_steps);
+    for (size_t step = 0; step < r.step_err.size(); ++step) {
+      if (spec.tol >= 0 && static_cast<int>(step) < spec.tol_steps) {
+        EXPECT_LE(r.step_err[step], spec.tol) << "step " << step;
       }
-      batch = {{SeqId(0), next, static_cast<Pos>(prompt.size() + step), true}};
     }
-    std::cout << spec.name << ": " << num_matching << "/" << num_steps
-              << " tokens match, max top-5 logprob error " << max_err
-              << " (first step " << first_err << ")\n";
-    EXPECT_EQ(num_matching, static_cast<int>(num_steps));
+    const size_t want = std::min(num_steps, c.at("gen_ids").size());
+    std::cout << spec.name << ": " << r.num_matching << "/" << want
+              << " tokens match, max top-5 logprob error " << r.MaxErr()
+              << " (first step " << r.FirstErr() << ")\n";
+    EXPECT_EQ(r.num_matching, static_cast<int>(want));
   }
 }
 

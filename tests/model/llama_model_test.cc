@@ -17,62 +17,12 @@
 #include "model/gen_model.h"
 #include "model/gguf_writer.h"
 #include "model/model_fingerprint.h"
+#include "model_edit.h"
 
 namespace kvault {
 namespace {
 
 const std::string kShared = std::string(KVAULT_SOURCE_DIR) + "/../shared";
-
-std::shared_ptr<std::string> GenImage(GgmlType type) {
-  GenModelOptions options;
-  options.n_embd = 64;
-  options.n_layer = 2;
-  options.n_head = 4;
-  options.n_head_kv = 2;
-  options.n_ff = 96;
-  options.type = type;
-  auto image = std::make_shared<std::string>();
-  StringWritableFile out(image.get());
-  EXPECT_TRUE(GenerateLlamaModel(options, &out).ok());
-  return image;
-}
-
-StatusOr<std::unique_ptr<LlamaModel>> FromImage(
-    std::shared_ptr<const std::string> image) {
-  KV_ASSIGN_OR_RETURN(auto file, GgufFile::FromBuffer(std::move(image)));
-  return LlamaModel::FromGguf(std::move(file));
-}
-
-// Rebuilds a generated F32 model after `edit` changed its tensor list (infos
-// and bytes, same order) or metadata.
-using Edit = std::function<void(std::vector<GgufMetadataEntry>*,
-                                std::vector<GgufTensorInfo>*,
-                                std::vector<std::string>*)>;
-StatusOr<std::unique_ptr<LlamaModel>> EditedModel(const Edit& edit) {
-  KV_ASSIGN_OR_RETURN(auto file,
-                      GgufFile::FromBuffer(GenImage(GgmlType::kF32)));
-  std::vector<GgufMetadataEntry> metadata = file->metadata();
-  std::vector<GgufTensorInfo> tensors = file->tensors();
-  std::vector<std::string> data;
-  for (const auto& t : file->tensors()) {
-    auto bytes = file->TensorData(t);
-    data.emplace_back(reinterpret_cast<const char*>(bytes.data()),
-                      bytes.size());
-  }
-  edit(&metadata, &tensors, &data);
-  KV_ASSIGN_OR_RETURN(std::string image,
-                      BuildGgufImage(metadata, tensors, data));
-  return FromImage(std::make_shared<std::string>(std::move(image)));
-}
-
-size_t IndexOf(const std::vector<GgufTensorInfo>& tensors,
-               const std::string& name) {
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    if (tensors[i].name == name) return i;
-  }
-  ADD_FAILURE() << "no tensor " << name;
-  return 0;
-}
 
 TEST(LlamaModelTest, LoadsStories260K) {
   const std::string path = kShared + "/models/stories260K.gguf";
