@@ -67,8 +67,11 @@ json TiersJson(const EngineMetrics& m) {
 }
 
 json LastEventJson(ServerState& state) {
-  MutexLock lock(&state.events_mu);
-  const KvEvent& e = state.last_kv_event;
+  KvEvent e;
+  {
+    MutexLock lock(&state.events_mu);
+    e = state.last_kv_event;  // a copy: the analysis cannot follow a reference
+  }
   if (e.seq == 0) return nullptr;
   return json{{"seq", e.seq},
               {"action", e.action},
@@ -179,13 +182,11 @@ void HandleLookup(ServerState& state, const Request& req, Response& res) {
 void RecordKvEvent(ServerState& state, const std::string& action,
                    std::optional<uint32_t> slot) {
   const auto now = std::chrono::system_clock::now().time_since_epoch();
-  MutexLock lock(&state.events_mu);
-  KvEvent& e = state.last_kv_event;
-  e.seq += 1;
-  e.action = action;
-  e.slot = slot;
-  e.unix_ms =
+  const int64_t unix_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
+  MutexLock lock(&state.events_mu);
+  state.last_kv_event =
+      KvEvent{state.last_kv_event.seq + 1, action, slot, unix_ms};
 }
 
 void RegisterKvRoutes(HttpRouter& server, ServerState& state) {
