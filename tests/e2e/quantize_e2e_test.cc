@@ -34,7 +34,10 @@ CommandRun Kvault(const std::string& args) {
 class QuantizeE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/quantize_e2e_test";
+    // One folder per test: ctest runs the tests as parallel processes, and
+    // a shared in.gguf was read by one while another rewrote it.
+    dir_ = ::testing::TempDir() + "/quantize_e2e_test_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::filesystem::create_directories(dir_);
     in_ = dir_ + "/in.gguf";
     CommandRun gen = Kvault(
