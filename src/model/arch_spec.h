@@ -16,6 +16,15 @@ namespace kvault {
 // (x[i], x[i + n_rot/2]) (qwen2, qwen3 and most HF-native conversions).
 enum class RopeStyle { kNormal, kNeox };
 
+// Whether an architecture's FFN may be a mixture of experts
+// (<arch>.expert_count > 0: a router picks expert_used_count of
+// expert_count SwiGLU FFNs per token, see moe_ffn.h).
+enum class MoeSupport {
+  kNone,      // dense only; a file with experts is refused
+  kOptional,  // dense or experts, by expert_count (llama: Mixtral)
+  kRequired,  // experts only (qwen3moe)
+};
+
 struct ArchSpec {
   std::string_view name;  // general.architecture
   RopeStyle rope_style = RopeStyle::kNormal;
@@ -49,6 +58,11 @@ struct ArchSpec {
   // > 0: sliding-window layers rotate with this RoPE base and no frequency
   // scale (gemma3's local layers: 10000), the others with the file's.
   float swa_rope_freq_base = 0.0f;
+  MoeSupport moe = MoeSupport::kNone;
+  // The experts' FFN width is <arch>.expert_feed_forward_length (default
+  // feed_forward_length / expert_used_count, as llama.cpp's qwen3moe),
+  // else feed_forward_length itself (llama).
+  bool expert_ff_length = false;
 };
 
 // Returns the spec of architecture `name`; Unimplemented naming it and the

@@ -738,6 +738,10 @@ void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
   for (int64_t i = 0; i < n; ++i) out[i] = (x[i] * scale) * weight[i];
 }
 
+float VExpf(float x, GgmlBuild build) {
+  return build == GgmlBuild::kAvx512 ? VExpf512(x) : VExpf(x);
+}
+
 GgmlBuild NativeGgmlBuild() {
 #if defined(__x86_64__) && defined(__GNUC__)
   static const bool avx512 =

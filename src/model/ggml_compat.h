@@ -71,6 +71,10 @@ enum class GgmlBuild : uint8_t { kAvx2, kAvx512 };
 // Returns the build a native llama.cpp compile makes on this CPU.
 GgmlBuild NativeGgmlBuild();
 
+// Returns ggml_v_expf(x) (the polynomial of ggml's SIMD blocks, not libm's
+// expf) in `build`'s form.
+float VExpf(float x, GgmlBuild build);
+
 // out[i] = silu(gate[i]) * up[i] for one token's row of n values, as
 // `build`'s ggml_vec_swiglu_f32: whole blocks use ggml_v_expf (a
 // polynomial, not libm's expf), the tail uses expf. `out` may alias gate

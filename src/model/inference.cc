@@ -12,6 +12,7 @@
 #include "model/attention.h"
 #include "model/gelu.h"
 #include "model/ggml_compat.h"
+#include "model/moe_ffn.h"
 #include "model/quantize.h"
 #include "model/rope.h"
 
@@ -363,9 +364,26 @@ class ForwardPass {
     }
   }
 
+  // The router in the dense matmuls' orders (a MUL_MAT), the experts in
+  // MUL_MAT_ID's (moe_ffn.h).
+  void MixtureOfExperts(const LayerWeights& lw) {
+    MatMul(lw.gate_inp, xn_, &gate_);
+    const MoeRouting routing = RouteTokens(gate_, h_.n_expert, h_.n_expert_used,
+                                           backend_.options().ggml_build);
+    up_.resize(xn_.size());
+    RunExperts(lw.experts, routing, xn_.data(), n_, h_.n_embd, backend_,
+               up_.data());
+    std::swap(xn_, up_);
+  }
+
   void FeedForwardBlock(uint32_t layer) {
     const LayerWeights& lw = w_.layers[layer];
     Norm(x_, lw.ffn_norm, &xn_);
+    if (!lw.experts.empty()) {
+      MixtureOfExperts(lw);
+      AddInPlace(x_, xn_);
+      return;
+    }
     MatMul(lw.w_gate, xn_, &gate_);
     MatMul(lw.w_up, xn_, &up_);
     // Per token: ggml's vector blocks restart at each row.
@@ -434,8 +452,8 @@ class ForwardPass {
   std::vector<float> k_;     // [n_, n_head_kv * head_dim_k]
   std::vector<float> v_;     // [n_, n_head_kv * head_dim_v]
   std::vector<float> att_;   // [n_, n_head * head_dim_v]
-  std::vector<float> gate_;  // [n_, n_ff]
-  std::vector<float> up_;    // [n_, n_ff]
+  std::vector<float> gate_;  // [n_, n_ff] (MoE: [n_, n_expert] router)
+  std::vector<float> up_;    // [n_, n_ff] (MoE: [n_, n_embd] output)
 };
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <sstream>
 #include <vector>
 
+#include "model/arch_spec.h"
+
 namespace kvault {
 namespace {
 
@@ -127,7 +129,25 @@ Status ReadSizes(const GgufFile& file, LlamaHparams* h) {
     KV_RETURN_IF_ERROR(ReadU32OrArray(file, Key(*h, "attention.head_count_kv"),
                                       h->n_layer, kMaxHeads, &h->n_head_kv));
   }
+  // llama.cpp: both optional, 0 (a dense FFN) by default.
+  KV_RETURN_IF_ERROR(ReadOptionalU32(file, Key(*h, "expert_count"), kMaxExperts,
+                                     &h->n_expert));
+  KV_RETURN_IF_ERROR(ReadOptionalU32(file, Key(*h, "expert_used_count"),
+                                     kMaxExperts, &h->n_expert_used));
   return Status::Ok();
+}
+
+// One expert's FFN width: feed_forward_length, or for the architectures
+// with ArchSpec::expert_ff_length their key, which defaults (llama.cpp's
+// qwen3moe) to feed_forward_length / expert_used_count.
+Status ReadExpertWidth(const GgufFile& file, LlamaHparams* h) {
+  if (h->n_expert == 0) return Status::Ok();
+  h->n_ff_exp = h->n_ff;
+  const StatusOr<ArchSpec> arch = FindArchSpec(h->architecture);
+  if (!arch.ok() || !arch->expert_ff_length) return Status::Ok();
+  h->n_ff_exp = h->n_expert_used == 0 ? 0 : h->n_ff / h->n_expert_used;
+  return ReadOptionalU32(file, Key(*h, "expert_feed_forward_length"),
+                         kMaxFeedForward, &h->n_ff_exp);
 }
 
 Status ReadHeadDims(const GgufFile& file, LlamaHparams* h) {
@@ -192,6 +212,7 @@ Status ReadHparamsUnchecked(const GgufFile& file, LlamaHparams* h) {
   KV_RETURN_IF_ERROR(ReadSizes(file, h));
   KV_RETURN_IF_ERROR(ReadHeadDims(file, h));
   KV_RETURN_IF_ERROR(ReadRopeAndNorm(file, h));
+  KV_RETURN_IF_ERROR(ReadExpertWidth(file, h));
   return ReadVocabSize(file, h);
 }
 
@@ -227,6 +248,10 @@ std::string LlamaHparams::ToString() const {
      << " rope_scaling=" << RopeScalingTypeName(rope_scaling_type);
   if (rope_scaling_factor != 0.0f) os << " x" << rope_scaling_factor;
   os << " rope_orig_ctx=" << rope_scaling_orig_ctx;
+  if (n_expert > 0) {
+    os << " n_expert=" << n_expert << " n_expert_used=" << n_expert_used
+       << " n_ff_exp=" << n_ff_exp;
+  }
   return os.str();
 }
 
@@ -237,6 +262,32 @@ Status PositiveFinite(const char* name, float v) {
   return InvalidArgumentError(std::string("model hyperparameter ") + name +
                               " = " + std::to_string(v) +
                               " must be positive and finite");
+}
+
+// llama.cpp's asserts on the expert counts, as errors.
+Status ValidateExperts(const LlamaHparams& h) {
+  const std::string counts = "expert_count " + std::to_string(h.n_expert) +
+                             ", expert_used_count " +
+                             std::to_string(h.n_expert_used);
+  if (h.n_expert > kMaxExperts) {
+    return InvalidArgumentError("model hyperparameter " + counts +
+                                ": expert_count is over the limit " +
+                                std::to_string(kMaxExperts));
+  }
+  if (h.n_expert_used > h.n_expert) {
+    return InvalidArgumentError("model hyperparameter " + counts +
+                                ": more experts used than there are");
+  }
+  if (h.n_expert > 0 && h.n_expert_used == 0) {
+    return InvalidArgumentError("model hyperparameter " + counts +
+                                ": a mixture of experts must use one");
+  }
+  if (h.n_expert > 0 && (h.n_ff_exp == 0 || h.n_ff_exp > kMaxFeedForward)) {
+    return InvalidArgumentError("model hyperparameter expert FFN width " +
+                                std::to_string(h.n_ff_exp) + " is not in 1.." +
+                                std::to_string(kMaxFeedForward));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -275,6 +326,7 @@ Status ValidateLlamaHparams(const LlamaHparams& h) {
         "model hyperparameter n_rot " + std::to_string(h.n_rot) +
         " must be even and in 2.." + std::to_string(h.n_embd_head_k));
   }
+  KV_RETURN_IF_ERROR(ValidateExperts(h));
   KV_RETURN_IF_ERROR(PositiveFinite("rms_norm_eps", h.rms_norm_eps));
   KV_RETURN_IF_ERROR(PositiveFinite("rope_freq_base", h.rope_freq_base));
   if (!std::isfinite(h.rope_scaling_factor) || h.rope_scaling_factor < 0.0f) {

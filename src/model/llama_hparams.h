@@ -22,6 +22,7 @@ inline constexpr uint32_t kMaxHeads = 1024;
 inline constexpr uint32_t kMaxFeedForward = 1u << 20;
 inline constexpr uint32_t kMaxContext = 1u << 24;
 inline constexpr uint32_t kMaxVocab = 1u << 22;
+inline constexpr uint32_t kMaxExperts = 512;  // llama.cpp's LLAMA_MAX_EXPERTS
 
 enum class RopeScalingType { kNone, kLinear, kYarn, kLongrope };
 
@@ -51,6 +52,11 @@ struct LlamaHparams {
   uint32_t swa_pattern = 0;    // attention.sliding_window_pattern
   float attn_softcap = 0.0f;   // attn_logit_softcapping
   float final_softcap = 0.0f;  // final_logit_softcapping
+  // A mixture-of-experts FFN (ArchSpec::moe): expert_count, expert_used_count
+  // and one expert's FFN width (ReadArchHparams); all 0 for a dense FFN.
+  uint32_t n_expert = 0;       // expert_count
+  uint32_t n_expert_used = 0;  // expert_used_count
+  uint32_t n_ff_exp = 0;       // expert_feed_forward_length or n_ff
 
   // Returns 1 / rope_scaling_factor, or 1 when no factor was given (the
   // frequency scale llama.cpp derives).
@@ -74,7 +80,8 @@ StatusOr<LlamaHparams> ReadLlamaHparams(const GgufFile& file);
 
 // Checks the invariants ReadLlamaHparams guarantees (non-zero sizes within
 // the limits, n_embd_head * n_head consistency, n_head % n_head_kv == 0,
-// n_rot even and <= n_embd_head_k, eps and freq_base positive and finite).
+// n_rot even and <= n_embd_head_k, eps and freq_base positive and finite,
+// 0 < n_expert_used <= n_expert <= kMaxExperts or both 0).
 Status ValidateLlamaHparams(const LlamaHparams& hparams);
 
 }  // namespace kvault

@@ -23,26 +23,50 @@ Status CheckRopeScaling(const LlamaHparams& h) {
       " is not supported (none and linear are)");
 }
 
-// A mixture-of-experts file of a dense architecture's name (Mixtral is
-// "llama" with <arch>.expert_count) has no ffn_gate/up/down tensors;
-// refuse it by what it is rather than by the first missing tensor.
-Status CheckDenseFfn(const GgufFile& file, const LlamaHparams& h) {
-  const std::string key = h.architecture + ".expert_count";
-  if (!file.Has(key)) return Status::Ok();
-  KV_ASSIGN_OR_RETURN(uint64_t experts, file.GetUint(key));
-  if (experts == 0) return Status::Ok();
-  return UnimplementedError("architecture '" + h.architecture +
-                            "' with a mixture-of-experts FFN (" + key + " = " +
-                            std::to_string(experts) +
-                            ") is not supported (kvault runs dense FFNs only)");
-}
-
 // Reads a float key into *out when present.
 Status ReadOptionalFloat(const GgufFile& file, const std::string& key,
                          float* out) {
   if (!file.Has(key)) return Status::Ok();
   KV_ASSIGN_OR_RETURN(double v, file.GetFloat(key));
   *out = static_cast<float>(v);
+  return Status::Ok();
+}
+
+// Whether the FFN's form (dense, or a mixture of experts by expert_count)
+// is one the architecture has (ArchSpec::moe), and the expert options
+// llama.cpp would apply that kvault does not: a shared expert (Granite
+// MoE) and a scale of the expert weights.
+Status CheckExperts(const GgufFile& file, const ArchSpec& arch,
+                    const LlamaHparams& h) {
+  const std::string key = h.architecture + ".expert_count";
+  if (h.n_expert > 0 && arch.moe == MoeSupport::kNone) {
+    return UnimplementedError("architecture '" + h.architecture +
+                              "' with a mixture-of-experts FFN (" + key +
+                              " = " + std::to_string(h.n_expert) +
+                              ") is not supported (it runs dense FFNs only)");
+  }
+  if (h.n_expert == 0 && arch.moe == MoeSupport::kRequired) {
+    return InvalidArgumentError("architecture '" + h.architecture + "' needs " +
+                                key + " > 0, got 0");
+  }
+  if (h.n_expert == 0) return Status::Ok();
+  const std::string shared =
+      h.architecture + ".expert_shared_feed_forward_length";
+  if (file.Has(shared)) {
+    KV_ASSIGN_OR_RETURN(uint64_t width, file.GetUint(shared));
+    if (width > 0) {
+      return UnimplementedError("a shared expert (" + shared + " = " +
+                                std::to_string(width) + ") is not supported");
+    }
+  }
+  float scale = 0.0f;
+  KV_RETURN_IF_ERROR(ReadOptionalFloat(
+      file, h.architecture + ".expert_weights_scale", &scale));
+  if (scale != 0.0f && scale != 1.0f) {
+    return UnimplementedError(
+        h.architecture + ".expert_weights_scale = " + std::to_string(scale) +
+        " is not supported (0 or 1 are)");
+  }
   return Status::Ok();
 }
 
@@ -128,9 +152,15 @@ namespace {
 Status LayOutForKernels(GgufFile& file, kernels::Isa isa, LlamaWeights* w) {
   std::vector<kernels::MatrixView*> views;
   for (LayerWeights& l : w->layers) {
-    for (kernels::MatrixView* m :
-         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
-      if (kernels::PrefersGroups16(*m, isa)) views.push_back(m);
+    std::vector<kernels::MatrixView*> matrices = {
+        &l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.gate_inp};
+    for (ExpertWeights& e : l.experts) {
+      matrices.insert(matrices.end(), {&e.gate, &e.up, &e.down});
+    }
+    for (kernels::MatrixView* m : matrices) {
+      if (m->data != nullptr && kernels::PrefersGroups16(*m, isa)) {
+        views.push_back(m);
+      }
     }
   }
   if (!w->output_tied && kernels::PrefersGroups16(w->output, isa)) {
@@ -159,7 +189,7 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::FromGguf(
   KV_ASSIGN_OR_RETURN(model->hparams_, ReadLlamaHparams(*file));
   KV_ASSIGN_OR_RETURN(model->arch_, FindArchSpec(model->hparams_.architecture));
   KV_RETURN_IF_ERROR(CheckRopeScaling(model->hparams_));
-  KV_RETURN_IF_ERROR(CheckDenseFfn(*file, model->hparams_));
+  KV_RETURN_IF_ERROR(CheckExperts(*file, model->arch_, model->hparams_));
   KV_RETURN_IF_ERROR(ReadArchHparams(*file, model->arch_, &model->hparams_));
   KV_ASSIGN_OR_RETURN(model->weights_,
                       LoadLlamaWeights(*file, model->hparams_, model->arch_));

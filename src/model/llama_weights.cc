@@ -113,6 +113,58 @@ Status LoadGateUp(const GgufFile& file, const LlamaHparams& h,
   return Status::Ok();
 }
 
+// The `n_expert` matrices of 3-D tensor `name` [cols, rows, n_expert],
+// each multiplied as a matrix of its own.
+StatusOr<std::vector<kernels::MatrixView>> LoadExpertMatrices(
+    const GgufFile& file, const std::string& name, uint64_t cols, uint64_t rows,
+    uint64_t n_expert) {
+  KV_ASSIGN_OR_RETURN(const GgufTensorInfo* info,
+                      FindShaped(file, name, {cols, rows, n_expert}));
+  KV_RETURN_IF_ERROR(CheckMatrixTypeSupported(info->type, name));
+  kernels::MatrixView view;
+  view.type = info->type;
+  view.rows = static_cast<int64_t>(rows);
+  view.cols = static_cast<int64_t>(cols);
+  view.row_bytes = info->size_bytes / (rows * n_expert);
+  std::vector<kernels::MatrixView> experts;
+  for (uint64_t e = 0; e < n_expert; ++e) {
+    view.data = file.TensorData(*info).data() + e * rows * view.row_bytes;
+    experts.push_back(view);
+  }
+  return experts;
+}
+
+// The router and the experts of a mixture-of-experts FFN (llama.cpp's
+// ffn_gate_inp and ffn_{gate,up,down}_exps).
+Status LoadExperts(const GgufFile& file, const LlamaHparams& h,
+                   const std::string& p, LayerWeights* w) {
+  KV_ASSIGN_OR_RETURN(w->gate_inp, LoadMatrix(file, p + "ffn_gate_inp.weight",
+                                              h.n_embd, h.n_expert));
+  KV_ASSIGN_OR_RETURN(std::vector<kernels::MatrixView> gate,
+                      LoadExpertMatrices(file, p + "ffn_gate_exps.weight",
+                                         h.n_embd, h.n_ff_exp, h.n_expert));
+  KV_ASSIGN_OR_RETURN(std::vector<kernels::MatrixView> up,
+                      LoadExpertMatrices(file, p + "ffn_up_exps.weight",
+                                         h.n_embd, h.n_ff_exp, h.n_expert));
+  KV_ASSIGN_OR_RETURN(std::vector<kernels::MatrixView> down,
+                      LoadExpertMatrices(file, p + "ffn_down_exps.weight",
+                                         h.n_ff_exp, h.n_embd, h.n_expert));
+  for (uint32_t e = 0; e < h.n_expert; ++e) {
+    w->experts.push_back({gate[e], up[e], down[e]});
+  }
+  return Status::Ok();
+}
+
+// The FFN's matrices: a mixture of experts, or one SwiGLU FFN.
+Status LoadFfn(const GgufFile& file, const LlamaHparams& h,
+               const ArchSpec& arch, const std::string& p, LayerWeights* w) {
+  if (h.n_expert > 0) return LoadExperts(file, h, p, w);
+  KV_RETURN_IF_ERROR(LoadGateUp(file, h, arch, p, w));
+  KV_ASSIGN_OR_RETURN(
+      w->w_down, LoadMatrix(file, p + "ffn_down.weight", h.n_ff, h.n_embd));
+  return Status::Ok();
+}
+
 StatusOr<LayerWeights> LoadLayer(const GgufFile& file, const LlamaHparams& h,
                                  const ArchSpec& arch, uint32_t layer) {
   const std::string p = "blk." + std::to_string(layer) + ".";
@@ -146,9 +198,7 @@ StatusOr<LayerWeights> LoadLayer(const GgufFile& file, const LlamaHparams& h,
     KV_ASSIGN_OR_RETURN(w.post_ffn_norm,
                         LoadVector(file, p + "post_ffw_norm.weight", h.n_embd));
   }
-  KV_RETURN_IF_ERROR(LoadGateUp(file, h, arch, p, &w));
-  KV_ASSIGN_OR_RETURN(
-      w.w_down, LoadMatrix(file, p + "ffn_down.weight", h.n_ff, h.n_embd));
+  KV_RETURN_IF_ERROR(LoadFfn(file, h, arch, p, &w));
   return w;
 }
 

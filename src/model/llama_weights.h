@@ -16,6 +16,15 @@
 
 namespace kvault {
 
+// One expert of a mixture-of-experts FFN: a SwiGLU FFN of width
+// LlamaHparams::n_ff_exp, its matrices slices of the layer's 3-D
+// ffn_{gate,up,down}_exps tensors.
+struct ExpertWeights {
+  kernels::MatrixView gate;  // [n_ff_exp, n_embd]
+  kernels::MatrixView up;    // [n_ff_exp, n_embd]
+  kernels::MatrixView down;  // [n_embd, n_ff_exp]
+};
+
 struct LayerWeights {
   std::vector<float> attn_norm;       // [n_embd]
   kernels::MatrixView wq;             // [n_head * head_dim_k rows, n_embd cols]
@@ -30,6 +39,10 @@ struct LayerWeights {
   kernels::MatrixView w_gate;         // [n_ff, n_embd]
   kernels::MatrixView w_up;           // [n_ff, n_embd]
   kernels::MatrixView w_down;         // [n_embd, n_ff]
+  // A mixture-of-experts FFN (LlamaHparams::n_expert > 0) instead of
+  // w_gate, w_up and w_down (then empty views).
+  kernels::MatrixView gate_inp;        // [n_expert, n_embd] router
+  std::vector<ExpertWeights> experts;  // [n_expert]
 };
 
 struct LlamaWeights {

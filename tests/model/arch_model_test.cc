@@ -1,6 +1,6 @@
 // Loading the per-architecture features of ArchSpec on small edited
 // models: Llama 3.1's rope_freqs, phi3's fused tensors, and the precise
-// refusals (a mixture-of-experts file under a dense name, LongRoPE
+// refusals (a mixture-of-experts file under a dense-only name, LongRoPE
 // factors, frequency factors where the architecture has none). The
 // numerics are checked against llama.cpp by arch_golden_test.
 #include <gtest/gtest.h>
@@ -100,11 +100,15 @@ TEST(ArchModelTest, LongRopeFactorsAreRefused) {
 }
 
 TEST(ArchModelTest, MixtureOfExpertsUnderADenseNameIsRefused) {
-  auto model = EditedModel([](auto* metadata, auto*, auto*) {
-    metadata->push_back({"llama.expert_count", GgufValue::Uint32(8)});
-  });
+  // qwen3 is dense in llama.cpp (its MoE form is qwen3moe).
+  auto model = EditedModel(Both(
+      [](auto* metadata, auto*, auto*) {
+        metadata->push_back({"llama.expert_count", GgufValue::Uint32(8)});
+        metadata->push_back({"llama.expert_used_count", GgufValue::Uint32(2)});
+      },
+      Rename("qwen3")));
   ExpectError(model, StatusCode::kUnimplemented,
-              "'llama' with a mixture-of-experts FFN (llama.expert_count = 8)");
+              "'qwen3' with a mixture-of-experts FFN (qwen3.expert_count = 8)");
 }
 
 // Turns the generated model into phi3: Q, K, V concatenated into
