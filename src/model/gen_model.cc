@@ -72,6 +72,24 @@ struct TensorPlan {
   bool is_norm;
 };
 
+// One layer's FFN matrices: dense, or the router and the 3-D expert
+// tensors [ne0, ne1, n_expert] of a mixture of experts.
+void PlanFfn(const GenModelOptions& o, const std::string& p,
+             std::vector<TensorPlan>* plan) {
+  const uint64_t e = o.n_embd;
+  if (o.n_expert == 0) {
+    plan->push_back({p + "ffn_gate.weight", o.type, {e, o.n_ff}, false});
+    plan->push_back({p + "ffn_down.weight", o.type, {o.n_ff, e}, false});
+    plan->push_back({p + "ffn_up.weight", o.type, {e, o.n_ff}, false});
+    return;
+  }
+  const uint64_t x = o.n_expert;
+  plan->push_back({p + "ffn_gate_inp.weight", GgmlType::kF32, {e, x}, false});
+  plan->push_back({p + "ffn_gate_exps.weight", o.type, {e, o.n_ff, x}, false});
+  plan->push_back({p + "ffn_down_exps.weight", o.type, {o.n_ff, e, x}, false});
+  plan->push_back({p + "ffn_up_exps.weight", o.type, {e, o.n_ff, x}, false});
+}
+
 // The llama.cpp llama-architecture tensor set, in convert_hf_to_gguf order.
 std::vector<TensorPlan> PlanTensors(const GenModelOptions& o, uint32_t n_kv,
                                     uint32_t n_vocab) {
@@ -87,9 +105,7 @@ std::vector<TensorPlan> PlanTensors(const GenModelOptions& o, uint32_t n_kv,
     plan.push_back({p + "attn_v.weight", o.type, {e, kv}, false});
     plan.push_back({p + "attn_output.weight", o.type, {e, e}, false});
     plan.push_back({p + "ffn_norm.weight", GgmlType::kF32, {e}, true});
-    plan.push_back({p + "ffn_gate.weight", o.type, {e, o.n_ff}, false});
-    plan.push_back({p + "ffn_down.weight", o.type, {o.n_ff, e}, false});
-    plan.push_back({p + "ffn_up.weight", o.type, {e, o.n_ff}, false});
+    PlanFfn(o, p, &plan);
   }
   plan.push_back({"output_norm.weight", GgmlType::kF32, {e}, true});
   plan.push_back({"output.weight", o.type, {e, n_vocab}, false});
@@ -108,8 +124,8 @@ Status ApplyMix(QuantFileType mix, const GenModelOptions& o, uint32_t n_kv,
   options.ftype = mix;
   KV_ASSIGN_OR_RETURN(
       std::vector<PlannedType> types,
-      PlanQuantization(tensors, {"llama", o.n_layer, o.n_head, n_kv, 0},
-                       options));
+      PlanQuantization(
+          tensors, {"llama", o.n_layer, o.n_head, n_kv, o.n_expert}, options));
   for (size_t i = 0; i < plan->size(); ++i) (*plan)[i].type = types[i].type;
   return Status::Ok();
 }
@@ -147,6 +163,9 @@ Status ValidateOptions(const GenModelOptions& o, uint32_t n_kv) {
   h.n_vocab = 1;  // checked once the vocab is known
   h.rope_freq_base = o.rope_freq_base;
   h.rms_norm_eps = o.rms_norm_eps;
+  h.n_expert = o.n_expert;
+  h.n_expert_used = o.n_expert_used;
+  h.n_ff_exp = o.n_expert > 0 ? o.n_ff : 0;
   return ValidateLlamaHparams(h).WithContext("gen-model");
 }
 
@@ -238,6 +257,12 @@ Status AddModelMetadata(const GenModelOptions& o, uint32_t n_kv,
   };
   for (const auto& [key, value] : ints) {
     KV_RETURN_IF_ERROR(w->AddMetadata(key, GgufValue::Uint32(value)));
+  }
+  if (o.n_expert > 0) {
+    KV_RETURN_IF_ERROR(
+        w->AddMetadata("llama.expert_count", GgufValue::Uint32(o.n_expert)));
+    KV_RETURN_IF_ERROR(w->AddMetadata("llama.expert_used_count",
+                                      GgufValue::Uint32(o.n_expert_used)));
   }
   KV_RETURN_IF_ERROR(w->AddMetadata("llama.rope.freq_base",
                                     GgufValue::Float32(o.rope_freq_base)));

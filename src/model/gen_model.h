@@ -44,6 +44,12 @@ struct GenModelOptions {
   // some attn_v / ffn_down), with its fallbacks for rows that are not a
   // multiple of 256; the values are those of the f32 model, quantized.
   std::optional<QuantFileType> mix;
+  // > 0: a Mixtral-style mixture-of-experts FFN (llama.expert_count):
+  // n_expert experts of width n_ff in ffn_{gate,up,down}_exps, each token
+  // routed to n_expert_used of them by ffn_gate_inp, which stays f32 (as
+  // llama-quantize leaves it). 0: the dense FFN.
+  uint32_t n_expert = 0;
+  uint32_t n_expert_used = 0;
   // kGenModelByteVocab: a generated 259-token SentencePiece-style byte
   // vocab; otherwise the path of a GGUF whose tokenizer.* keys are copied.
   std::string vocab = kGenModelByteVocab;
@@ -59,9 +65,10 @@ struct GenModelResult {
 
 // Writes the model to `out` (neither synced nor closed). InvalidArgument
 // for bad options (zero sizes, n_embd % n_head, n_head % n_head_kv, an odd
-// head dim, a type kvault cannot write, n_embd / n_ff not multiples of the
-// type's block size, or a mix whose type for some tensor has no fallback
-// for its rows); errors of opening or reading the vocab GGUF.
+// head dim, expert counts llama.cpp refuses, a type kvault cannot write, n_embd
+// / n_ff not multiples of the type's block size, or a mix whose type for some
+// tensor has no fallback for its rows); errors of opening or reading the vocab
+// GGUF.
 StatusOr<GenModelResult> GenerateLlamaModel(const GenModelOptions& options,
                                             WritableFile* out);
 

@@ -19,9 +19,14 @@
 namespace kvault {
 
 // Returns a generated model (n_embd 64, 2 layers, 4 heads / 2 KV heads of
-// 16, n_ff 96) with weights of `type`.
-inline std::shared_ptr<std::string> GenImage(GgmlType type) {
+// 16, n_ff 96) with weights of `type`; with n_expert > 0 a mixture of
+// n_expert experts of which n_expert_used run per token.
+inline std::shared_ptr<std::string> GenImage(GgmlType type,
+                                             uint32_t n_expert = 0,
+                                             uint32_t n_expert_used = 0) {
   GenModelOptions options;
+  options.n_expert = n_expert;
+  options.n_expert_used = n_expert_used;
   options.n_embd = 64;
   options.n_layer = 2;
   options.n_head = 4;
@@ -41,14 +46,17 @@ inline StatusOr<std::unique_ptr<LlamaModel>> FromImage(
   return LlamaModel::FromGguf(std::move(file));
 }
 
-// Rebuilds a generated F32 model after `edit` changed its tensor list (infos
-// and bytes, same order) or metadata.
+// A change to a model's metadata or tensor list (infos and bytes, same
+// order).
 using Edit = std::function<void(std::vector<GgufMetadataEntry>*,
                                 std::vector<GgufTensorInfo>*,
                                 std::vector<std::string>*)>;
-inline StatusOr<std::unique_ptr<LlamaModel>> EditedModel(const Edit& edit) {
-  KV_ASSIGN_OR_RETURN(auto file,
-                      GgufFile::FromBuffer(GenImage(GgmlType::kF32)));
+
+// Rebuilds the model of GGUF image `image` after `edit`, validated as Load
+// does.
+inline StatusOr<std::unique_ptr<LlamaModel>> EditedImage(
+    std::shared_ptr<const std::string> image, const Edit& edit) {
+  KV_ASSIGN_OR_RETURN(auto file, GgufFile::FromBuffer(std::move(image)));
   std::vector<GgufMetadataEntry> metadata = file->metadata();
   std::vector<GgufTensorInfo> tensors = file->tensors();
   std::vector<std::string> data;
@@ -58,9 +66,14 @@ inline StatusOr<std::unique_ptr<LlamaModel>> EditedModel(const Edit& edit) {
                       bytes.size());
   }
   edit(&metadata, &tensors, &data);
-  KV_ASSIGN_OR_RETURN(std::string image,
+  KV_ASSIGN_OR_RETURN(std::string edited,
                       BuildGgufImage(metadata, tensors, data));
-  return FromImage(std::make_shared<std::string>(std::move(image)));
+  return FromImage(std::make_shared<std::string>(std::move(edited)));
+}
+
+// Rebuilds a generated F32 model after `edit`.
+inline StatusOr<std::unique_ptr<LlamaModel>> EditedModel(const Edit& edit) {
+  return EditedImage(GenImage(GgmlType::kF32), edit);
 }
 
 // Returns the index of tensor `name` (a test failure when absent).
