@@ -135,7 +135,23 @@ struct PlanState {
   int n_layer = 0;
   int i_attention_wv = 0;
   int i_ffn_down = 0;
+  // expert_count: llama-quantize gives the attention of 8-expert models
+  // (Mixtral's count) more bits.
+  uint32_t n_expert = 0;
 };
+
+// The layer of an ffn_down tensor: with experts, llama-quantize reads it
+// from the name ("blk.N."), as a layer may hold several; else its count
+// of the ffn_down tensors so far.
+int FfnDownLayer(const PlanState& s, std::string_view name) {
+  if (s.n_expert <= 1 || !name.starts_with("blk.")) return s.i_ffn_down;
+  int layer = 0;
+  size_t i = 4;
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) {
+    layer = layer * 10 + (name[i] - '0');
+  }
+  return i == 4 ? s.i_ffn_down : layer;
+}
 
 GgmlType AttnVType(PlanState& s, GgmlType t) {
   using F = QuantFileType;
@@ -157,14 +173,16 @@ GgmlType AttnVType(PlanState& s, GgmlType t) {
   if (s.is_70b && (t == GgmlType::kQ3_K || t == GgmlType::kQ4_K)) {
     t = GgmlType::kQ5_K;
   }
+  if (s.n_expert == 8) t = GgmlType::kQ8_0;
   ++s.i_attention_wv;
   return t;
 }
 
-GgmlType FfnDownType(PlanState& s, GgmlType t) {
+GgmlType FfnDownType(PlanState& s, std::string_view name, GgmlType t) {
   using F = QuantFileType;
   const F f = s.ftype;
-  const int i = s.i_ffn_down++;
+  const int i = FfnDownLayer(s, name);
+  ++s.i_ffn_down;
   const int n = s.n_layer;
   if (f == F::kQ2_K) return GgmlType::kQ3_K;
   if (f == F::kQ3_K_M) return i < n / 16 ? GgmlType::kQ5_K : GgmlType::kQ4_K;
@@ -179,6 +197,20 @@ GgmlType FfnDownType(PlanState& s, GgmlType t) {
 }
 
 GgmlType AttnOutputType(const PlanState& s, GgmlType t) {
+  if (s.n_expert == 8) {
+    switch (s.ftype) {
+      case QuantFileType::kQ2_K:
+      case QuantFileType::kQ3_K_S:
+      case QuantFileType::kQ3_K_M:
+      case QuantFileType::kQ4_K_S:
+      case QuantFileType::kQ4_K_M:
+      case QuantFileType::kIQ4_NL:
+      case QuantFileType::kIQ4_XS:
+        return GgmlType::kQ5_K;
+      default:
+        return t;
+    }
+  }
   switch (s.ftype) {
     case QuantFileType::kQ2_K:
       return GgmlType::kQ3_K;
@@ -191,7 +223,7 @@ GgmlType AttnOutputType(const PlanState& s, GgmlType t) {
   }
 }
 
-// llama_tensor_get_type_impl for the mixes above (no imatrix, no experts).
+// llama_tensor_get_type_impl for the mixes above (no imatrix).
 GgmlType MixType(PlanState& s, const PlanTensor& t, Category c, GgmlType type,
                  const QuantizePlanOptions& o) {
   if (c == Category::kOutput ||
@@ -204,7 +236,9 @@ GgmlType MixType(PlanState& s, const PlanTensor& t, Category c, GgmlType type,
     case Category::kAttnV:
       return AttnVType(s, type);
     case Category::kFfnDown:
-      return FfnDownType(s, type);
+      return FfnDownType(s, t.name, type);
+    case Category::kAttnK:
+      return s.n_expert == 8 ? GgmlType::kQ8_0 : type;
     case Category::kAttnOutput:
       return AttnOutputType(s, type);
     default:
@@ -309,13 +343,10 @@ StatusOr<std::vector<PlannedType>> PlanQuantization(
     return InvalidArgumentError(
         "quantize: architecture falcon is not supported");
   }
-  if (model.n_expert > 1) {
-    return InvalidArgumentError(
-        "quantize: mixture-of-experts models are not supported");
-  }
   PlanState s;
   s.ftype = options.ftype;
   s.n_layer = static_cast<int>(model.n_layer);
+  s.n_expert = model.n_expert;
   s.n_gqa = model.n_head_kv == 0 ? 0 : model.n_head / model.n_head_kv;
   s.is_70b = model.architecture == "llama" && model.n_layer == 80 &&
              model.n_head != model.n_head_kv;

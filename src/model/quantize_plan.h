@@ -84,7 +84,7 @@ struct QuantizeModelShape {
   uint32_t n_layer = 0;
   uint32_t n_head = 0;
   uint32_t n_head_kv = 0;
-  uint32_t n_expert = 0;  // llama.expert_count; > 1 is not supported
+  uint32_t n_expert = 0;  // <arch>.expert_count
 };
 
 // One tensor to plan: name, shape (ne0 first) and current type.
@@ -107,7 +107,7 @@ struct PlannedType {
 std::vector<size_t> LlamaQuantizeOrder(const std::vector<PlanTensor>& tensors);
 
 // Returns each tensor's type (same order as `tensors`). InvalidArgument for
-// a model the rules do not cover (falcon, mixture of experts) and for a
+// a model the rules do not cover (falcon) and for a
 // tensor whose rows fit neither its type nor a fallback (naming it).
 StatusOr<std::vector<PlannedType>> PlanQuantization(
     const std::vector<PlanTensor>& tensors, const QuantizeModelShape& model,

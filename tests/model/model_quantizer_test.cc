@@ -56,6 +56,24 @@ TEST(ModelQuantizerTest, ReproducesSharedFilesByteForByte) {
   }
 }
 
+// ../shared/models/arch's q8_0 mixture-of-experts files are llama-quantize's
+// output for their f32 files (3-D expert tensors, f32 router): kvault
+// writes them byte for byte.
+TEST(ModelQuantizerTest, ReproducesSharedMixtureOfExpertsFiles) {
+  const std::string dir =
+      std::string(KVAULT_SOURCE_DIR) + "/../shared/models/arch/";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "missing " << dir;
+  for (const char* model : {"mixtral", "qwen3moe"}) {
+    auto f32 = GgufFile::Open(dir + model + ".f32.gguf");
+    ASSERT_TRUE(f32.ok()) << f32.status();
+    StatusOr<std::string> got = Quantize(**f32, "q8_0");
+    ASSERT_TRUE(got.ok()) << got.status();
+    const std::string want = ReadAll(dir + model + ".q8_0.gguf");
+    EXPECT_EQ(got->size(), want.size()) << model;
+    EXPECT_TRUE(*got == want) << model << " differs from the shared file";
+  }
+}
+
 std::shared_ptr<const std::string> SmallModel(GgmlType type, uint32_t e) {
   GenModelOptions o;
   o.n_embd = e;

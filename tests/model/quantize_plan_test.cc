@@ -175,10 +175,96 @@ TEST(QuantizePlanTest, FloatMixesAndNoFallbackError) {
               HasSubstr("tensor output.weight has rows of 48 values"));
 }
 
-TEST(QuantizePlanTest, RefusesFalconAndExperts) {
+TEST(QuantizePlanTest, RefusesFalcon) {
   const auto t = LlamaTensors(256, 256, 512, 300, 1);
   EXPECT_FALSE(PlanQuantization(t, {"falcon", 1, 4, 4, 0}, Mix("Q4_0")).ok());
-  EXPECT_FALSE(PlanQuantization(t, {"llama", 1, 4, 4, 8}, Mix("Q4_0")).ok());
+}
+
+// Type counts llama-quantize (b10573) chose for ../shared/models/arch's
+// mixtral.f32 (4 experts: the dense rules) and qwen3moe.f32 (8 experts:
+// attn_k and attn_v q8_0, attn_output q5_K for the low mixes); n_ff 128
+// and 64 make the expert tensors fall back.
+TEST(QuantizePlanTest, MixtureOfExpertsFilesMatchLlamaQuantize) {
+  const std::string dir =
+      std::string(KVAULT_SOURCE_DIR) + "/../shared/models/arch/";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "missing " << dir;
+  using Counts = std::map<std::string, TypeCounts>;
+  const std::map<std::string, Counts> want = {
+      {"mixtral",
+       {{"Q2_K",
+         {{"f32", 7}, {"q2_K", 9}, {"q3_K", 4}, {"q4_0", 2}, {"q6_K", 1}}},
+        {"Q3_K_L",
+         {{"f32", 7}, {"q3_K", 9}, {"q5_1", 2}, {"q5_K", 4}, {"q6_K", 1}}},
+        {"Q4_K_M",
+         {{"f32", 7}, {"q4_K", 12}, {"q5_0", 1}, {"q6_K", 2}, {"q8_0", 1}}},
+        {"IQ4_XS", {{"f32", 7}, {"iq4_nl", 2}, {"iq4_xs", 13}, {"q6_K", 1}}},
+        {"Q8_0", {{"f32", 7}, {"q8_0", 16}}}}},
+      {"qwen3moe",
+       {{"Q2_K",
+         {{"f32", 11},
+          {"q2_K", 7},
+          {"q4_0", 2},
+          {"q5_K", 2},
+          {"q6_K", 1},
+          {"q8_0", 4}}},
+        {"Q3_K_L",
+         {{"f32", 11}, {"q3_K", 9}, {"q5_1", 2}, {"q6_K", 1}, {"q8_0", 4}}},
+        {"Q4_K_M",
+         {{"f32", 11},
+          {"q4_K", 7},
+          {"q5_0", 1},
+          {"q5_K", 2},
+          {"q6_K", 1},
+          {"q8_0", 5}}},
+        {"Q4_K_S",
+         {{"f32", 11},
+          {"q4_K", 7},
+          {"q5_0", 2},
+          {"q5_K", 2},
+          {"q6_K", 1},
+          {"q8_0", 4}}},
+        {"Q4_0", {{"f32", 11}, {"q4_0", 11}, {"q6_K", 1}, {"q8_0", 4}}},
+        {"Q6_K", {{"f32", 11}, {"q6_K", 10}, {"q8_0", 6}}}}},
+  };
+  for (const auto& [model, mixes] : want) {
+    auto f32 = GgufFile::Open(dir + model + ".f32.gguf");
+    ASSERT_TRUE(f32.ok()) << f32.status();
+    for (const auto& [mix, counts] : mixes) {
+      auto plan = PlanFileQuantization(**f32, Mix(mix.c_str()));
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      EXPECT_EQ(Count(*plan), counts) << model << " " << mix;
+    }
+  }
+}
+
+// Which tensors get which type, for Q4_K_M of an 8-expert model: the
+// ffn_down layer comes from the name.
+TEST(QuantizePlanTest, EightExpertsQ4_K_MTensorByTensor) {
+  std::vector<PlanTensor> t = {{"token_embd.weight", {256, 300}}};
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    t.push_back({p + "attn_k.weight", {256, 128}});
+    t.push_back({p + "attn_output.weight", {256, 256}});
+    t.push_back({p + "attn_v.weight", {256, 128}});
+    t.push_back({p + "ffn_down_exps.weight", {512, 256, 8}});
+    t.push_back({p + "ffn_gate_exps.weight", {256, 512, 8}});
+    t.push_back({p + "ffn_gate_inp.weight", {256, 8}});
+  }
+  t.push_back({"output.weight", {256, 300}});
+  const auto plan = Plan(t, {"llama", 2, 4, 2, 8}, Mix("Q4_K_M"));
+  const std::vector<GgmlType> want = {
+      GgmlType::kQ4_K,                   // token_embd
+      GgmlType::kQ8_0, GgmlType::kQ5_K,  // blk.0 attn_k, attn_output
+      GgmlType::kQ8_0, GgmlType::kQ4_K,  // attn_v, ffn_down_exps (layer 0)
+      GgmlType::kQ4_K, GgmlType::kF32,   // ffn_gate_exps, ffn_gate_inp
+      GgmlType::kQ8_0, GgmlType::kQ5_K,  // blk.1
+      GgmlType::kQ8_0, GgmlType::kQ6_K,  // ffn_down_exps: layer 1 of 2
+      GgmlType::kQ4_K, GgmlType::kF32,   //
+      GgmlType::kQ6_K};                  // output
+  ASSERT_EQ(plan.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(plan[i].type, want[i]) << t[i].name;
+  }
 }
 
 TEST(QuantizePlanTest, ParsesMixNames) {
