@@ -143,6 +143,18 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const std::string& path,
 
 namespace {
 
+// The bytes of `tensor` one decode step reads: none of a token embedding
+// that is not also the output matrix (one row), n_expert_used / n_expert
+// of an expert tensor (the experts one token runs), all of the rest.
+uint64_t DecodeBytes(const GgufTensorInfo& tensor, const LlamaHparams& h,
+                     bool tied) {
+  if (!tied && tensor.name == "token_embd.weight") return 0;
+  if (h.n_expert > 0 && tensor.name.ends_with("_exps.weight")) {
+    return tensor.size_bytes / h.n_expert * h.n_expert_used;
+  }
+  return tensor.size_bytes;
+}
+
 // Rewrites, in place, the matrices whose kernels (those of `isa`) prefer
 // another layout (kernels::PrefersGroups16) when the file's bytes are
 // private (a file read into memory; a mapped one stays as it is). Only
@@ -200,13 +212,11 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::FromGguf(
         " tokens but the model's vocabulary size is " +
         std::to_string(model->hparams_.n_vocab));
   }
-  const bool tied = model->weights_.output_tied;
   for (const GgufTensorInfo& tensor : file->tensors()) {
     model->weight_bytes_ += tensor.size_bytes;
     model->num_parameters_ += tensor.num_elements;
-    if (tied || tensor.name != "token_embd.weight") {
-      model->decode_bytes_ += tensor.size_bytes;
-    }
+    model->decode_bytes_ +=
+        DecodeBytes(tensor, model->hparams_, model->weights_.output_tied);
   }
   model->fingerprint_ = ComputeModelFingerprint(*file);
   KV_RETURN_IF_ERROR(LayOutForKernels(*file, isa, &model->weights_));

@@ -61,7 +61,8 @@ class LlamaModel {
   // Returns the bytes of all tensors.
   uint64_t weight_bytes() const { return weight_bytes_; }
   // Returns the bytes one decode step streams: every tensor but a token
-  // embedding that is not also the output matrix (a step reads one row).
+  // embedding that is not also the output matrix (a step reads one row),
+  // and of the expert tensors the n_expert_used experts a token runs.
   uint64_t decode_bytes() const { return decode_bytes_; }
   // Returns the number of weight elements.
   uint64_t num_parameters() const { return num_parameters_; }

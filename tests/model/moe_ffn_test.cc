@@ -77,6 +77,20 @@ TEST(MoeLoadTest, ExpertsAreSlicesOfTheThreeDimensionalTensors) {
   }
 }
 
+// A decode step reads the n_expert_used experts of each layer, not all.
+TEST(MoeLoadTest, DecodeBytesCountTheUsedExperts) {
+  auto model = FromImage(MoeImage());
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  uint64_t experts = 0, embedding = 0;
+  for (const GgufTensorInfo& t : (*model)->file().tensors()) {
+    if (t.name.ends_with("_exps.weight")) experts += t.size_bytes;
+    if (t.name == "token_embd.weight") embedding = t.size_bytes;
+  }
+  ASSERT_GT(experts, 0u);
+  EXPECT_EQ((*model)->decode_bytes(), (*model)->weight_bytes() - embedding -
+                                          experts + experts / kExperts * kUsed);
+}
+
 TEST(MoeLoadTest, ExpertCountsAreChecked) {
   ExpectError(EditedImage(MoeImage(),
                           [](auto* metadata, auto*, auto*) {
