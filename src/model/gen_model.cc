@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "core/checksum.h"
+#include "model/arch_spec.h"
+#include "model/gen_model_tensors.h"
 #include "model/gguf_file.h"
 #include "model/gguf_writer.h"
 #include "model/llama_hparams.h"
@@ -13,6 +15,11 @@
 
 namespace kvault {
 namespace {
+
+using gen_model_internal::Fill;
+using gen_model_internal::PlanTensors;
+using gen_model_internal::RopeFactor;
+using gen_model_internal::TensorPlan;
 
 uint64_t SplitMix64(uint64_t* state) {
   uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
@@ -65,37 +72,6 @@ class NormalStream {
   double spare_ = 0.0;
 };
 
-struct TensorPlan {
-  std::string name;
-  GgmlType type;
-  std::vector<uint64_t> shape;  // ggml order: ne0 = input dim
-  bool is_norm;
-};
-
-// The llama.cpp llama-architecture tensor set, in convert_hf_to_gguf order.
-std::vector<TensorPlan> PlanTensors(const GenModelOptions& o, uint32_t n_kv,
-                                    uint32_t n_vocab) {
-  const uint64_t e = o.n_embd;
-  const uint64_t kv = uint64_t{n_kv} * (o.n_embd / o.n_head);
-  std::vector<TensorPlan> plan;
-  plan.push_back({"token_embd.weight", o.type, {e, n_vocab}, false});
-  for (uint32_t l = 0; l < o.n_layer; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    plan.push_back({p + "attn_norm.weight", GgmlType::kF32, {e}, true});
-    plan.push_back({p + "attn_q.weight", o.type, {e, e}, false});
-    plan.push_back({p + "attn_k.weight", o.type, {e, kv}, false});
-    plan.push_back({p + "attn_v.weight", o.type, {e, kv}, false});
-    plan.push_back({p + "attn_output.weight", o.type, {e, e}, false});
-    plan.push_back({p + "ffn_norm.weight", GgmlType::kF32, {e}, true});
-    plan.push_back({p + "ffn_gate.weight", o.type, {e, o.n_ff}, false});
-    plan.push_back({p + "ffn_down.weight", o.type, {o.n_ff, e}, false});
-    plan.push_back({p + "ffn_up.weight", o.type, {e, o.n_ff}, false});
-  }
-  plan.push_back({"output_norm.weight", GgmlType::kF32, {e}, true});
-  plan.push_back({"output.weight", o.type, {e, n_vocab}, false});
-  return plan;
-}
-
 // Gives each matrix llama-quantize's type for `mix` (the tensors are f32
 // before quantization).
 Status ApplyMix(QuantFileType mix, const GenModelOptions& o, uint32_t n_kv,
@@ -108,13 +84,14 @@ Status ApplyMix(QuantFileType mix, const GenModelOptions& o, uint32_t n_kv,
   options.ftype = mix;
   KV_ASSIGN_OR_RETURN(
       std::vector<PlannedType> types,
-      PlanQuantization(tensors, {"llama", o.n_layer, o.n_head, n_kv, 0},
+      PlanQuantization(tensors, {o.arch, o.n_layer, o.n_head, n_kv, 0},
                        options));
   for (size_t i = 0; i < plan->size(); ++i) (*plan)[i].type = types[i].type;
   return Status::Ok();
 }
 
-Status ValidateOptions(const GenModelOptions& o, uint32_t n_kv) {
+Status ValidateOptions(const GenModelOptions& o, const ArchSpec& spec,
+                       uint32_t n_kv) {
   if (!QuantFileTypeForBaseType(o.type).ok()) {
     return InvalidArgumentError(
         "gen-model: --type must be f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, "
@@ -135,8 +112,14 @@ Status ValidateOptions(const GenModelOptions& o, uint32_t n_kv) {
         std::to_string(o.n_ff) + ") to be multiples of " +
         std::to_string(block));
   }
+  if (o.rope_freqs && !spec.rope_freq_factors) {
+    return InvalidArgumentError(
+        "gen-model: --rope-freqs is for --arch llama "
+        "(Llama 3.1 RoPE scaling), not " +
+        o.arch);
+  }
   LlamaHparams h;
-  h.architecture = "llama";
+  h.architecture = o.arch;
   h.n_embd = o.n_embd;
   h.n_layer = o.n_layer;
   h.n_head = o.n_head;
@@ -213,52 +196,86 @@ bool IsQuantizedModel(const GenModelOptions& o) {
                    o.type != GgmlType::kBF16);
 }
 
-Status AddModelMetadata(const GenModelOptions& o, uint32_t n_kv,
-                        uint32_t n_vocab, GgufWriter* w) {
+Status AddGeneralMetadata(const GenModelOptions& o, GgufWriter* w) {
   KV_RETURN_IF_ERROR(
-      w->AddMetadata("general.architecture", GgufValue::String("llama")));
+      w->AddMetadata("general.architecture", GgufValue::String(o.arch)));
   KV_RETURN_IF_ERROR(w->AddMetadata("general.name", GgufValue::String(o.name)));
   KV_RETURN_IF_ERROR(w->AddMetadata("general.alignment",
                                     GgufValue::Uint32(kGgufDefaultAlignment)));
   KV_RETURN_IF_ERROR(
       w->AddMetadata("general.file_type", GgufValue::Uint32(FileType(o))));
-  if (IsQuantizedModel(o)) {
-    KV_RETURN_IF_ERROR(
-        w->AddMetadata("general.quantization_version", GgufValue::Uint32(2)));
+  if (!IsQuantizedModel(o)) return Status::Ok();
+  return w->AddMetadata("general.quantization_version", GgufValue::Uint32(2));
+}
+
+// The keys of `spec`'s features: soft-capping (gemma2's defaults) and the
+// sliding window.
+Status AddFeatureMetadata(const GenModelOptions& o, const ArchSpec& spec,
+                          GgufWriter* w) {
+  const std::string a = o.arch + ".";
+  if (spec.softcap) {
+    KV_RETURN_IF_ERROR(w->AddMetadata(a + "attn_logit_softcapping",
+                                      GgufValue::Float32(50.0f)));
+    KV_RETURN_IF_ERROR(w->AddMetadata(a + "final_logit_softcapping",
+                                      GgufValue::Float32(30.0f)));
   }
+  if (spec.swa_pattern == 0) return Status::Ok();
+  const uint32_t window =
+      o.sliding_window != 0 ? o.sliding_window : std::max(1u, o.n_ctx / 4);
+  KV_RETURN_IF_ERROR(w->AddMetadata(a + "attention.sliding_window",
+                                    GgufValue::Uint32(window)));
+  if (spec.swa_rope_freq_base <= 0.0f) return Status::Ok();
+  return w->AddMetadata(a + "rope.freq_base_swa",
+                        GgufValue::Float32(spec.swa_rope_freq_base));
+}
+
+Status AddModelMetadata(const GenModelOptions& o, const ArchSpec& spec,
+                        uint32_t n_kv, uint32_t n_vocab, GgufWriter* w) {
+  KV_RETURN_IF_ERROR(AddGeneralMetadata(o, w));
+  const std::string a = o.arch + ".";
+  const uint32_t head_dim = o.n_embd / o.n_head;
   const std::pair<const char*, uint32_t> ints[] = {
-      {"llama.context_length", o.n_ctx},
-      {"llama.embedding_length", o.n_embd},
-      {"llama.block_count", o.n_layer},
-      {"llama.feed_forward_length", o.n_ff},
-      {"llama.attention.head_count", o.n_head},
-      {"llama.attention.head_count_kv", n_kv},
-      {"llama.rope.dimension_count", o.n_embd / o.n_head},
-      {"llama.vocab_size", n_vocab},
+      {"context_length", o.n_ctx},        {"embedding_length", o.n_embd},
+      {"block_count", o.n_layer},         {"feed_forward_length", o.n_ff},
+      {"attention.head_count", o.n_head}, {"attention.head_count_kv", n_kv},
+      {"attention.key_length", head_dim}, {"attention.value_length", head_dim},
+      {"rope.dimension_count", head_dim}, {"vocab_size", n_vocab},
   };
   for (const auto& [key, value] : ints) {
-    KV_RETURN_IF_ERROR(w->AddMetadata(key, GgufValue::Uint32(value)));
+    KV_RETURN_IF_ERROR(w->AddMetadata(a + key, GgufValue::Uint32(value)));
   }
-  KV_RETURN_IF_ERROR(w->AddMetadata("llama.rope.freq_base",
+  KV_RETURN_IF_ERROR(w->AddMetadata(a + "rope.freq_base",
                                     GgufValue::Float32(o.rope_freq_base)));
-  return w->AddMetadata("llama.attention.layer_norm_rms_epsilon",
-                        GgufValue::Float32(o.rms_norm_eps));
+  KV_RETURN_IF_ERROR(w->AddMetadata(a + "attention.layer_norm_rms_epsilon",
+                                    GgufValue::Float32(o.rms_norm_eps)));
+  return AddFeatureMetadata(o, spec, w);
 }
 
 // Streams one tensor's values, a bounded number of rows at a time.
-Status WriteTensor(const TensorPlan& t, uint64_t seed, GgufWriter* w) {
+Status WriteTensor(const TensorPlan& t, const GenModelOptions& o,
+                   GgufWriter* w) {
   const uint64_t ne0 = t.shape[0];
   uint64_t rows = 1;
   for (size_t i = 1; i < t.shape.size(); ++i) rows *= t.shape[i];
   const uint64_t chunk_rows = std::max<uint64_t>(1, (uint64_t{1} << 18) / ne0);
-  NormalStream normal(seed, t.name);
+  NormalStream normal(o.seed, t.name);
   std::vector<float> values;     // [chunk_rows, ne0]
   std::vector<std::byte> bytes;  // the same rows encoded in t.type
   for (uint64_t r = 0; r < rows; r += chunk_rows) {
     const uint64_t n = std::min(chunk_rows, rows - r) * ne0;
     values.resize(n);
-    for (float& v : values) {
-      v = t.is_norm ? 1.0f : static_cast<float>(0.02 * normal.Next());
+    for (size_t i = 0; i < values.size(); ++i) {
+      switch (t.fill) {
+        case Fill::kNormal:
+          values[i] = static_cast<float>(0.02 * normal.Next());
+          break;
+        case Fill::kOnes:
+          values[i] = 1.0f;
+          break;
+        case Fill::kRopeFactors:
+          values[i] = RopeFactor(i, ne0, o.rope_freq_base);
+          break;
+      }
     }
     KV_ASSIGN_OR_RETURN(uint64_t num_bytes, GgmlRowBytes(t.type, n));
     bytes.resize(num_bytes);
@@ -280,7 +297,8 @@ StatusOr<GenModelResult> GenerateLlamaModel(const GenModelOptions& options,
                                             WritableFile* out) {
   const uint32_t n_kv =
       options.n_head_kv == 0 ? options.n_head : options.n_head_kv;
-  KV_RETURN_IF_ERROR(ValidateOptions(options, n_kv));
+  KV_ASSIGN_OR_RETURN(const ArchSpec spec, FindArchSpec(options.arch));
+  KV_RETURN_IF_ERROR(ValidateOptions(options, spec, n_kv));
   std::vector<GgufMetadataEntry> vocab;
   if (options.vocab == kGenModelByteVocab) {
     vocab = ByteVocab();
@@ -295,12 +313,14 @@ StatusOr<GenModelResult> GenerateLlamaModel(const GenModelOptions& options,
                                 " tokens is over the limit");
   }
   GgufWriter writer(out);
-  KV_RETURN_IF_ERROR(AddModelMetadata(options, n_kv, result.n_vocab, &writer));
+  KV_RETURN_IF_ERROR(
+      AddModelMetadata(options, spec, n_kv, result.n_vocab, &writer));
   for (GgufMetadataEntry& e : vocab) {
     KV_RETURN_IF_ERROR(
         writer.AddMetadata(std::move(e.key), std::move(e.value)));
   }
-  std::vector<TensorPlan> plan = PlanTensors(options, n_kv, result.n_vocab);
+  std::vector<TensorPlan> plan =
+      PlanTensors(options, spec, n_kv, result.n_vocab);
   if (options.mix) {
     KV_RETURN_IF_ERROR(
         ApplyMix(*options.mix, options, n_kv, &plan).WithContext("gen-model"));
@@ -310,7 +330,7 @@ StatusOr<GenModelResult> GenerateLlamaModel(const GenModelOptions& options,
   }
   KV_RETURN_IF_ERROR(writer.WriteHeader());
   for (size_t i = 0; i < plan.size(); ++i) {
-    KV_RETURN_IF_ERROR(WriteTensor(plan[i], options.seed, &writer));
+    KV_RETURN_IF_ERROR(WriteTensor(plan[i], options, &writer));
     result.num_parameters += writer.tensors()[i].num_elements;
   }
   KV_RETURN_IF_ERROR(writer.Finish());

@@ -46,6 +46,8 @@ Status ReadOptionalFloat(const GgufFile& file, const std::string& key,
   return Status::Ok();
 }
 
+}  // namespace
+
 // The keys only some architectures read, with llama.cpp's defaults for
 // gemma2 (window 4096, soft-caps 50 and 30).
 Status ReadArchHparams(const GgufFile& file, const ArchSpec& arch,
@@ -104,8 +106,6 @@ Status ReadArchHparams(const GgufFile& file, const ArchSpec& arch,
   }
   return Status::Ok();
 }
-
-}  // namespace
 
 StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const std::string& path,
                                                        LoadMode mode,
