@@ -265,8 +265,9 @@ inline float* AlignedTo64(float* p) {
   return p + ((64 - a % 64) % 64) / sizeof(float);
 }
 
-// Values of k per chunk of the tile loop.
-constexpr int64_t kChunkValues = 512;
+// k steps per chunk of the tile loop (512 values of 8 lanes, 1024 of 16:
+// one tile call's FMAs outweigh its state loads and stores alike).
+constexpr int64_t kChunkSteps = 64;
 
 // GemmTiles512 in kLanes lanes for rows [r0, r0 + TileRows * num_tiles).
 // The k loop is cut into chunks so a chunk of the packed rows stays in L2
@@ -282,14 +283,13 @@ KV_GGML_AVX512 void Tiles(const kernels::MatrixView& w, const float* x,
   // two cache lines costs two.
   thread_local std::vector<float> packed_store;  // [num_tiles, k / kLanes, 64]
   thread_local std::vector<float> state;  // [token tile, row tile, token, 64]
-  alignas(64) thread_local float x_chunk[kTileTokens][kChunkValues];
+  alignas(64) thread_local float x_chunk[kTileTokens][kChunkSteps * 16];
   packed_store.resize(num_tiles * k * kRows + 16);
   float* const packed = AlignedTo64(packed_store.data());
   for (int64_t t = 0; t < num_tiles; ++t) {
     PackTile<kLanes>(w, r0 + t * kRows, &packed[t * k * kRows]);
   }
   state.resize(n * num_tiles * 64);
-  constexpr int64_t kChunkSteps = kChunkValues / kLanes;
   const int64_t num_steps = k / kLanes;
   for (int64_t s0 = 0; s0 < num_steps; s0 += kChunkSteps) {
     const int64_t s1 = std::min(num_steps, s0 + kChunkSteps);
