@@ -73,7 +73,7 @@ float GemvPortable(const std::byte* row, bool f16, const float* x, int64_t k,
     r[i] = (acc[0][i] + acc[2][i]) + (acc[1][i] + acc[3][i]);
   }
   const float head = lanes == 16 ? Reduce16(r) : ReduceGemv8(r);
-  return AddTail(head, row, f16, x, np, k);
+  return WithTail(head, row, f16, x, np, k);
 }
 
 float GemmPortable(const std::byte* row, bool f16, const float* x, int64_t k,

@@ -74,6 +74,12 @@ inline float WeightAt(const std::byte* row, bool f16, int64_t i) {
 float AddTail(float head, const std::byte* row, bool f16, const float* x,
               int64_t begin, int64_t end);
 
+// AddTail without the call when there is no tail (then its value is head).
+inline float WithTail(float head, const std::byte* row, bool f16,
+                      const float* x, int64_t begin, int64_t end) {
+  return begin == end ? head : AddTail(head, row, f16, x, begin, end);
+}
+
 // Returns row . x over k values in `build`'s kGemv order
 // (ggml_vec_dot_f32/f16): four accumulators of Lanes(build) lanes over
 // steps of 4 * Lanes(build) values, reduced as that build reduces them,
@@ -111,13 +117,15 @@ KV_GGML_AVX2 int64_t GemmGroupsAvx2(const kernels::MatrixView& w,
 
 // ---- AVX-512 (ggml_matmul_avx512.cc) ----
 
-// Gemv2Avx2's results for the AVX-512 build's order (zmm accumulators).
+// Gemv2Avx2's results for the AVX-512 build's order, with AVX-512's
+// registers (F16 rows through zmm, F32 rows through ymm halves: the faster
+// of the two for each on a Zen 5 EPYC).
 KV_GGML_AVX512 void Gemv2Avx512(const std::byte* const* rows, bool f16,
                                 const float* x, int64_t k, float* y);
 
-// GemmGroupsAvx2's results in tiles of 8 (kAvx2) or 4 (kAvx512) rows by up
-// to 6 tokens in 24 zmm accumulators; rows [r0, r0 + tiles) done, returns
-// the first row not done.
+// GemmGroupsAvx2's results for rows [r0, r1) in tiles of 8 (kAvx2) or 4
+// (kAvx512) rows by up to 6 tokens in 24 zmm accumulators; returns the
+// first row not done (the rows past the last whole tile).
 KV_GGML_AVX512 int64_t GemmTiles512(const kernels::MatrixView& w,
                                     const float* x,
                                     std::span<const uint32_t> gemm, int64_t r0,

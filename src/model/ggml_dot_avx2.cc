@@ -55,6 +55,13 @@ KV_GGML_AVX2 inline float Reduce16(__m256 lo, __m256 hi) {
   return _mm_cvtss_f32(t);
 }
 
+// Returns the kGemm horizontal sum of one accumulator's `lanes` lanes.
+KV_GGML_AVX2 inline float SumLanes(const float* lane, int lanes) {
+  return lanes == 16
+             ? Reduce16(_mm256_loadu_ps(lane), _mm256_loadu_ps(lane + 8))
+             : Hsum8(_mm256_loadu_ps(lane));
+}
+
 // The AVX2 build's kGemv of rows[i] into y[i], i < kRows.
 template <bool kF16, int kRows>
 KV_GGML_AVX2 void Gemv8(const std::byte* const* rows, const float* x, int64_t k,
@@ -76,7 +83,7 @@ KV_GGML_AVX2 void Gemv8(const std::byte* const* rows, const float* x, int64_t k,
     }
   }
   for (int i = 0; i < kRows; ++i) {
-    y[i] = AddTail(ReduceGemv8(a[i]), rows[i], kF16, x, np, k);
+    y[i] = WithTail(ReduceGemv8(a[i]), rows[i], kF16, x, np, k);
   }
 }
 
@@ -101,7 +108,7 @@ KV_GGML_AVX2 float Gemv16(const std::byte* row, const float* x, int64_t k) {
       _mm256_add_ps(_mm256_add_ps(lo[0], lo[2]), _mm256_add_ps(lo[1], lo[3]));
   const __m256 r_hi =
       _mm256_add_ps(_mm256_add_ps(hi[0], hi[2]), _mm256_add_ps(hi[1], hi[3]));
-  return AddTail(Reduce16(r_lo, r_hi), row, kF16, x, np, k);
+  return WithTail(Reduce16(r_lo, r_hi), row, kF16, x, np, k);
 }
 
 // Continues the kGemm accumulation of 4 rows for kTokens tokens over values
@@ -242,11 +249,8 @@ int64_t GemmGroupsAvx2(const kernels::MatrixView& w, const float* x,
   for (int64_t g = 0; g < num_groups; ++g) {
     for (size_t i = 0; i < n; ++i) {
       for (int j = 0; j < 4; ++j) {
-        const float* lane = &state[((g * n + i) * 4 + j) * lanes];
-        const float sum = lanes == 16 ? Reduce16(_mm256_loadu_ps(lane),
-                                                 _mm256_loadu_ps(lane + 8))
-                                      : Hsum8(_mm256_loadu_ps(lane));
-        y[gemm[i] * w.rows + r0 + 4 * g + j] = sum;
+        y[gemm[i] * w.rows + r0 + 4 * g + j] =
+            SumLanes(&state[((g * n + i) * 4 + j) * lanes], lanes);
       }
     }
   }

@@ -44,16 +44,19 @@ KV_GGML_AVX512 inline __m256 LoadWeights8(const std::byte* row, bool f16,
 }
 
 // _mm512_reduce_add_ps's additions as GCC 12 (which built llama.cpp)
-// expands it, spelled out so another compiler cannot reorder them: lanes
-// i + (i+8), then i + (i+4), then (l0+l2) + (l1+l3).
-KV_GGML_AVX512 inline float Reduce16(__m512 v) {
-  const __m256 r8 =
-      _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+// expands it, spelled out so another compiler cannot reorder them, on the
+// 16 lanes lo (0-7) and hi (8-15): lanes i + (i+8), then i + (i+4), then
+// (l0+l2) + (l1+l3).
+KV_GGML_AVX512 inline float Reduce16(__m256 lo, __m256 hi) {
+  const __m256 r8 = _mm256_add_ps(lo, hi);
   __m128 t =
       _mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1));
   t = _mm_add_ps(t, _mm_movehl_ps(t, t));
   t = _mm_add_ss(t, _mm_shuffle_ps(t, t, 1));
   return _mm_cvtss_f32(t);
+}
+KV_GGML_AVX512 inline float Reduce16(__m512 v) {
+  return Reduce16(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
 }
 
 template <bool kF16>
@@ -77,7 +80,7 @@ KV_GGML_AVX512 void Gemv2(const std::byte* const* rows, const float* x,
   for (int i = 0; i < 2; ++i) {
     const __m512 r = _mm512_add_ps(_mm512_add_ps(a[i][0], a[i][2]),
                                    _mm512_add_ps(a[i][1], a[i][3]));
-    y[i] = AddTail(Reduce16(r), rows[i], kF16, x, np, k);
+    y[i] = WithTail(Reduce16(r), rows[i], kF16, x, np, k);
   }
 }
 
@@ -112,8 +115,7 @@ KV_GGML_AVX512 void Gemv2Halves(const std::byte* const* rows, const float* x,
                                       _mm256_add_ps(lo[i][1], lo[i][3]));
     const __m256 r_hi = _mm256_add_ps(_mm256_add_ps(hi[i][0], hi[i][2]),
                                       _mm256_add_ps(hi[i][1], hi[i][3]));
-    const __m512 r = _mm512_insertf32x8(_mm512_castps256_ps512(r_lo), r_hi, 1);
-    y[i] = AddTail(Reduce16(r), rows[i], kF16, x, np, k);
+    y[i] = WithTail(Reduce16(r_lo, r_hi), rows[i], kF16, x, np, k);
   }
 }
 
