@@ -1,4 +1,5 @@
-// `kvault gen-model ...`: writes a random-weight Llama GGUF (flags only; the
+// `kvault gen-model ...`: writes a random-weight GGUF of a Llama-family
+// architecture (flags only; the
 // generator lives in model/gen_model).
 #include <cstdio>
 #include <string>
@@ -14,10 +15,15 @@ namespace kvault::apps {
 namespace {
 
 constexpr const char kGenModelUsage[] =
-    "usage: kvault gen-model [--arch llama] [--n-embd E] [--n-layer L]\n"
+    "usage: kvault gen-model [--arch A] [--n-embd E] [--n-layer L]\n"
     "         [--n-head H] [--n-head-kv K] [--n-ff F] [--ctx C]\n"
-    "         [--type T] [--vocab FILE.gguf|bytes]\n"
-    "         [--seed S] [--name NAME] -o out.gguf\n"
+    "         [--type T] [--vocab FILE.gguf|bytes] [--rope-freqs]\n"
+    "         [--sliding-window W] [--seed S] [--name NAME] -o out.gguf\n"
+    "  --arch: llama (default), qwen2, qwen3, phi3, gemma2 or gemma3, with\n"
+    "  that family's tensors (QKV biases, q/k norms, fused QKV and gate/up,\n"
+    "  post norms, tied output) and keys (soft-capping, sliding window of\n"
+    "  W tokens, default ctx / 4). --rope-freqs (llama): Llama 3.1's RoPE\n"
+    "  frequency factors in rope_freqs.weight.\n"
     "  --type: a ggml type for every matrix (f32 f16 bf16 q4_0 q4_1 q5_0\n"
     "  q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs; n_embd and n_ff\n"
     "  multiples of its block, 256 for the k types and iq4_xs), or a\n"
@@ -33,13 +39,16 @@ constexpr const char kGenModelUsage[] =
 StatusOr<GenModelOptions> ParseOptions(const Flags& f) {
   KV_RETURN_IF_ERROR(
       f.CheckKnown({"arch", "n-embd", "n-layer", "n-head", "n-head-kv", "n-ff",
-                    "ctx", "type", "vocab", "seed", "name", "output"}));
-  if (f.GetString("arch", "llama") != "llama") {
-    return InvalidArgumentError("gen-model: only --arch llama is supported");
-  }
+                    "ctx", "type", "vocab", "seed", "name", "output",
+                    "rope-freqs", "sliding-window"}));
   if (!f.Has("output"))
     return InvalidArgumentError("gen-model: -o is required");
   GenModelOptions o;
+  o.arch = f.GetString("arch", o.arch);
+  o.rope_freqs = f.Has("rope-freqs");
+  KV_ASSIGN_OR_RETURN(uint64_t window,
+                      f.GetUint("sliding-window", 0, 0, 1u << 24));
+  o.sliding_window = static_cast<uint32_t>(window);
   KV_ASSIGN_OR_RETURN(uint64_t n_embd, f.GetUint("n-embd", 64, 1, 1u << 16));
   KV_ASSIGN_OR_RETURN(uint64_t n_layer, f.GetUint("n-layer", 2, 1, 512));
   KV_ASSIGN_OR_RETURN(uint64_t n_head, f.GetUint("n-head", 4, 1, 1024));
@@ -75,7 +84,7 @@ int RunGenModel(const std::vector<std::string>& raw_args) {
     }
     args.push_back(a == "-o" ? "--output" : a);
   }
-  StatusOr<Flags> flags = Flags::Parse(args, {});
+  StatusOr<Flags> flags = Flags::Parse(args, {"rope-freqs"});
   StatusOr<GenModelOptions> options =
       flags.ok() ? ParseOptions(*flags)
                  : StatusOr<GenModelOptions>(flags.status());

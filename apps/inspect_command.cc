@@ -15,8 +15,10 @@
 #include "kv/slot_file.h"
 #include "kv/state_file.h"
 #include "kv/state_format.h"
+#include "model/arch_spec.h"
 #include "model/gguf_file.h"
 #include "model/llama_hparams.h"
+#include "model/llama_model.h"
 #include "model/model_fingerprint.h"
 #include "model/quantize_plan.h"
 
@@ -112,6 +114,40 @@ void PrintTypeMix(const GgufFile& f) {
   std::printf("file type:     %s\n", ftype_name.c_str());
 }
 
+// One line naming the architecture's features (ArchSpec) with the values
+// the file gives them: the sliding window and its layers, the soft-caps,
+// Llama 3.1's RoPE frequency factors.
+void PrintFeatures(const GgufFile& f, LlamaHparams h) {
+  StatusOr<ArchSpec> spec = FindArchSpec(h.architecture);
+  Status read = spec.ok() ? ReadArchHparams(f, *spec, &h) : spec.status();
+  if (!read.ok()) {
+    std::printf("features:      %s\n", read.ToString().c_str());
+    return;
+  }
+  std::string line;
+  for (const std::string& name : ArchFeatureNames(*spec)) {
+    line += (line.empty() ? "" : ", ") + name;
+  }
+  char buf[160];
+  if (spec->swa_pattern > 0 && h.n_swa > 0) {
+    const uint32_t pattern = h.swa_pattern ? h.swa_pattern : spec->swa_pattern;
+    std::snprintf(buf, sizeof(buf),
+                  "; window %u tokens on %u of every %u layers", h.n_swa,
+                  pattern - 1, pattern);
+    line += buf;
+  }
+  if (spec->softcap) {
+    std::snprintf(buf, sizeof(buf), "; soft-caps attention %g, final %g",
+                  h.attn_softcap, h.final_softcap);
+    line += buf;
+  }
+  if (f.FindTensor("rope_freqs.weight") != nullptr) {
+    line += std::string(line.empty() ? "" : "; ") +
+            "rope_freqs (Llama 3.1 RoPE scaling)";
+  }
+  std::printf("features:      %s\n", line.empty() ? "-" : line.c_str());
+}
+
 int InspectGguf(const std::string& path, bool all_metadata) {
   StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
   if (!file.ok()) {
@@ -131,6 +167,7 @@ int InspectGguf(const std::string& path, bool all_metadata) {
   StatusOr<LlamaHparams> h = ReadLlamaHparams(f);
   std::printf("hparams:       %s\n",
               h.ok() ? h->ToString().c_str() : h.status().ToString().c_str());
+  if (h.ok()) PrintFeatures(f, *h);
   PrintTokenizer(f);
   PrintTensors(f);
   PrintTypeMix(f);

@@ -20,7 +20,7 @@ constexpr const char kUsage[] =
     "  tokenize            token ids of a text: -m FILE.gguf [--no-bos]\n"
     "                      [--special] [--pieces] TEXT\n"
     "  detokenize          text of token ids: -m FILE.gguf [--special] ID...\n"
-    "  gen-model           write a random-weight Llama GGUF (--help for "
+    "  gen-model           write a random-weight model GGUF (--help for "
     "flags)\n"
     "  quantize            IN.gguf OUT.gguf TYPE: llama-quantize's mixes\n"
     "                      (Q4_K_M, Q8_0, ...; --help for flags)\n"

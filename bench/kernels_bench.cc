@@ -2,7 +2,8 @@
 // weight type, for decode (1 token: GB/s of weights) and prompt processing
 // (64 tokens: GFLOP/s), at 1 and 2 threads, for each usable instruction
 // set; activation quantization and exp per set; decode attention over a
-// contiguous and a fragmented cache; plus the machine's memory-read
+// contiguous and a fragmented cache; the F32/F16 matmuls in each llama.cpp
+// build's orders (BM_GgmlMatMul); plus the machine's memory-read
 // bandwidth as the decode ceiling.
 //
 //   build-kern/bench/kernels_bench --benchmark_filter=MatMul
@@ -22,6 +23,7 @@
 #include "core/float16.h"
 #include "core/huge_page_buffer.h"
 #include "model/attention_batched.h"
+#include "model/compute_backend.h"
 #include "model/ggml_types.h"
 #include "model/kernels/compute_pool.h"
 #include "model/kernels/kernels.h"
@@ -104,6 +106,51 @@ void MatMulArgs(benchmark::internal::Benchmark* b) {
   }
 }
 BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->UseRealTime()->MinTime(0.3);
+
+// ComputeBackend::MatMul of F32/F16 weights (ggml_compat: llama.cpp's
+// float orders) in each build's orders on this CPU's best kernels, so one
+// run shows what reproducing the AVX-512 build costs next to the AVX2
+// build's. Args: build (0 kAvx2, 1 kAvx512), type (0 F32, 1 F16), rows
+// (x 2048 values), tokens (1: kGemv, decode; 64: kGemm, prefill), threads,
+// AVX-512 forms (0: the AVX2 forms only, as ComputeBackendOptions's
+// ggml_avx512 = false).
+void BM_GgmlMatMul(benchmark::State& state) {
+  const auto build = state.range(0) == 0 ? ggml_compat::GgmlBuild::kAvx2
+                                         : ggml_compat::GgmlBuild::kAvx512;
+  const GgmlType type = state.range(1) == 0 ? GgmlType::kF32 : GgmlType::kF16;
+  const int64_t rows = state.range(2), cols = 2048;
+  const int64_t num_tokens = state.range(3);
+  const ComputeBackend backend(
+      {.num_threads = static_cast<uint32_t>(state.range(4)),
+       .ggml_avx512 = state.range(5) != 0,
+       .ggml_build = build});
+  const BenchMatrix m = MakeMatrix(type, rows, cols);
+  std::vector<float> x(num_tokens * cols, 0.5f), y(num_tokens * rows);
+  const std::vector<DotOrder> orders(
+      num_tokens, num_tokens == 1 ? DotOrder::kGemv : DotOrder::kGemm);
+  for (auto _ : state) {
+    backend.MatMul(m.view, x.data(), orders, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["GFLOPs"] =
+      benchmark::Counter(2.0 * rows * cols * num_tokens * iters * 1e-9,
+                         benchmark::Counter::kIsRate);
+  state.counters["WeightGBs"] =
+      benchmark::Counter(static_cast<double>(m.bytes.size()) * iters * 1e-9,
+                         benchmark::Counter::kIsRate);
+  state.SetLabel(
+      std::string(build == ggml_compat::GgmlBuild::kAvx2 ? "avx2-build "
+                                                         : "avx512-build ") +
+      std::string(GgmlTypeName(type)) + " " + std::to_string(rows) + "x" +
+      std::to_string(cols) + " t=" + std::to_string(num_tokens) +
+      " thr=" + std::to_string(state.range(4)) +
+      (state.range(5) != 0 ? "" : " avx2-forms"));
+}
+BENCHMARK(BM_GgmlMatMul)
+    ->ArgsProduct({{0, 1}, {0, 1}, {2048, 5632}, {1, 64}, {1, 2}, {0, 1}})
+    ->UseRealTime()
+    ->MinTime(0.3);
 
 // Reads a 1 GiB buffer (split over `threads` threads) with the SIMD dot
 // kernel (each element times itself): the memory-read bandwidth that

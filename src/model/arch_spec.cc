@@ -1,6 +1,7 @@
 #include "model/arch_spec.h"
 
 #include <string>
+#include <utility>
 
 namespace kvault {
 namespace {
@@ -49,6 +50,28 @@ constexpr ArchSpec kArchSpecs[] = {
 }  // namespace
 
 std::span<const ArchSpec> AllArchSpecs() { return kArchSpecs; }
+
+std::vector<std::string> ArchFeatureNames(const ArchSpec& spec) {
+  const std::pair<bool, const char*> flags[] = {
+      {spec.rope_style == RopeStyle::kNeox, "neox rope"},
+      {spec.qkv_bias, "qkv bias"},
+      {spec.qk_norm, "q/k norm"},
+      {spec.fused_qkv, "fused qkv"},
+      {spec.fused_gate_up, "fused gate/up"},
+      {spec.scale_q, "q pre-scaled"},
+      {spec.embed_scale, "scaled embeddings"},
+      {spec.gelu_ffn, "gelu ffn"},
+      {spec.post_norms, "post norms"},
+      {spec.softcap, "logit soft-capping"},
+      {spec.swa_pattern > 0, "sliding-window layers"},
+      {spec.swa_rope_freq_base > 0.0f, "local rope base"},
+  };
+  std::vector<std::string> names;
+  for (const auto& [on, name] : flags) {
+    if (on) names.emplace_back(name);
+  }
+  return names;
+}
 
 StatusOr<ArchSpec> FindArchSpec(std::string_view name) {
   std::string known;

@@ -5,7 +5,9 @@
 #define KVAULT_MODEL_ARCH_SPEC_H_
 
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status_or.h"
 
@@ -70,6 +72,9 @@ struct ArchSpec {
 StatusOr<ArchSpec> FindArchSpec(std::string_view name);
 // Returns every supported architecture.
 std::span<const ArchSpec> AllArchSpecs();
+// Returns the names of the features `spec` turns on, in declaration order
+// (e.g. "neox rope", "qkv bias"); empty for plain llama.
+std::vector<std::string> ArchFeatureNames(const ArchSpec& spec);
 
 }  // namespace kvault
 

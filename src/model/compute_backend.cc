@@ -58,7 +58,8 @@ void ComputeBackend::MatMul(const kernels::MatrixView& w, const float* x,
                             std::span<const kernels::DotOrder> orders,
                             float* y) const {
   if (ggml_compat::Supports(w.type)) {
-    ggml_compat::MatMul(w, x, orders, y, ggml_isa_, pool_.get());
+    ggml_compat::MatMul(w, x, orders, y, options_.ggml_build, ggml_isa_,
+                        pool_.get());
     return;
   }
   kernels_.MatMul(w, x, static_cast<int64_t>(orders.size()), y, pool_.get(),

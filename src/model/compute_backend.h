@@ -58,10 +58,10 @@ class ComputeBackend {
   const kernels::Kernels& kernels() const { return kernels_; }
 
   // y[t, r] = W[r] . x[t] for t < orders.size(), r < w.rows: F32/F16
-  // weights in llama.cpp's orders (ggml_compat::MatMul), others with the
-  // quantized kernels (Kernels::MatMul), each token in orders[t]. x:
-  // [num_tokens, w.cols]; y: [num_tokens, w.rows]. Rows are split over the
-  // threads; no result depends on the split.
+  // weights in the options' ggml_build's orders (ggml_compat::MatMul),
+  // others with the quantized kernels (Kernels::MatMul), each token in
+  // orders[t]. x: [num_tokens, w.cols]; y: [num_tokens, w.rows]. Rows are
+  // split over the threads; no result depends on the split.
   void MatMul(const kernels::MatrixView& w, const float* x,
               std::span<const kernels::DotOrder> orders, float* y) const;
   // out[i] = silu(gate[i]) * up[i] in the numerics mode's form

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "core/checksum.h"
+#include "model/arch_spec.h"
+#include "model/gen_model_tensors.h"
 #include "model/gguf_file.h"
 #include "model/gguf_writer.h"
 #include "model/llama_hparams.h"
@@ -13,6 +15,11 @@
 
 namespace kvault {
 namespace {
+
+using gen_model_internal::Fill;
+using gen_model_internal::PlanTensors;
+using gen_model_internal::RopeFactor;
+using gen_model_internal::TensorPlan;
 
 uint64_t SplitMix64(uint64_t* state) {
   uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
@@ -65,53 +72,6 @@ class NormalStream {
   double spare_ = 0.0;
 };
 
-struct TensorPlan {
-  std::string name;
-  GgmlType type;
-  std::vector<uint64_t> shape;  // ggml order: ne0 = input dim
-  bool is_norm;
-};
-
-// One layer's FFN matrices: dense, or the router and the 3-D expert
-// tensors [ne0, ne1, n_expert] of a mixture of experts.
-void PlanFfn(const GenModelOptions& o, const std::string& p,
-             std::vector<TensorPlan>* plan) {
-  const uint64_t e = o.n_embd;
-  if (o.n_expert == 0) {
-    plan->push_back({p + "ffn_gate.weight", o.type, {e, o.n_ff}, false});
-    plan->push_back({p + "ffn_down.weight", o.type, {o.n_ff, e}, false});
-    plan->push_back({p + "ffn_up.weight", o.type, {e, o.n_ff}, false});
-    return;
-  }
-  const uint64_t x = o.n_expert;
-  plan->push_back({p + "ffn_gate_inp.weight", GgmlType::kF32, {e, x}, false});
-  plan->push_back({p + "ffn_gate_exps.weight", o.type, {e, o.n_ff, x}, false});
-  plan->push_back({p + "ffn_down_exps.weight", o.type, {o.n_ff, e, x}, false});
-  plan->push_back({p + "ffn_up_exps.weight", o.type, {e, o.n_ff, x}, false});
-}
-
-// The llama.cpp llama-architecture tensor set, in convert_hf_to_gguf order.
-std::vector<TensorPlan> PlanTensors(const GenModelOptions& o, uint32_t n_kv,
-                                    uint32_t n_vocab) {
-  const uint64_t e = o.n_embd;
-  const uint64_t kv = uint64_t{n_kv} * (o.n_embd / o.n_head);
-  std::vector<TensorPlan> plan;
-  plan.push_back({"token_embd.weight", o.type, {e, n_vocab}, false});
-  for (uint32_t l = 0; l < o.n_layer; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    plan.push_back({p + "attn_norm.weight", GgmlType::kF32, {e}, true});
-    plan.push_back({p + "attn_q.weight", o.type, {e, e}, false});
-    plan.push_back({p + "attn_k.weight", o.type, {e, kv}, false});
-    plan.push_back({p + "attn_v.weight", o.type, {e, kv}, false});
-    plan.push_back({p + "attn_output.weight", o.type, {e, e}, false});
-    plan.push_back({p + "ffn_norm.weight", GgmlType::kF32, {e}, true});
-    PlanFfn(o, p, &plan);
-  }
-  plan.push_back({"output_norm.weight", GgmlType::kF32, {e}, true});
-  plan.push_back({"output.weight", o.type, {e, n_vocab}, false});
-  return plan;
-}
-
 // Gives each matrix llama-quantize's type for `mix` (the tensors are f32
 // before quantization).
 Status ApplyMix(QuantFileType mix, const GenModelOptions& o, uint32_t n_kv,
@@ -124,13 +84,35 @@ Status ApplyMix(QuantFileType mix, const GenModelOptions& o, uint32_t n_kv,
   options.ftype = mix;
   KV_ASSIGN_OR_RETURN(
       std::vector<PlannedType> types,
-      PlanQuantization(
-          tensors, {"llama", o.n_layer, o.n_head, n_kv, o.n_expert}, options));
+      PlanQuantization(tensors, {o.arch, o.n_layer, o.n_head, n_kv, o.n_expert},
+                       options));
   for (size_t i = 0; i < plan->size(); ++i) (*plan)[i].type = types[i].type;
   return Status::Ok();
 }
 
-Status ValidateOptions(const GenModelOptions& o, uint32_t n_kv) {
+// The sizes and counts as a model file would hold them, checked as a
+// loader checks them.
+Status ValidateHparams(const GenModelOptions& o, uint32_t n_kv) {
+  LlamaHparams h;
+  h.architecture = o.arch;
+  h.n_embd = o.n_embd;
+  h.n_layer = o.n_layer;
+  h.n_head = o.n_head;
+  h.n_head_kv = n_kv;
+  h.n_ff = o.n_ff;
+  h.n_ctx_train = o.n_ctx;
+  h.n_embd_head_k = h.n_embd_head_v = h.n_rot = o.n_embd / o.n_head;
+  h.n_vocab = 1;  // checked once the vocab is known
+  h.rope_freq_base = o.rope_freq_base;
+  h.rms_norm_eps = o.rms_norm_eps;
+  h.n_expert = o.n_expert;
+  h.n_expert_used = o.n_expert_used;
+  h.n_ff_exp = o.n_expert > 0 ? o.n_ff : 0;
+  return ValidateLlamaHparams(h).WithContext("gen-model");
+}
+
+Status ValidateOptions(const GenModelOptions& o, const ArchSpec& spec,
+                       uint32_t n_kv) {
   if (!QuantFileTypeForBaseType(o.type).ok()) {
     return InvalidArgumentError(
         "gen-model: --type must be f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, "
@@ -151,22 +133,20 @@ Status ValidateOptions(const GenModelOptions& o, uint32_t n_kv) {
         std::to_string(o.n_ff) + ") to be multiples of " +
         std::to_string(block));
   }
-  LlamaHparams h;
-  h.architecture = "llama";
-  h.n_embd = o.n_embd;
-  h.n_layer = o.n_layer;
-  h.n_head = o.n_head;
-  h.n_head_kv = n_kv;
-  h.n_ff = o.n_ff;
-  h.n_ctx_train = o.n_ctx;
-  h.n_embd_head_k = h.n_embd_head_v = h.n_rot = o.n_embd / o.n_head;
-  h.n_vocab = 1;  // checked once the vocab is known
-  h.rope_freq_base = o.rope_freq_base;
-  h.rms_norm_eps = o.rms_norm_eps;
-  h.n_expert = o.n_expert;
-  h.n_expert_used = o.n_expert_used;
-  h.n_ff_exp = o.n_expert > 0 ? o.n_ff : 0;
-  return ValidateLlamaHparams(h).WithContext("gen-model");
+  if (o.rope_freqs && !spec.rope_freq_factors) {
+    return InvalidArgumentError(
+        "gen-model: --rope-freqs is for --arch llama "
+        "(Llama 3.1 RoPE scaling), not " +
+        o.arch);
+  }
+  if ((o.n_expert > 0 && spec.moe == MoeSupport::kNone) ||
+      (o.n_expert == 0 && spec.moe == MoeSupport::kRequired)) {
+    return InvalidArgumentError(
+        "gen-model: architecture " + o.arch + " cannot have " +
+        std::to_string(o.n_expert) + " experts (" +
+        (spec.moe == MoeSupport::kNone ? "dense only" : "experts only") + ")");
+  }
+  return ValidateHparams(o, n_kv);
 }
 
 // A SentencePiece-style vocab of the 256 byte tokens behind <unk>, <s>,
@@ -232,58 +212,102 @@ bool IsQuantizedModel(const GenModelOptions& o) {
                    o.type != GgmlType::kBF16);
 }
 
-Status AddModelMetadata(const GenModelOptions& o, uint32_t n_kv,
-                        uint32_t n_vocab, GgufWriter* w) {
+Status AddGeneralMetadata(const GenModelOptions& o, GgufWriter* w) {
   KV_RETURN_IF_ERROR(
-      w->AddMetadata("general.architecture", GgufValue::String("llama")));
+      w->AddMetadata("general.architecture", GgufValue::String(o.arch)));
   KV_RETURN_IF_ERROR(w->AddMetadata("general.name", GgufValue::String(o.name)));
   KV_RETURN_IF_ERROR(w->AddMetadata("general.alignment",
                                     GgufValue::Uint32(kGgufDefaultAlignment)));
   KV_RETURN_IF_ERROR(
       w->AddMetadata("general.file_type", GgufValue::Uint32(FileType(o))));
-  if (IsQuantizedModel(o)) {
-    KV_RETURN_IF_ERROR(
-        w->AddMetadata("general.quantization_version", GgufValue::Uint32(2)));
+  if (!IsQuantizedModel(o)) return Status::Ok();
+  return w->AddMetadata("general.quantization_version", GgufValue::Uint32(2));
+}
+
+// The keys of `spec`'s features: soft-capping (gemma2's defaults) and the
+// sliding window.
+Status AddFeatureMetadata(const GenModelOptions& o, const ArchSpec& spec,
+                          GgufWriter* w) {
+  const std::string a = o.arch + ".";
+  if (spec.softcap) {
+    KV_RETURN_IF_ERROR(w->AddMetadata(a + "attn_logit_softcapping",
+                                      GgufValue::Float32(50.0f)));
+    KV_RETURN_IF_ERROR(w->AddMetadata(a + "final_logit_softcapping",
+                                      GgufValue::Float32(30.0f)));
   }
+  if (spec.swa_pattern == 0) return Status::Ok();
+  const uint32_t window =
+      o.sliding_window != 0 ? o.sliding_window : std::max(1u, o.n_ctx / 4);
+  KV_RETURN_IF_ERROR(w->AddMetadata(a + "attention.sliding_window",
+                                    GgufValue::Uint32(window)));
+  if (spec.swa_rope_freq_base <= 0.0f) return Status::Ok();
+  return w->AddMetadata(a + "rope.freq_base_swa",
+                        GgufValue::Float32(spec.swa_rope_freq_base));
+}
+
+// The expert counts of a mixture of experts (and qwen3moe's expert width,
+// which would otherwise default to n_ff / n_expert_used).
+Status AddExpertMetadata(const GenModelOptions& o, const ArchSpec& spec,
+                         GgufWriter* w) {
+  if (o.n_expert == 0) return Status::Ok();
+  const std::string a = o.arch + ".";
+  KV_RETURN_IF_ERROR(
+      w->AddMetadata(a + "expert_count", GgufValue::Uint32(o.n_expert)));
+  KV_RETURN_IF_ERROR(w->AddMetadata(a + "expert_used_count",
+                                    GgufValue::Uint32(o.n_expert_used)));
+  if (!spec.expert_ff_length) return Status::Ok();
+  return w->AddMetadata(a + "expert_feed_forward_length",
+                        GgufValue::Uint32(o.n_ff));
+}
+
+Status AddModelMetadata(const GenModelOptions& o, const ArchSpec& spec,
+                        uint32_t n_kv, uint32_t n_vocab, GgufWriter* w) {
+  KV_RETURN_IF_ERROR(AddGeneralMetadata(o, w));
+  const std::string a = o.arch + ".";
+  const uint32_t head_dim = o.n_embd / o.n_head;
   const std::pair<const char*, uint32_t> ints[] = {
-      {"llama.context_length", o.n_ctx},
-      {"llama.embedding_length", o.n_embd},
-      {"llama.block_count", o.n_layer},
-      {"llama.feed_forward_length", o.n_ff},
-      {"llama.attention.head_count", o.n_head},
-      {"llama.attention.head_count_kv", n_kv},
-      {"llama.rope.dimension_count", o.n_embd / o.n_head},
-      {"llama.vocab_size", n_vocab},
+      {"context_length", o.n_ctx},        {"embedding_length", o.n_embd},
+      {"block_count", o.n_layer},         {"feed_forward_length", o.n_ff},
+      {"attention.head_count", o.n_head}, {"attention.head_count_kv", n_kv},
+      {"attention.key_length", head_dim}, {"attention.value_length", head_dim},
+      {"rope.dimension_count", head_dim}, {"vocab_size", n_vocab},
   };
   for (const auto& [key, value] : ints) {
-    KV_RETURN_IF_ERROR(w->AddMetadata(key, GgufValue::Uint32(value)));
+    KV_RETURN_IF_ERROR(w->AddMetadata(a + key, GgufValue::Uint32(value)));
   }
-  if (o.n_expert > 0) {
-    KV_RETURN_IF_ERROR(
-        w->AddMetadata("llama.expert_count", GgufValue::Uint32(o.n_expert)));
-    KV_RETURN_IF_ERROR(w->AddMetadata("llama.expert_used_count",
-                                      GgufValue::Uint32(o.n_expert_used)));
-  }
-  KV_RETURN_IF_ERROR(w->AddMetadata("llama.rope.freq_base",
+  KV_RETURN_IF_ERROR(AddExpertMetadata(o, spec, w));
+  KV_RETURN_IF_ERROR(w->AddMetadata(a + "rope.freq_base",
                                     GgufValue::Float32(o.rope_freq_base)));
-  return w->AddMetadata("llama.attention.layer_norm_rms_epsilon",
-                        GgufValue::Float32(o.rms_norm_eps));
+  KV_RETURN_IF_ERROR(w->AddMetadata(a + "attention.layer_norm_rms_epsilon",
+                                    GgufValue::Float32(o.rms_norm_eps)));
+  return AddFeatureMetadata(o, spec, w);
 }
 
 // Streams one tensor's values, a bounded number of rows at a time.
-Status WriteTensor(const TensorPlan& t, uint64_t seed, GgufWriter* w) {
+Status WriteTensor(const TensorPlan& t, const GenModelOptions& o,
+                   GgufWriter* w) {
   const uint64_t ne0 = t.shape[0];
   uint64_t rows = 1;
   for (size_t i = 1; i < t.shape.size(); ++i) rows *= t.shape[i];
   const uint64_t chunk_rows = std::max<uint64_t>(1, (uint64_t{1} << 18) / ne0);
-  NormalStream normal(seed, t.name);
+  NormalStream normal(o.seed, t.name);
   std::vector<float> values;     // [chunk_rows, ne0]
   std::vector<std::byte> bytes;  // the same rows encoded in t.type
   for (uint64_t r = 0; r < rows; r += chunk_rows) {
     const uint64_t n = std::min(chunk_rows, rows - r) * ne0;
     values.resize(n);
-    for (float& v : values) {
-      v = t.is_norm ? 1.0f : static_cast<float>(0.02 * normal.Next());
+    for (size_t i = 0; i < values.size(); ++i) {
+      switch (t.fill) {
+        case Fill::kNormal:
+          values[i] = static_cast<float>(0.02 * normal.Next());
+          break;
+        case Fill::kOnes:
+          values[i] = 1.0f;
+          break;
+        case Fill::kRopeFactors:
+          values[i] = RopeFactor(i, ne0, o.rope_freq_base);
+          break;
+      }
     }
     KV_ASSIGN_OR_RETURN(uint64_t num_bytes, GgmlRowBytes(t.type, n));
     bytes.resize(num_bytes);
@@ -305,7 +329,8 @@ StatusOr<GenModelResult> GenerateLlamaModel(const GenModelOptions& options,
                                             WritableFile* out) {
   const uint32_t n_kv =
       options.n_head_kv == 0 ? options.n_head : options.n_head_kv;
-  KV_RETURN_IF_ERROR(ValidateOptions(options, n_kv));
+  KV_ASSIGN_OR_RETURN(const ArchSpec spec, FindArchSpec(options.arch));
+  KV_RETURN_IF_ERROR(ValidateOptions(options, spec, n_kv));
   std::vector<GgufMetadataEntry> vocab;
   if (options.vocab == kGenModelByteVocab) {
     vocab = ByteVocab();
@@ -320,12 +345,14 @@ StatusOr<GenModelResult> GenerateLlamaModel(const GenModelOptions& options,
                                 " tokens is over the limit");
   }
   GgufWriter writer(out);
-  KV_RETURN_IF_ERROR(AddModelMetadata(options, n_kv, result.n_vocab, &writer));
+  KV_RETURN_IF_ERROR(
+      AddModelMetadata(options, spec, n_kv, result.n_vocab, &writer));
   for (GgufMetadataEntry& e : vocab) {
     KV_RETURN_IF_ERROR(
         writer.AddMetadata(std::move(e.key), std::move(e.value)));
   }
-  std::vector<TensorPlan> plan = PlanTensors(options, n_kv, result.n_vocab);
+  std::vector<TensorPlan> plan =
+      PlanTensors(options, spec, n_kv, result.n_vocab);
   if (options.mix) {
     KV_RETURN_IF_ERROR(
         ApplyMix(*options.mix, options, n_kv, &plan).WithContext("gen-model"));
@@ -335,7 +362,7 @@ StatusOr<GenModelResult> GenerateLlamaModel(const GenModelOptions& options,
   }
   KV_RETURN_IF_ERROR(writer.WriteHeader());
   for (size_t i = 0; i < plan.size(); ++i) {
-    KV_RETURN_IF_ERROR(WriteTensor(plan[i], options.seed, &writer));
+    KV_RETURN_IF_ERROR(WriteTensor(plan[i], options, &writer));
     result.num_parameters += writer.tensors()[i].num_elements;
   }
   KV_RETURN_IF_ERROR(writer.Finish());

@@ -1,4 +1,5 @@
-// GenerateLlamaModel: writes a Llama-architecture GGUF with random weights,
+// GenerateLlamaModel: writes a GGUF of a Llama-family architecture (any
+// ArchSpec row: llama, qwen2, qwen3, phi3, gemma2, gemma3) with random weights,
 // for tests, the demo model and benchmarks (`kvault gen-model`). Weights are
 // normal(0, 0.02) and norm weights 1, from a PRNG of our own (xoshiro256**
 // seeded per tensor via splitmix64, Box-Muller), so the bytes depend only
@@ -25,6 +26,16 @@ inline constexpr char kGenModelByteVocab[] = "bytes";
 
 struct GenModelOptions {
   std::string name = "kvault-random";  // general.name
+  // general.architecture: a FindArchSpec name. Its spec decides the tensor
+  // set (fused QKV, biases, q/k norms, post norms, a tied output for the
+  // Gemmas) and the feature keys (soft-capping, sliding window).
+  std::string arch = "llama";
+  // Writes rope_freqs.weight with Llama 3.1's frequency divisors (arch
+  // "llama" only).
+  bool rope_freqs = false;
+  // <arch>.attention.sliding_window for the sliding-window architectures;
+  // 0: n_ctx / 4.
+  uint32_t sliding_window = 0;
   uint32_t n_embd = 64;
   uint32_t n_layer = 2;
   uint32_t n_head = 4;
@@ -64,11 +75,11 @@ struct GenModelResult {
 };
 
 // Writes the model to `out` (neither synced nor closed). InvalidArgument
-// for bad options (zero sizes, n_embd % n_head, n_head % n_head_kv, an odd
-// head dim, expert counts llama.cpp refuses, a type kvault cannot write, n_embd
-// / n_ff not multiples of the type's block size, or a mix whose type for some
-// tensor has no fallback for its rows); errors of opening or reading the vocab
-// GGUF.
+// for bad options (an unknown architecture, zero sizes, n_embd % n_head, n_head
+// % n_head_kv, an odd head dim, expert counts llama.cpp refuses or that the
+// architecture cannot have, a type kvault cannot write, n_embd / n_ff not
+// multiples of the type's block size, or a mix whose type for some tensor has
+// no fallback for its rows); errors of opening or reading the vocab GGUF.
 StatusOr<GenModelResult> GenerateLlamaModel(const GenModelOptions& options,
                                             WritableFile* out);
 

@@ -70,6 +70,8 @@ Status CheckExperts(const GgufFile& file, const ArchSpec& arch,
   return Status::Ok();
 }
 
+}  // namespace
+
 // The keys only some architectures read, with llama.cpp's defaults for
 // gemma2 (window 4096, soft-caps 50 and 30).
 Status ReadArchHparams(const GgufFile& file, const ArchSpec& arch,
@@ -128,8 +130,6 @@ Status ReadArchHparams(const GgufFile& file, const ArchSpec& arch,
   }
   return Status::Ok();
 }
-
-}  // namespace
 
 StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const std::string& path,
                                                        LoadMode mode,

@@ -22,6 +22,13 @@
 
 namespace kvault {
 
+// Fills the hparams only some architectures have (the sliding window and
+// its layer pattern, the soft-caps) from `file` for `arch`, with
+// llama.cpp's defaults where a key is absent; InvalidArgument for values
+// out of range, Unimplemented for variants kvault has not checked.
+Status ReadArchHparams(const GgufFile& file, const ArchSpec& arch,
+                       LlamaHparams* h);
+
 class LlamaModel {
  public:
   // Loads the GGUF at `path` (read into memory by default, see LoadMode)

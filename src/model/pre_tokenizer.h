@@ -15,6 +15,10 @@
 //   deepseek-llm: [\r\n] , \s?[Latin/Greek/... letters]+ ,
 //     \s?[!-/:-~ fullwidth and CJK punctuation]+ , \s+$ , [CJK/Hangul]+ ,
 //     \p{N}+
+//   deepseek-coder: [\r\n] , \s?\p{L}+ , \s?\p{P}+ , [CJK/Hangul]+ , \p{N}
+//   tekken (Mistral): [^\r\n\p{L}\p{N}]?U*L+|[^\r\n\p{L}\p{N}]?U+L*|\p{N}|
+//     ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+ with U the
+//     cased-upper letters (Lu Lt Lm Lo) and L the lower ones (Ll Lm Lo)
 // A rule list is applied in order; each rule splits every piece the previous
 // one produced into matches and the text between them (both kept).
 //
@@ -43,6 +47,8 @@ enum class PreTokenizerType {
   kStarcoder,
   kDeepseekLlm,
   kFalcon,
+  kDeepseekCoder,
+  kTekken,
 };
 
 // What a tokenizer.ggml.pre name implies, as llama.cpp's vocabulary loader

@@ -353,5 +353,26 @@ TEST_F(SlotFilesTest, SlotActionsWithoutSavePathAre501) {
   EXPECT_EQ(StopServer(p->get()), "exit 0");
 }
 
+TEST_F(SlotFilesTest, AnotherArchitecturesFileIsA422ModelMismatch) {
+  const std::string qwen2 = SharedPath("models/arch/qwen2.q8_0.gguf");
+  const std::string gemma2 = SharedPath("models/arch/gemma2.q8_0.gguf");
+  if (!FileExists(qwen2) || !FileExists(gemma2)) {
+    GTEST_SKIP() << "missing " << qwen2 << " or " << gemma2;
+  }
+  StartServer({"-np", "1"}, qwen2);
+  Complete("The little dog", 0, 4);
+  ASSERT_EQ(SlotAction(0, "save", "qwen2.bin").status, 200);
+  ASSERT_EQ(StopServer(server_.get()), "exit 0");
+
+  StartServer({"-np", "1"}, gemma2);
+  const json before = Complete("The little dog", 0, 4);
+  Reply r = SlotAction(0, "restore", "qwen2.bin");
+  EXPECT_EQ(r.status, 422) << r.raw;
+  EXPECT_EQ(r.body["reason"], "model_mismatch") << r.raw;
+  // The slot keeps its own conversation.
+  const json after = Complete("The little dog", 0, 4);
+  EXPECT_EQ(after["content"], before["content"]);
+}
+
 }  // namespace
 }  // namespace kvault::e2e

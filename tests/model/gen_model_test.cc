@@ -10,8 +10,10 @@
 #include <string>
 
 #include "core/memory_file.h"
+#include "model/arch_spec.h"
 #include "model/gguf_file.h"
 #include "model/llama_hparams.h"
+#include "model/llama_model.h"
 #include "model/model_fingerprint.h"
 #include "model/quantize.h"
 
@@ -243,8 +245,72 @@ TEST(GenModelTest, RejectsBadOptions) {
   o.n_layer = 0;
   expect(o, StatusCode::kInvalidArgument, "n_layer must be > 0");
   o = Options();
+  o.n_expert = 4;
+  o.n_expert_used = 5;
+  expect(o, StatusCode::kInvalidArgument, "more experts used than there are");
+  o.arch = "qwen2";
+  expect(o, StatusCode::kInvalidArgument, "qwen2 cannot have 4 experts");
+  o = Options();
   o.vocab = "/nonexistent/vocab.gguf";
   expect(o, StatusCode::kNotFound, "/nonexistent/vocab.gguf");
+}
+
+TEST(GenModelTest, EveryArchitectureLoadsWithItsFeatureTensors) {
+  for (const ArchSpec& spec : AllArchSpecs()) {
+    SCOPED_TRACE(std::string(spec.name));
+    GenModelOptions o = Options();
+    o.arch = std::string(spec.name);
+    const bool moe = spec.moe == MoeSupport::kRequired;
+    if (moe) {
+      o.n_expert = 4;
+      o.n_expert_used = 2;
+    }
+    auto image = std::make_shared<const std::string>(Generate(o));
+    auto file = GgufFile::FromBuffer(image);
+    ASSERT_TRUE(file.ok()) << file.status();
+    const GgufFile& f = **file;
+    auto has = [&](const char* name) { return f.FindTensor(name) != nullptr; };
+    EXPECT_EQ(has("blk.1.attn_qkv.weight"), spec.fused_qkv);
+    EXPECT_EQ(has("blk.1.attn_q.weight"), !spec.fused_qkv);
+    EXPECT_EQ(has("blk.1.ffn_gate.weight"), !spec.fused_gate_up && !moe);
+    EXPECT_EQ(has("blk.1.ffn_gate_exps.weight"), moe);
+    EXPECT_EQ(has("blk.1.attn_k.bias"), spec.qkv_bias);
+    EXPECT_EQ(has("blk.1.attn_k_norm.weight"), spec.qk_norm);
+    EXPECT_EQ(has("blk.1.post_ffw_norm.weight"), spec.post_norms);
+    EXPECT_EQ(has("output.weight"), !spec.embed_scale);
+    const std::string a = std::string(spec.name) + ".";
+    EXPECT_EQ(f.Has(a + "attention.sliding_window"), spec.swa_pattern > 0);
+    EXPECT_EQ(f.Has(a + "final_logit_softcapping"), spec.softcap);
+    auto model = LlamaModel::FromGguf(std::move(file).value());
+    ASSERT_TRUE(model.ok()) << model.status();
+    EXPECT_EQ((*model)->arch().name, spec.name);
+  }
+}
+
+TEST(GenModelTest, RopeFreqsHoldLlama31Divisors) {
+  GenModelOptions o = Options();
+  o.n_embd = 256;  // head dim 64: 32 pairs
+  o.rope_freq_base = 500000.0f;
+  o.rope_freqs = true;
+  auto f = ParseOrDie(Generate(o));
+  ASSERT_NE(f, nullptr);
+  const std::vector<float> factors = Values(*f, "rope_freqs.weight");
+  ASSERT_EQ(factors.size(), 32u);
+  EXPECT_EQ(factors.front(), 1.0f);  // short wavelengths keep their speed
+  EXPECT_EQ(factors.back(), 8.0f);   // long ones slow down by the factor
+  for (size_t i = 1; i < factors.size(); ++i) {
+    EXPECT_GE(factors[i], factors[i - 1]) << i;
+  }
+  std::string sink;
+  StringWritableFile out(&sink);
+  o.arch = "qwen2";
+  EXPECT_THAT(GenerateLlamaModel(o, &out).status().ToString(),
+              HasSubstr("--rope-freqs is for --arch llama"));
+  o.arch = "mamba";
+  o.rope_freqs = false;
+  Status s = GenerateLlamaModel(o, &out).status();
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_THAT(s.ToString(), HasSubstr("'mamba'"));
 }
 
 TEST(GenModelTest, WritesAFileAtomically) {

@@ -58,7 +58,8 @@ std::vector<float> RandomVector(size_t n, std::mt19937& rng, float scale) {
 }
 
 // Backends of the portable reference and of the CPU's best set, one and
-// three threads (the pool splits rows into tasks).
+// three threads (the pool splits rows into tasks), in the AVX2 build's
+// numerics (ggml_matmul_test.cc compares the builds).
 class GgmlCompatTest : public ::testing::Test {
  protected:
   // y = W x on `backend`.
@@ -86,9 +87,12 @@ class GgmlCompatTest : public ::testing::Test {
     return ref;
   }
 
-  const ComputeBackend portable_{{.isa = kernels::Isa::kScalar}};
-  const ComputeBackend best_;
-  const ComputeBackend best_threads_{{.num_threads = 3}};
+  static constexpr ggml_compat::GgmlBuild kBuild =
+      ggml_compat::GgmlBuild::kAvx2;
+  const ComputeBackend portable_{
+      {.isa = kernels::Isa::kScalar, .ggml_build = kBuild}};
+  const ComputeBackend best_{{.ggml_build = kBuild}};
+  const ComputeBackend best_threads_{{.num_threads = 3, .ggml_build = kBuild}};
 };
 
 TEST_F(GgmlCompatTest, MatMulVectorisedMatchesPortableAndIsAccurate) {
@@ -125,37 +129,48 @@ TEST_F(GgmlCompatTest, MatMulVectorisedMatchesPortableAndIsAccurate) {
   }
 }
 
-// The AVX-512 tiles (8 rows x up to 6 tokens, k in 512-value chunks) give
-// the AVX2 blocked code's bits and the portable reference's, for batch
-// sizes covering every partial token tile, row counts with partial row
-// tiles, and with and without a pool (which splits rows into tasks).
+// The AVX-512 tiles (8 or 4 rows x up to 6 tokens, k in 512-value chunks)
+// give the AVX2 blocked code's bits and the portable reference's, in both
+// builds' orders, for batch sizes covering every partial token tile, row
+// counts with partial row tiles (and 6: no kGemm at all), with and without
+// a pool (which splits rows into tasks). 72 values: not a multiple of 16,
+// so the AVX-512 build's kGemm falls back to its kGemv.
 TEST_F(GgmlCompatTest, Avx512TilesMatchAvx2AndPortableBitForBit) {
-  const ComputeBackend avx2_only({.ggml_avx512 = false});
-  const ComputeBackend avx2_only_threads(
-      {.num_threads = 3, .ggml_avx512 = false});
-  const ComputeBackend* const kBackends[] = {&avx2_only, &avx2_only_threads,
-                                             &best_, &best_threads_};
   uint32_t seed = 1000;
-  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16}) {
-    for (int64_t cols : {8, 72, 1032}) {
-      for (int64_t rows : {5, 8, 77, 136}) {
-        for (size_t n : {1, 2, 5, 6, 7, 13}) {
-          ++seed;
-          SCOPED_TRACE(testing::Message()
-                       << "seed " << seed << " type " << static_cast<int>(type)
-                       << " cols " << cols << " rows " << rows << " n " << n);
-          std::mt19937 rng(seed);
-          const Weights w = MakeWeights(type, rows, cols, rng);
-          std::vector<DotOrder> order(n, DotOrder::kGemm);
-          if (n > 2) order[1] = DotOrder::kGemv;
-          const std::vector<float> x = RandomVector(n * cols, rng, 1);
-          const std::vector<float> ref = MatMul(portable_, w, x, order);
-          for (const ComputeBackend* b : kBackends) {
-            const std::vector<float> got = MatMul(*b, w, x, order);
-            ASSERT_EQ(0, std::memcmp(got.data(), ref.data(),
-                                     ref.size() * sizeof(float)))
-                << "avx512 " << b->options().ggml_avx512 << " threads "
-                << b->options().num_threads;
+  for (ggml_compat::GgmlBuild build :
+       {ggml_compat::GgmlBuild::kAvx2, ggml_compat::GgmlBuild::kAvx512}) {
+    const ComputeBackend portable(
+        {.isa = kernels::Isa::kScalar, .ggml_build = build});
+    const ComputeBackend avx2_only({.ggml_avx512 = false, .ggml_build = build});
+    const ComputeBackend avx2_only_threads(
+        {.num_threads = 3, .ggml_avx512 = false, .ggml_build = build});
+    const ComputeBackend best({.ggml_build = build});
+    const ComputeBackend best_threads({.num_threads = 3, .ggml_build = build});
+    const ComputeBackend* const kBackends[] = {&avx2_only, &avx2_only_threads,
+                                               &best, &best_threads};
+    for (GgmlType type : {GgmlType::kF32, GgmlType::kF16}) {
+      for (int64_t cols : {16, 72, 1040}) {
+        for (int64_t rows : {4, 6, 12, 76, 136}) {
+          for (size_t n : {1, 2, 5, 6, 7, 13}) {
+            ++seed;
+            SCOPED_TRACE(testing::Message()
+                         << "seed " << seed << " build "
+                         << static_cast<int>(build) << " type "
+                         << static_cast<int>(type) << " cols " << cols
+                         << " rows " << rows << " n " << n);
+            std::mt19937 rng(seed);
+            const Weights w = MakeWeights(type, rows, cols, rng);
+            std::vector<DotOrder> order(n, DotOrder::kGemm);
+            if (n > 2) order[1] = DotOrder::kGemv;
+            const std::vector<float> x = RandomVector(n * cols, rng, 1);
+            const std::vector<float> ref = MatMul(portable, w, x, order);
+            for (const ComputeBackend* b : kBackends) {
+              const std::vector<float> got = MatMul(*b, w, x, order);
+              ASSERT_EQ(0, std::memcmp(got.data(), ref.data(),
+                                       ref.size() * sizeof(float)))
+                  << "avx512 " << b->options().ggml_avx512 << " threads "
+                  << b->options().num_threads;
+            }
           }
         }
       }
@@ -165,7 +180,7 @@ TEST_F(GgmlCompatTest, Avx512TilesMatchAvx2AndPortableBitForBit) {
 
 TEST_F(GgmlCompatTest, TokenResultDependsOnlyOnItsOrder) {
   std::mt19937 rng(99);
-  const Weights w = MakeWeights(GgmlType::kF32, 9, 64, rng);
+  const Weights w = MakeWeights(GgmlType::kF32, 12, 64, rng);
   const std::vector<float> x = RandomVector(64, rng, 1);
   const std::vector<float> alone_gemv = MatMul(best_, w, x, {DotOrder::kGemv});
   const std::vector<float> alone_gemm = MatMul(best_, w, x, {DotOrder::kGemm});
@@ -177,7 +192,7 @@ TEST_F(GgmlCompatTest, TokenResultDependsOnlyOnItsOrder) {
         MatMul(best_, w, xs, {DotOrder::kGemm, o, DotOrder::kGemv});
     const std::vector<float>& want =
         o == DotOrder::kGemv ? alone_gemv : alone_gemm;
-    EXPECT_EQ(0, std::memcmp(&y[9], want.data(), 9 * sizeof(float)));
+    EXPECT_EQ(0, std::memcmp(&y[12], want.data(), 12 * sizeof(float)));
   }
 }
 
@@ -191,21 +206,24 @@ TEST_F(GgmlCompatTest, SummationOrdersAreGgmls) {
   w[0] = big;
   w[4] = 1.0f;
   w[2] = -big;
-  std::vector<std::byte> bytes(32 * 4);
-  std::memcpy(bytes.data(), w.data(), bytes.size());
-  kernels::MatrixView view{GgmlType::kF32, 1, 32, bytes.data(), 32 * 4};
+  // Four equal rows: tinyBLAS refuses a row count not a multiple of 4.
+  std::vector<std::byte> bytes(4 * 32 * 4);
+  for (int r = 0; r < 4; ++r) {
+    std::memcpy(&bytes[r * 32 * 4], w.data(), 32 * 4);
+  }
+  kernels::MatrixView view{GgmlType::kF32, 4, 32, bytes.data(), 32 * 4};
   for (bool portable : {true, false}) {
     const ComputeBackend& backend = portable ? portable_ : best_;
-    float y = -1;
-    backend.MatMul(view, x.data(), std::vector{DotOrder::kGemm}, &y);
+    std::vector<float> y(4, -1);
+    backend.MatMul(view, x.data(), std::vector{DotOrder::kGemm}, y.data());
     // t0 = big + 1 = big (rounded), t2 = -big: sum 0; a left-to-right sum
     // would give 1.
-    EXPECT_EQ(y, 0.0f) << "portable " << portable;
+    EXPECT_EQ(y, std::vector<float>(4, 0.0f)) << "portable " << portable;
     // kGemv (one 32-value step): lanes reduced (t0 + t1) + (t2 + t3) with
     // t_i = l_i + l_i+4: t0 = big + 1 -> big, t2 = -big: 0 again.
-    float g = -1;
-    backend.MatMul(view, x.data(), std::vector{DotOrder::kGemv}, &g);
-    EXPECT_EQ(g, 0.0f) << "portable " << portable;
+    std::vector<float> g(4, -1);
+    backend.MatMul(view, x.data(), std::vector{DotOrder::kGemv}, g.data());
+    EXPECT_EQ(g, std::vector<float>(4, 0.0f)) << "portable " << portable;
   }
 }
 

@@ -61,6 +61,33 @@ TEST(Gpt2SplitTest, WordsNumbersPunctuationAndSpaces) {
   EXPECT_TRUE(Split(t, "").empty());
 }
 
+TEST(TekkenSplitTest, CasedWordsSingleDigitsAndSlashes) {
+  const auto t = PreTokenizerType::kTekken;
+  // The upper run backs off to the last capital a lower letter follows.
+  EXPECT_THAT(Split(t, "XMLHttpRequest"), ElementsAre("XMLHttp", "Request"));
+  EXPECT_THAT(Split(t, "HELLOworld aBc"),
+              ElementsAre("HELLOworld", " a", "Bc"));
+  EXPECT_THAT(Split(t, "ABC, x1"), ElementsAre("ABC", ",", " x", "1"));
+  EXPECT_THAT(Split(t, "\tHi"), ElementsAre("\tHi"));  // any non-letter
+  EXPECT_THAT(Split(t, "a // b/\n"), ElementsAre("a", " //", " b", "/\n"));
+  // A non-ASCII letter is upper and lower at once.
+  EXPECT_THAT(Split(t, "\u00C9LAN\u00E9"), ElementsAre("\u00C9LAN\u00E9"));
+  auto info = LookupPreTokenizer("tekken");
+  ASSERT_TRUE(info.ok());
+  EXPECT_TRUE(info->ignore_merges);
+  EXPECT_TRUE(info->add_bos);
+}
+
+TEST(DeepseekCoderSplitTest, LettersPunctuationAndEachDigit) {
+  const auto t = PreTokenizerType::kDeepseekCoder;
+  // '=' is a math symbol, not \p{P}: the text between matches stays whole.
+  EXPECT_THAT(Split(t, "x = 12;\n"),
+              ElementsAre("x", " = ", "1", "2", ";", "\n"));
+  EXPECT_THAT(Split(t, " foo(bar)"), ElementsAre(" foo", "(", "bar", ")"));
+  EXPECT_THAT(Split(t, "\u4F60\u597D ok"), ElementsAre("\u4F60\u597D", " ok"));
+  EXPECT_FALSE(LookupPreTokenizer("deepseek-coder")->add_bos);
+}
+
 TEST(Llama3SplitTest, DigitsInThreesAndNewlinesKept) {
   const auto t = PreTokenizerType::kLlama3;
   EXPECT_THAT(Split(t, "12345"), ElementsAre("123", "45"));

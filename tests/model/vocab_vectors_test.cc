@@ -56,6 +56,30 @@ std::vector<std::vector<TokenId>> ParseOutputs(const std::string& text) {
   return outputs;
 }
 
+// Tokenizes every string of `inp_path` with `tokenizer` and expects the ids
+// of the matching line of `out_path` and a round trip; prints the count.
+void ExpectRecordedTokenizations(const Tokenizer& tokenizer,
+                                 const std::string& inp_path,
+                                 const std::string& out_path,
+                                 const std::string& label) {
+  const auto inputs = ParseInputs(ReadAll(inp_path));
+  const auto expected = ParseOutputs(ReadAll(out_path));
+  ASSERT_EQ(inputs.size(), expected.size());
+  ASSERT_GT(inputs.size(), 40u);
+  size_t num_passed = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    SCOPED_TRACE("string #" + std::to_string(i) + " '" + inputs[i] + "'");
+    const std::vector<TokenId> ids =
+        tokenizer.Tokenize(inputs[i], /*add_special=*/false,
+                           /*parse_special=*/false);
+    EXPECT_EQ(ids, expected[i]);
+    EXPECT_EQ(tokenizer.Detokenize(ids), inputs[i]);
+    num_passed += ids == expected[i];
+  }
+  std::cout << "[ vectors  ] " << label << ": " << num_passed << "/"
+            << inputs.size() << " strings match\n";
+}
+
 class VocabVectorsTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(VocabVectorsTest, MatchesEveryRecordedTokenization) {
@@ -70,35 +94,64 @@ TEST_P(VocabVectorsTest, MatchesEveryRecordedTokenization) {
   ASSERT_TRUE(gguf.ok()) << gguf.status();
   auto tokenizer = Tokenizer::FromGguf(**gguf);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
-  const auto inputs = ParseInputs(ReadAll(path + ".inp"));
-  const auto expected = ParseOutputs(ReadAll(path + ".out"));
-  ASSERT_EQ(inputs.size(), expected.size());
-  ASSERT_GT(inputs.size(), 40u);
-  size_t num_passed = 0;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    SCOPED_TRACE("string #" + std::to_string(i) + " '" + inputs[i] + "'");
-    const std::vector<TokenId> ids =
-        (*tokenizer)
-            ->Tokenize(inputs[i], /*add_special=*/false,
-                       /*parse_special=*/false);
-    EXPECT_EQ(ids, expected[i]);
-    EXPECT_EQ((*tokenizer)->Detokenize(ids), inputs[i]);
-    num_passed += ids == expected[i];
+  ExpectRecordedTokenizations(**tokenizer, path + ".inp", path + ".out",
+                              GetParam());
+}
+
+std::string ParamName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  for (char& c : name) {
+    if (c == '-') c = '_';
   }
-  std::cout << "[ vectors  ] " << GetParam() << ": " << num_passed << "/"
-            << inputs.size() << " strings match\n";
+  return name;
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedVocab, VocabVectorsTest,
                          ::testing::Values("llama-spm", "phi-3", "gpt-2",
                                            "starcoder"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name) {
-                             if (c == '-') c = '_';
-                           }
-                           return name;
-                         });
+                         ParamName);
+
+// Pre-tokenizers without a shared vocabulary: the shared GPT-2 vocabulary
+// with tokenizer.ggml.pre rewritten, against llama.cpp's llama-tokenize on
+// the same rewritten file (testdata/record_pre_vectors.py).
+class RewrittenPreVectorsTest : public ::testing::TestWithParam<std::string> {};
+
+// Returns the GGUF at `path` with tokenizer.ggml.pre set to `pre`.
+StatusOr<std::unique_ptr<GgufFile>> WithPre(const std::string& path,
+                                            const std::string& pre) {
+  KV_ASSIGN_OR_RETURN(auto source, GgufFile::Open(path));
+  auto bytes = std::make_shared<std::string>();
+  StringWritableFile file(bytes.get());
+  GgufWriter writer(&file);
+  for (const GgufMetadataEntry& entry : source->metadata()) {
+    KV_RETURN_IF_ERROR(writer.AddMetadata(
+        entry.key, entry.key == "tokenizer.ggml.pre" ? GgufValue::String(pre)
+                                                     : entry.value));
+  }
+  KV_RETURN_IF_ERROR(writer.WriteHeader());
+  KV_RETURN_IF_ERROR(writer.Finish());
+  return GgufFile::FromBuffer(bytes);
+}
+
+TEST_P(RewrittenPreVectorsTest, MatchesLlamaCppOnTheSameVocabulary) {
+  const std::string path = VocabPath("gpt-2");
+  if (!std::filesystem::exists(path)) {
+    GTEST_SKIP() << "shared vocab not found: " << path;
+  }
+  auto gguf = WithPre(path, GetParam());
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  auto tokenizer = Tokenizer::FromGguf(**gguf);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  const std::string data =
+      std::string(KVAULT_SOURCE_DIR) + "/tests/model/testdata/vocab/";
+  ExpectRecordedTokenizations(**tokenizer, data + "pre_vectors.inp",
+                              data + "gpt-2." + GetParam() + ".out",
+                              "gpt-2 as " + GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Pre, RewrittenPreVectorsTest,
+                         ::testing::Values("deepseek-coder", "tekken"),
+                         ParamName);
 
 // --- LoadVocab: the tokenizer.ggml.* keys, defaults and validation. ---
 
