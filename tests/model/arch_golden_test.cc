@@ -30,8 +30,8 @@ const std::string kGoldens = kShared + "/golden/arch/";
 // golden/arch. Issue 25's bar is all 64 greedy tokens and the first
 // step's top-5 logprobs within 1e-3 for F32, the first 8 tokens for Q8_0.
 // Both go further here, with room: every model matches all 64 tokens;
-// Q8_0 every step's logprobs within 4e-6 (measured), F32, summed in the
-// AVX-512 build's vec_dot_f32 and tinyBLAS orders (ggml_compat.h), every
+// Q8_0 every step's logprobs within 4.7e-6 (measured, mixtral), F32, summed in
+// the AVX-512 build's vec_dot_f32 and tinyBLAS orders (ggml_compat.h), every
 // step's within 6.8e-5 (measured, gemma2; most within 8e-6).
 constexpr int kF32Tokens = 64;
 constexpr double kF32Tol = 1e-3;  // every step
