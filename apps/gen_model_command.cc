@@ -18,12 +18,16 @@ constexpr const char kGenModelUsage[] =
     "usage: kvault gen-model [--arch A] [--n-embd E] [--n-layer L]\n"
     "         [--n-head H] [--n-head-kv K] [--n-ff F] [--ctx C]\n"
     "         [--type T] [--vocab FILE.gguf|bytes] [--rope-freqs]\n"
-    "         [--sliding-window W] [--seed S] [--name NAME] -o out.gguf\n"
-    "  --arch: llama (default), qwen2, qwen3, phi3, gemma2 or gemma3, with\n"
+    "         [--sliding-window W] [--n-expert N --n-expert-used U]\n"
+    "         [--seed S] [--name NAME] -o out.gguf\n"
+    "  --arch: llama (default), qwen2, qwen3, qwen3moe, phi3, gemma2 or\n"
+    "  gemma3, with\n"
     "  that family's tensors (QKV biases, q/k norms, fused QKV and gate/up,\n"
     "  post norms, tied output) and keys (soft-capping, sliding window of\n"
     "  W tokens, default ctx / 4). --rope-freqs (llama): Llama 3.1's RoPE\n"
-    "  frequency factors in rope_freqs.weight.\n"
+    "  frequency factors in rope_freqs.weight. --n-expert (llama: Mixtral-\n"
+    "  style; qwen3moe: required): N experts of width F per layer, each\n"
+    "  token routed to U of them.\n"
     "  --type: a ggml type for every matrix (f32 f16 bf16 q4_0 q4_1 q5_0\n"
     "  q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs; n_embd and n_ff\n"
     "  multiples of its block, 256 for the k types and iq4_xs), or a\n"
@@ -37,10 +41,10 @@ constexpr const char kGenModelUsage[] =
     "  --n-head-kv 8 --n-ff 5632\n";
 
 StatusOr<GenModelOptions> ParseOptions(const Flags& f) {
-  KV_RETURN_IF_ERROR(
-      f.CheckKnown({"arch", "n-embd", "n-layer", "n-head", "n-head-kv", "n-ff",
-                    "ctx", "type", "vocab", "seed", "name", "output",
-                    "rope-freqs", "sliding-window"}));
+  KV_RETURN_IF_ERROR(f.CheckKnown(
+      {"arch", "n-embd", "n-layer", "n-head", "n-head-kv", "n-ff", "ctx",
+       "type", "vocab", "seed", "name", "output", "rope-freqs",
+       "sliding-window", "n-expert", "n-expert-used"}));
   if (!f.Has("output"))
     return InvalidArgumentError("gen-model: -o is required");
   GenModelOptions o;
@@ -49,6 +53,11 @@ StatusOr<GenModelOptions> ParseOptions(const Flags& f) {
   KV_ASSIGN_OR_RETURN(uint64_t window,
                       f.GetUint("sliding-window", 0, 0, 1u << 24));
   o.sliding_window = static_cast<uint32_t>(window);
+  KV_ASSIGN_OR_RETURN(uint64_t n_expert, f.GetUint("n-expert", 0, 0, 256));
+  KV_ASSIGN_OR_RETURN(uint64_t n_expert_used,
+                      f.GetUint("n-expert-used", n_expert > 0 ? 2 : 0, 0, 256));
+  o.n_expert = static_cast<uint32_t>(n_expert);
+  o.n_expert_used = static_cast<uint32_t>(n_expert_used);
   KV_ASSIGN_OR_RETURN(uint64_t n_embd, f.GetUint("n-embd", 64, 1, 1u << 16));
   KV_ASSIGN_OR_RETURN(uint64_t n_layer, f.GetUint("n-layer", 2, 1, 512));
   KV_ASSIGN_OR_RETURN(uint64_t n_head, f.GetUint("n-head", 4, 1, 1024));

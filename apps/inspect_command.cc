@@ -141,6 +141,12 @@ void PrintFeatures(const GgufFile& f, LlamaHparams h) {
                   h.attn_softcap, h.final_softcap);
     line += buf;
   }
+  if (h.n_expert > 0) {
+    std::snprintf(
+        buf, sizeof(buf), "%smixture of experts: %u of width %u, %u per token",
+        line.empty() ? "" : "; ", h.n_expert, h.n_ff_exp, h.n_expert_used);
+    line += buf;
+  }
   if (f.FindTensor("rope_freqs.weight") != nullptr) {
     line += std::string(line.empty() ? "" : "; ") +
             "rope_freqs (Llama 3.1 RoPE scaling)";

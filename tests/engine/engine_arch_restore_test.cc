@@ -90,7 +90,8 @@ TEST_P(EngineArchRestoreTest, RestoredConversationContinuesAsUndisturbed) {
 
 INSTANTIATE_TEST_SUITE_P(Arch, EngineArchRestoreTest,
                          ::testing::Values("llama31", "qwen2", "qwen3", "phi3",
-                                           "gemma2", "gemma3"));
+                                           "gemma2", "gemma3", "mixtral",
+                                           "qwen3moe"));
 
 TEST(EngineArchRestoreMismatchTest, AnotherArchitecturesFileIsRefused) {
   if (!std::filesystem::exists(ArchModelPath("qwen2")) ||
