@@ -139,6 +139,10 @@ Status ValidateOptions(const GenModelOptions& o, const ArchSpec& spec,
         "(Llama 3.1 RoPE scaling), not " +
         o.arch);
   }
+  if (o.sliding_window != 0 && spec.swa_pattern == 0) {
+    return InvalidArgumentError("gen-model: --sliding-window is for gemma2 "
+                                "and gemma3, not " + o.arch);
+  }
   if ((o.n_expert > 0 && spec.moe == MoeSupport::kNone) ||
       (o.n_expert == 0 && spec.moe == MoeSupport::kRequired)) {
     return InvalidArgumentError(

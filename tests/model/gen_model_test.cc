@@ -306,8 +306,13 @@ TEST(GenModelTest, RopeFreqsHoldLlama31Divisors) {
   o.arch = "qwen2";
   EXPECT_THAT(GenerateLlamaModel(o, &out).status().ToString(),
               HasSubstr("--rope-freqs is for --arch llama"));
-  o.arch = "mamba";
+  o.arch = "llama";
   o.rope_freqs = false;
+  o.sliding_window = 64;
+  EXPECT_THAT(GenerateLlamaModel(o, &out).status().ToString(),
+              HasSubstr("--sliding-window is for gemma2"));
+  o.sliding_window = 0;
+  o.arch = "mamba";
   Status s = GenerateLlamaModel(o, &out).status();
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
   EXPECT_THAT(s.ToString(), HasSubstr("'mamba'"));
