@@ -35,19 +35,6 @@ Edit AddTensor(const std::string& name, std::vector<float> values) {
   };
 }
 
-// An edit renaming the architecture (and its keys) from llama to `arch`.
-Edit Rename(const std::string& arch) {
-  return [arch](auto* metadata, auto*, auto*) {
-    for (auto& entry : *metadata) {
-      if (entry.key == "general.architecture") {
-        entry.value = GgufValue::String(arch);
-      } else if (entry.key.rfind("llama.", 0) == 0) {
-        entry.key = arch + "." + entry.key.substr(6);
-      }
-    }
-  };
-}
-
 // Applies every edit in order.
 Edit Both(Edit a, Edit b) {
   return [a, b](auto* metadata, auto* tensors, auto* data) {

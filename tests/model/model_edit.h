@@ -52,9 +52,8 @@ using Edit = std::function<void(std::vector<GgufMetadataEntry>*,
                                 std::vector<GgufTensorInfo>*,
                                 std::vector<std::string>*)>;
 
-// Rebuilds the model of GGUF image `image` after `edit`, validated as Load
-// does.
-inline StatusOr<std::unique_ptr<LlamaModel>> EditedImage(
+// Returns GGUF image `image` rebuilt after `edit`, parsed.
+inline StatusOr<std::unique_ptr<GgufFile>> EditedGguf(
     std::shared_ptr<const std::string> image, const Edit& edit) {
   KV_ASSIGN_OR_RETURN(auto file, GgufFile::FromBuffer(std::move(image)));
   std::vector<GgufMetadataEntry> metadata = file->metadata();
@@ -68,7 +67,29 @@ inline StatusOr<std::unique_ptr<LlamaModel>> EditedImage(
   edit(&metadata, &tensors, &data);
   KV_ASSIGN_OR_RETURN(std::string edited,
                       BuildGgufImage(metadata, tensors, data));
-  return FromImage(std::make_shared<std::string>(std::move(edited)));
+  return GgufFile::FromBuffer(
+      std::make_shared<const std::string>(std::move(edited)));
+}
+
+// Rebuilds the model of GGUF image `image` after `edit`, validated as Load
+// does.
+inline StatusOr<std::unique_ptr<LlamaModel>> EditedImage(
+    std::shared_ptr<const std::string> image, const Edit& edit) {
+  KV_ASSIGN_OR_RETURN(auto file, EditedGguf(std::move(image), edit));
+  return LlamaModel::FromGguf(std::move(file));
+}
+
+// An edit renaming the architecture (and its keys) from llama to `arch`.
+inline Edit Rename(const std::string& arch) {
+  return [arch](std::vector<GgufMetadataEntry>* metadata, auto*, auto*) {
+    for (auto& entry : *metadata) {
+      if (entry.key == "general.architecture") {
+        entry.value = GgufValue::String(arch);
+      } else if (entry.key.rfind("llama.", 0) == 0) {
+        entry.key = arch + "." + entry.key.substr(6);
+      }
+    }
+  };
 }
 
 // Rebuilds a generated F32 model after `edit`.

@@ -141,19 +141,6 @@ TEST(MoeLoadTest, ExpertOptionsKvaultLacksAreRefused) {
   EXPECT_TRUE(scale_one.ok()) << scale_one.status().ToString();
 }
 
-// An edit renaming the architecture (and its keys) from llama to `arch`.
-Edit Rename(const std::string& arch) {
-  return [arch](auto* metadata, auto*, auto*) {
-    for (auto& entry : *metadata) {
-      if (entry.key == "general.architecture") {
-        entry.value = GgufValue::String(arch);
-      } else if (entry.key.rfind("llama.", 0) == 0) {
-        entry.key = arch + "." + entry.key.substr(6);
-      }
-    }
-  };
-}
-
 TEST(MoeLoadTest, Qwen3MoeNeedsExperts) {
   ExpectError(EditedModel(Rename("qwen3moe")), StatusCode::kInvalidArgument,
               "'qwen3moe' needs qwen3moe.expert_count > 0, got 0");
@@ -162,21 +149,13 @@ TEST(MoeLoadTest, Qwen3MoeNeedsExperts) {
 // Returns the hyperparameters of the MoE image renamed to qwen3moe, plus
 // `extra` keys.
 StatusOr<LlamaHparams> Qwen3MoeHparams(std::vector<GgufMetadataEntry> extra) {
-  KV_ASSIGN_OR_RETURN(auto file, GgufFile::FromBuffer(MoeImage()));
-  std::vector<GgufMetadataEntry> metadata = file->metadata();
-  Rename("qwen3moe")(&metadata, nullptr, nullptr);
-  for (auto& entry : extra) metadata.push_back(entry);
-  std::vector<GgufTensorInfo> tensors = file->tensors();
-  std::vector<std::string> data;
-  for (const auto& t : file->tensors()) {
-    auto bytes = file->TensorData(t);
-    data.emplace_back(reinterpret_cast<const char*>(bytes.data()),
-                      bytes.size());
-  }
-  KV_ASSIGN_OR_RETURN(std::string image,
-                      BuildGgufImage(metadata, tensors, data));
+  const Edit rename = Rename("qwen3moe");
   KV_ASSIGN_OR_RETURN(
-      auto renamed, GgufFile::FromBuffer(std::make_shared<std::string>(image)));
+      auto renamed,
+      EditedGguf(MoeImage(), [&](auto* metadata, auto* tensors, auto* data) {
+        rename(metadata, tensors, data);
+        for (auto& entry : extra) metadata->push_back(entry);
+      }));
   return ReadLlamaHparams(*renamed);
 }
 
