@@ -28,8 +28,9 @@ constexpr const char kBenchModelUsage[] =
     "                run without it: paging overhead)\n"
     "  --json  one object: model, model_bytes, decode_bytes (what one decode\n"
     "          step reads), num_parameters, n_prompt, n_gen, depth,\n"
-    "          fragmented, mmap, reps, threads, pp_tok_s, pp_std, tg_tok_s,\n"
-    "          tg_std\n";
+    "          fragmented, mmap, reps, threads, kernels (the kernel set:\n"
+    "          scalar, avx2, avx512, neon, neon-dotprod; KVAULT_KERNELS=SET\n"
+    "          caps it), pp_tok_s, pp_std, tg_tok_s, tg_std\n";
 
 // The usage text printed by --help and after a bad flag.
 std::string BenchModelUsage() {
@@ -70,10 +71,11 @@ StatusOr<bench::ModelBenchOptions> ParseBenchModel(const Flags& f) {
 }
 
 void PrintTable(const bench::ModelBenchResult& r) {
-  std::printf("model: %s (%.2f MiB, %.2f M params), %u threads, %u reps, "
-              "depth %u%s%s\n",
+  std::printf("model: %s (%.2f MiB, %.2f M params), %s kernels, %u threads, "
+              "%u reps, depth %u%s%s\n",
               r.model.c_str(), r.model_bytes / 1048576.0,
-              r.num_parameters / 1e6, r.threads, r.reps, r.depth,
+              r.num_parameters / 1e6, r.kernels.c_str(), r.threads, r.reps,
+              r.depth,
               r.fragmented ? ", fragmented KV pages" : "",
               r.mmap ? ", mmap" : "");
   if (r.num_prompt > 0) {

@@ -15,6 +15,7 @@
 
 #include "apps/commands.h"
 #include "apps/serve_options.h"
+#include "core/cpu_features.h"
 #include "core/embedded_file.h"
 #include "core/log.h"
 #include "core/version.h"
@@ -23,6 +24,7 @@
 #include "model/compute_backend.h"
 #include "model/demo_model.h"
 #include "model/gguf_file.h"
+#include "model/kernels/kernels.h"
 #include "model/llama_model.h"
 #include "server/engine_host.h"
 #include "server/http_server.h"
@@ -166,9 +168,13 @@ int RunServe(const std::vector<std::string>& args) {
   }
   SetMinLogLevel(options->log_level);
   for (const std::string& w : options->warnings) KV_LOG(WARNING) << w;
-  // The only read of the compute environment (KVAULT_KERNELS, ...): the
-  // model's layout and every engine (a woken one too) follow it.
+  // The only read of the compute environment (KVAULT_COMPUTE_POOL; the
+  // CPU features, capped by KVAULT_KERNELS, are core/cpu_features.h's):
+  // the model's layout and every engine (a woken one too) follow it.
   options->engine.compute = ComputeBackendOptions::FromEnvironment();
+  KV_LOG(INFO) << "kernels: " << kernels::IsaName(options->engine.compute.isa)
+               << " (CPU features in use: "
+               << CpuFeaturesString(CpuFeaturesInUse()) << ")";
   return Serve(std::move(*options));
 }
 

@@ -172,6 +172,7 @@ StatusOr<ModelBenchResult> RunModelBench(const ModelBenchOptions& o) {
   r.depth = o.depth;
   r.fragmented = o.fragmented;
   r.mmap = o.load_mode == LoadMode::kMmap;
+  r.kernels = std::string(kernels::IsaName(compute.isa));
   if (o.num_prompt > 0) {
     const std::vector<TokenId> prompt =
         RandomTokens(*model, o.num_prompt, &rng);
@@ -200,6 +201,7 @@ std::string ModelBenchJson(const ModelBenchResult& r) {
                       {"mmap", r.mmap},
                       {"reps", r.reps},
                       {"threads", r.threads},
+                      {"kernels", r.kernels},
                       {"pp_tok_s", r.pp_tok_s},
                       {"pp_std", r.pp_std},
                       {"tg_tok_s", r.tg_tok_s},

@@ -54,6 +54,7 @@ struct ModelBenchResult {
   uint32_t depth = 0;
   bool fragmented = false;
   bool mmap = false;  // the model was mapped, not read into memory
+  std::string kernels;  // the kernel set that ran, e.g. "avx2"
   double pp_tok_s = 0;  // 0 when skipped
   double pp_std = 0;
   double tg_tok_s = 0;  // 0 when skipped
@@ -65,7 +66,7 @@ StatusOr<ModelBenchResult> RunModelBench(const ModelBenchOptions& options);
 
 // Returns one JSON object with the keys model, model_bytes, decode_bytes,
 // num_parameters, n_prompt, n_gen, depth, fragmented, mmap, reps, threads,
-// pp_tok_s, pp_std, tg_tok_s, tg_std.
+// kernels, pp_tok_s, pp_std, tg_tok_s, tg_std.
 std::string ModelBenchJson(const ModelBenchResult& result);
 
 }  // namespace kvault::bench

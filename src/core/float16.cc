@@ -4,9 +4,9 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "core/cpu_features.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <cpuid.h>
 #include <immintrin.h>
 #define KVAULT_HAVE_F16C_PATH 1
 #endif
@@ -70,16 +70,6 @@ __attribute__((target("avx,f16c"))) void HalfToFloatRowF16c(
   for (; i < n; ++i) dst[i] = HalfToFloat(LoadHalf(src + 2 * i));
 }
 
-bool DetectF16c() {
-  __builtin_cpu_init();
-  // clang < 16 has no "f16c" feature name, so read CPUID.1:ECX bit 29
-  // directly; "avx" also covers the OS saving the YMM registers.
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
-  return __builtin_cpu_supports("avx") && (ecx & (1u << 29)) != 0;
-}
-#else
-bool DetectF16c() { return false; }
 #endif
 
 }  // namespace
@@ -145,8 +135,11 @@ void HalfToFloatRowPortable(std::span<const std::byte> src,
 }
 
 bool Float16UsesF16c() {
-  static const bool kUse = DetectF16c();
-  return kUse;
+#ifdef KVAULT_HAVE_F16C_PATH
+  return CpuFeaturesInUse().f16c;
+#else
+  return false;
+#endif
 }
 
 void FloatToHalfRow(std::span<const float> src, std::span<std::byte> dst) {

@@ -10,32 +10,10 @@
 #include "core/log.h"
 
 namespace kvault {
-namespace {
-
-// The set KVAULT_KERNELS names when this CPU supports it, else nullopt (a
-// warning names an unknown or unsupported set, which the default replaces).
-std::optional<kernels::Isa> IsaFromEnvironment() {
-  const char* env = std::getenv("KVAULT_KERNELS");
-  if (env == nullptr) return std::nullopt;
-  const std::optional<kernels::Isa> isa = kernels::IsaFromName(env);
-  const std::vector<kernels::Isa> supported = kernels::SupportedIsas();
-  if (!isa ||
-      std::find(supported.begin(), supported.end(), *isa) == supported.end()) {
-    KV_LOG(WARNING) << "KVAULT_KERNELS=" << env
-                    << " is not a kernel set this CPU supports; using "
-                    << kernels::IsaName(kernels::BestIsa());
-    return std::nullopt;
-  }
-  return isa;
-}
-
-}  // namespace
-
 ComputeBackendOptions ComputeBackendOptions::FromEnvironment() {
+  // KVAULT_KERNELS needs no reading here: it caps the CPU features in use
+  // (core/cpu_features.h), which the default isa already follows.
   ComputeBackendOptions options;
-  if (const std::optional<kernels::Isa> isa = IsaFromEnvironment()) {
-    options.isa = *isa;
-  }
   const char* pool = std::getenv("KVAULT_COMPUTE_POOL");
   options.spin_workers = pool == nullptr || std::string_view(pool) != "off";
   return options;

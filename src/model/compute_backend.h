@@ -37,10 +37,11 @@ struct ComputeBackendOptions {
   // Whether idle workers spin for a while before sleeping (ComputePool).
   bool spin_workers = true;
 
-  // Returns the defaults with the environment's choices, which only this
-  // reads: KVAULT_KERNELS=scalar|avx2|avx512 sets isa (when this CPU
-  // supports it; e.g. to measure the AVX2 path on an AVX-512 machine) and
-  // KVAULT_COMPUTE_POOL=off clears spin_workers. Call once at start-up.
+  // Returns the defaults with the environment's choices:
+  // KVAULT_COMPUTE_POOL=off clears spin_workers. (KVAULT_KERNELS, e.g. avx2
+  // to measure the AVX2 path on an AVX-512 machine, caps the CPU features
+  // in use at the one detection site, core/cpu_features.h, so isa and
+  // ggml_build default to that level.) Call once at start-up.
   static ComputeBackendOptions FromEnvironment();
 };
 

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/cpu_features.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define KVAULT_EXACT_EXP_AVX2 1
@@ -130,18 +132,14 @@ using ExpFn = void (*)(float*, size_t);
 
 // The widest vector path this CPU runs.
 ExpFn VectorPath() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")
-             ? ExpAvx512
-             : ExpAvx2;
+  return CpuFeaturesInUse().avx512 ? ExpAvx512 : ExpAvx2;
 }
 
 // Compares the vector path with std::exp over a spread of arguments in
 // its range: a C library with another expf algorithm must not change
 // results, it only loses the speed.
 bool VectorPathMatches() {
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
-    return false;
-  }
+  if (!CpuFeaturesInUse().avx2) return false;
   constexpr int kSamples = 1 << 14;
   static float x[kSamples];
   const uint32_t lo = 0x80000000u, hi = 0xC2CFF1B4u;  // -0 .. kLowest

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "core/cpu_features.h"
 #include "model/ggml_dot.h"
 #include "model/kernels/kernels.h"
 
@@ -172,13 +173,7 @@ float VExpf(float x, GgmlBuild build) {
 }
 
 GgmlBuild NativeGgmlBuild() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  static const bool avx512 =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-  return avx512 ? GgmlBuild::kAvx512 : GgmlBuild::kAvx2;
-#else
-  return GgmlBuild::kAvx2;
-#endif
+  return CpuFeaturesInUse().avx512 ? GgmlBuild::kAvx512 : GgmlBuild::kAvx2;
 }
 
 void SwiGlu(const float* gate, const float* up, int64_t n, GgmlBuild build,

@@ -39,7 +39,8 @@ namespace kvault::ggml_compat {
 // golden/kquant and golden/arch by AVX-512 ones.
 enum class GgmlBuild : uint8_t { kAvx2, kAvx512 };
 
-// Returns the build a native llama.cpp compile makes on this CPU.
+// Returns the build a native llama.cpp compile makes on this CPU (the
+// features in use: KVAULT_KERNELS=avx2 gives kAvx2 on any x86 CPU).
 GgmlBuild NativeGgmlBuild();
 
 // How ggml computes one token's products with a float weight matrix

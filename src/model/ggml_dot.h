@@ -45,7 +45,7 @@ constexpr bool GemmServes(GgmlBuild build, int64_t rows, int64_t k) {
 // forms, and the AVX-512 ones on top of them.
 inline bool UsesAvx2(kernels::Isa isa) {
 #ifdef KVAULT_GGML_X86
-  return isa != kernels::Isa::kScalar;
+  return isa == kernels::Isa::kAvx2 || isa == kernels::Isa::kAvx512;
 #else
   (void)isa;
   return false;

@@ -1,7 +1,9 @@
 // GET /health, /props, /v1/models, /slots, /metrics.
 #include <algorithm>
 
+#include "core/cpu_features.h"
 #include "core/version.h"
+#include "model/kernels/kernels.h"
 #include "server/json_fields.h"
 #include "server/metrics_text.h"
 #include "server/openai_codec.h"
@@ -129,6 +131,10 @@ void HandleProps(const ServerState& state, Response& res) {
                       {"chat_template", state.chat_format.Describe()},
                       {"chat_template_caps", state.chat_format.CapsJson()},
                       {"build_info", kBuildInfo},
+                      // kvault's: the kernel set that runs and the CPU
+                      // features in use (KVAULT_KERNELS may cap them).
+                      {"kernels", kernels::IsaName(options.compute.isa)},
+                      {"cpu_features", CpuFeaturesString(CpuFeaturesInUse())},
                       {"demo_model", state.options.demo_model},
                       {"model_label", state.options.model_label},
                       {"webui", state.options.webui},

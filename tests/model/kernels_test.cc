@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <iostream>
+#include <optional>
 #include <limits>
 #include <random>
 #include <string>
@@ -11,6 +13,7 @@
 
 #include "model/ggml_types.h"
 #include "model/kernels/compute_pool.h"
+#include "model/kernels/kernel_table.h"
 #include "model/kernels/quant_scalar.h"
 #include "model/quantize.h"
 
@@ -93,10 +96,77 @@ TEST(KernelsTest, IsaListAndNames) {
   EXPECT_EQ(isas.front(), Isa::kScalar);
   EXPECT_EQ(BestIsa(), isas.back());
   EXPECT_EQ(IsaFromName("neon-on-x86-no-such-isa"), std::nullopt);
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa :
+       {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon, Isa::kNeonDot}) {
     EXPECT_EQ(IsaFromName(IsaName(isa)), isa);
   }
   for (Isa isa : isas) EXPECT_EQ(Kernels(isa).isa(), isa);
+}
+
+// The entries a kernel set runs with a lower set's code, by design: the
+// documented fallbacks (kernel_table.h). Everything else must be the set's
+// own code, so a table that silently loses an entry fails here.
+struct Fallback {
+  Isa isa;
+  const char* entry;
+  Isa source;
+};
+constexpr Fallback kFallbacks[] = {
+    // The Q8_1 and Q8_K activation quantizers are scalar on AVX2.
+    {Isa::kAvx2, "quantize_q8_1", Isa::kScalar},
+    {Isa::kAvx2, "quantize_q8_k", Isa::kScalar},
+    {Isa::kAvx2, "q4_k/groups16", Isa::kScalar},  // AVX2 keeps Q4_K in kRows
+    // AVX-512 has its own MatMul kernels and Q8_K quantizer; the vector
+    // kernels and the other kinds are AVX2's.
+    {Isa::kAvx512, "f32", Isa::kAvx2},
+    {Isa::kAvx512, "f16", Isa::kAvx2},
+    {Isa::kAvx512, "bf16", Isa::kAvx2},
+    {Isa::kAvx512, "q8_0", Isa::kAvx2},
+    {Isa::kAvx512, "q4_1", Isa::kAvx2},
+    {Isa::kAvx512, "q5_0", Isa::kAvx2},
+    {Isa::kAvx512, "q5_1", Isa::kAvx2},
+    {Isa::kAvx512, "iq4_nl", Isa::kAvx2},
+    {Isa::kAvx512, "rms_norm", Isa::kAvx2},
+    {Isa::kAvx512, "softmax", Isa::kAvx2},
+    {Isa::kAvx512, "silu_mul", Isa::kAvx2},
+    {Isa::kAvx512, "dot_f32", Isa::kAvx2},
+    {Isa::kAvx512, "axpy", Isa::kAvx2},
+    {Isa::kAvx512, "dot_f16_f32", Isa::kAvx2},
+    {Isa::kAvx512, "axpy_f16", Isa::kAvx2},
+    {Isa::kAvx512, "quantize_q8_0", Isa::kAvx2},
+    {Isa::kAvx512, "quantize_q8_1", Isa::kScalar},
+    {Isa::kAvx512, "exp", Isa::kAvx2},
+};
+
+std::optional<Isa> FallbackSource(Isa isa, std::string_view entry) {
+  for (const Fallback& f : kFallbacks) {
+    if (f.isa == isa && entry == f.entry) return f.source;
+  }
+  return std::nullopt;
+}
+
+// One dispatch: every entry a set reaches is that set's own code or its
+// documented fallback.
+TEST(KernelsTest, EveryEntryIsTheSetsOwnOrItsDocumentedFallback) {
+  for (Isa isa : SupportedIsas()) {
+    const std::vector<KernelEntry> entries = KernelEntries(isa);
+    EXPECT_EQ(entries.size(), size_t{kNumWeightKinds} + 11);
+    int num_own = 0;
+    for (const KernelEntry& e : entries) {
+      SCOPED_TRACE(std::string(IsaName(isa)) + " " + e.name);
+      const std::optional<Isa> fallback = FallbackSource(isa, e.name);
+      if (isa == Isa::kNeon || isa == Isa::kNeonDot) {
+        // aarch64: entries without NEON code yet run the scalar ones.
+        EXPECT_TRUE(e.source == isa || e.source == Isa::kScalar ||
+                    (isa == Isa::kNeonDot && e.source == Isa::kNeon));
+      } else {
+        EXPECT_EQ(e.source, fallback.value_or(isa));
+      }
+      num_own += e.source == isa;
+    }
+    std::cout << IsaName(isa) << ": " << num_own << " of " << entries.size()
+              << " entries its own\n";
+  }
 }
 
 // The scalar reference against a double-precision product of what the

@@ -62,7 +62,8 @@ using MatMulRowsFn = void (*)(const MatMulArgs& args, int64_t row_begin,
 
 // One instruction set's kernels; signatures match kernels.h. A null entry
 // (a weight kind or vector kernel an ISA has no version of) is taken from
-// the next lower table: AVX-512 from AVX2, AVX2 from scalar.
+// the next lower table: AVX-512 from AVX2, AVX2 from scalar; NEON-dotprod
+// from NEON, NEON from scalar.
 struct KernelTable {
   const char* name;
   MatMulRowsFn matmul[kNumWeightKinds];
@@ -86,6 +87,11 @@ const KernelTable* ScalarKernelTable();
 const KernelTable* Avx2KernelTable();
 // Returns the AVX-512 (F/BW/VL/DQ/VNNI) table, or null when not compiled in.
 const KernelTable* Avx512KernelTable();
+// Returns the aarch64 NEON table, or null when not compiled in.
+const KernelTable* NeonKernelTable();
+// Returns the NEON table's entries that use SDOT/UDOT, or null when not
+// compiled in (its null entries come from the NEON table).
+const KernelTable* NeonDotKernelTable();
 
 }  // namespace kvault::kernels
 

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
+#include "core/cpu_features.h"
 #include "core/float16.h"
 #include "kv/kv_dtype.h"
 #include "model/kernels/compute_pool.h"
@@ -24,48 +27,52 @@ constexpr int64_t kMinTokensForParallelQuantize = 8;
 // Below this many multiply-adds a MatMul runs on the calling thread alone.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 17;
 
-bool CpuHasAvx2() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  __builtin_cpu_init();
-  // F16C (CPUID.1:ECX bit 29) comes with every AVX2+FMA CPU in practice;
-  // Float16UsesF16c checks it the same way.
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         Float16UsesF16c();
-#else
-  return false;
-#endif
-}
+// The weight kinds' names, by WeightKind.
+constexpr const char* kWeightKindNames[kNumWeightKinds] = {
+    "f32",   "f16",   "bf16",  "q8_0",   "q4_0",          "q4_1",
+    "q5_0",  "q5_1",  "iq4_nl", "q2_k",  "q3_k",          "q4_k",
+    "q5_k",  "q6_k",  "iq4_xs", "q4_k/groups16", "q4_0/groups16"};
 
-bool CpuHasAvx512() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  __builtin_cpu_init();
-  return CpuHasAvx2() && __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vnni");
-#else
-  return false;
-#endif
+// Calls fn(name, t.entry...) for every entry of the tables `t`, in one
+// order, so code that walks a table names each entry once.
+template <typename Fn, typename... Tables>
+void VisitEntries(Fn&& fn, Tables&... t) {
+  for (int k = 0; k < kNumWeightKinds; ++k) {
+    fn(std::string_view(kWeightKindNames[k]), t.matmul[k]...);
+  }
+  fn(std::string_view("rms_norm"), t.rms_norm...);
+  fn(std::string_view("softmax"), t.softmax...);
+  fn(std::string_view("silu_mul"), t.silu_mul...);
+  fn(std::string_view("dot_f32"), t.dot_f32...);
+  fn(std::string_view("axpy"), t.axpy...);
+  fn(std::string_view("dot_f16_f32"), t.dot_f16_f32...);
+  fn(std::string_view("axpy_f16"), t.axpy_f16...);
+  fn(std::string_view("quantize_q8_0"), t.quantize_q8_0...);
+  fn(std::string_view("quantize_q8_1"), t.quantize_q8_1...);
+  fn(std::string_view("quantize_q8_k"), t.quantize_q8_k...);
+  fn(std::string_view("exp"), t.exp...);
 }
 
 // Fills the null entries of `t` from `base` (see KernelTable).
 KernelTable Merged(KernelTable t, const KernelTable& base) {
-  for (int k = 0; k < kNumWeightKinds; ++k) {
-    if (t.matmul[k] == nullptr) t.matmul[k] = base.matmul[k];
-  }
-  if (t.rms_norm == nullptr) t.rms_norm = base.rms_norm;
-  if (t.softmax == nullptr) t.softmax = base.softmax;
-  if (t.silu_mul == nullptr) t.silu_mul = base.silu_mul;
-  if (t.dot_f32 == nullptr) t.dot_f32 = base.dot_f32;
-  if (t.axpy == nullptr) t.axpy = base.axpy;
-  if (t.dot_f16_f32 == nullptr) t.dot_f16_f32 = base.dot_f16_f32;
-  if (t.axpy_f16 == nullptr) t.axpy_f16 = base.axpy_f16;
-  if (t.quantize_q8_0 == nullptr) t.quantize_q8_0 = base.quantize_q8_0;
-  if (t.quantize_q8_1 == nullptr) t.quantize_q8_1 = base.quantize_q8_1;
-  if (t.quantize_q8_k == nullptr) t.quantize_q8_k = base.quantize_q8_k;
-  if (t.exp == nullptr) t.exp = base.exp;
+  VisitEntries(
+      [](std::string_view, auto& mine, const auto& lower) {
+        if (mine == nullptr) mine = lower;
+      },
+      t, base);
   return t;
+}
+
+// Every entry of `t` as (name, address; null where t has none).
+std::vector<std::pair<std::string_view, const void*>> EntryAddresses(
+    const KernelTable& t) {
+  std::vector<std::pair<std::string_view, const void*>> out;
+  VisitEntries(
+      [&out](std::string_view name, const auto& entry) {
+        out.emplace_back(name, reinterpret_cast<const void*>(entry));
+      },
+      t);
+  return out;
 }
 
 // AVX2 over scalar.
@@ -82,27 +89,50 @@ const KernelTable* MergedAvx512Table() {
   return &kMerged;
 }
 
-// Returns the table of `isa` when compiled in and supported, else null.
+// NEON over scalar.
+const KernelTable* MergedNeonTable() {
+  static const KernelTable kMerged =
+      Merged(*NeonKernelTable(), *ScalarKernelTable());
+  return &kMerged;
+}
+
+// NEON with dot products over NEON (over scalar).
+const KernelTable* MergedNeonDotTable() {
+  static const KernelTable kMerged =
+      Merged(*NeonDotKernelTable(), *MergedNeonTable());
+  return &kMerged;
+}
+
+// Returns the table of `isa` when compiled in and the CPU features in use
+// (core/cpu_features.h, the one detection site) include it, else null.
 const KernelTable* TableFor(Isa isa) {
+  const CpuFeatures& cpu = CpuFeaturesInUse();
   switch (isa) {
     case Isa::kScalar:
       return ScalarKernelTable();
     case Isa::kAvx2:
-      if (CpuHasAvx2() && Avx2KernelTable() != nullptr) {
-        return MergedAvx2Table();
-      }
-      return nullptr;
+      return cpu.avx2 && Avx2KernelTable() != nullptr ? MergedAvx2Table()
+                                                      : nullptr;
     case Isa::kAvx512:
-      if (CpuHasAvx512() && Avx512KernelTable() != nullptr &&
-          Avx2KernelTable() != nullptr) {
-        return MergedAvx512Table();
-      }
-      return nullptr;
+      return cpu.avx512 && Avx512KernelTable() != nullptr &&
+                     Avx2KernelTable() != nullptr
+                 ? MergedAvx512Table()
+                 : nullptr;
+    case Isa::kNeon:
+      return cpu.neon && NeonKernelTable() != nullptr ? MergedNeonTable()
+                                                      : nullptr;
+    case Isa::kNeonDot:
+      return cpu.dotprod && NeonDotKernelTable() != nullptr &&
+                     NeonKernelTable() != nullptr
+                 ? MergedNeonDotTable()
+                 : nullptr;
   }
   return nullptr;
 }
 
-constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
+// Lowest first within each family (SupportedIsas keeps this order).
+constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512,
+                            Isa::kNeon, Isa::kNeonDot};
 
 // The activation format a weight kind pairs with (see quant_scalar.h).
 // BF16 weights take activations rounded to bf16 (kept as f32 values), as
@@ -299,6 +329,10 @@ std::string_view IsaName(Isa isa) {
       return "avx2";
     case Isa::kAvx512:
       return "avx512";
+    case Isa::kNeon:
+      return "neon";
+    case Isa::kNeonDot:
+      return "neon-dotprod";
   }
   return "?";
 }
@@ -319,6 +353,49 @@ std::vector<Isa> SupportedIsas() {
 }
 
 Isa BestIsa() { return SupportedIsas().back(); }
+
+std::vector<KernelEntry> KernelEntries(Isa isa) {
+  const KernelTable* merged = TableFor(isa);
+  KV_CHECK(merged != nullptr)
+      << "kernel set " << IsaName(isa) << " not supported here";
+  // The ISA's own table, then the ones it falls back to, in order.
+  std::vector<std::pair<Isa, const KernelTable*>> chain;
+  switch (isa) {
+    case Isa::kAvx512:
+      chain = {{Isa::kAvx512, Avx512KernelTable()},
+               {Isa::kAvx2, Avx2KernelTable()}};
+      break;
+    case Isa::kAvx2:
+      chain = {{Isa::kAvx2, Avx2KernelTable()}};
+      break;
+    case Isa::kNeonDot:
+      chain = {{Isa::kNeonDot, NeonDotKernelTable()},
+               {Isa::kNeon, NeonKernelTable()}};
+      break;
+    case Isa::kNeon:
+      chain = {{Isa::kNeon, NeonKernelTable()}};
+      break;
+    case Isa::kScalar:
+      break;
+  }
+  chain.emplace_back(Isa::kScalar, ScalarKernelTable());
+  std::vector<KernelEntry> entries;
+  for (const auto& [name, address] : EntryAddresses(*merged)) {
+    KernelEntry e{std::string(name), Isa::kScalar};
+    for (const auto& [source, table] : chain) {
+      const auto own = EntryAddresses(*table);
+      const auto it = std::find_if(own.begin(), own.end(), [&](const auto& o) {
+        return o.first == name;
+      });
+      if (it != own.end() && it->second == address) {
+        e.source = source;
+        break;
+      }
+    }
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
 
 Kernels::Kernels(Isa isa) : isa_(isa), table_(TableFor(isa)) {
   KV_CHECK(table_ != nullptr)
@@ -354,10 +431,11 @@ void Kernels::MatMul(const MatrixView& w, const float* x, int64_t num_tokens,
 }
 
 bool PrefersGroups16(const MatrixView& w, Isa isa) {
-  if (isa != Isa::kAvx512 || w.layout != WeightLayout::kRows ||
-      (w.type != GgmlType::kQ4_K && w.type != GgmlType::kQ4_0)) {
-    return false;
-  }
+  const bool has_kernel =
+      (isa == Isa::kAvx512 &&
+       (w.type == GgmlType::kQ4_K || w.type == GgmlType::kQ4_0)) ||
+      (isa == Isa::kAvx2 && w.type == GgmlType::kQ4_0);
+  if (!has_kernel || w.layout != WeightLayout::kRows) return false;
   const GgmlTypeInfo& info = GetGgmlTypeInfo(w.type);
   const int64_t dense_row_bytes =
       w.cols / info.block_size * int64_t{info.bytes_per_block};

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -54,21 +55,35 @@ struct MatrixView {
   WeightLayout layout = WeightLayout::kRows;
 };
 
-// The instruction sets a kernel table exists for, in increasing order.
-enum class Isa : uint8_t { kScalar, kAvx2, kAvx512 };
+// The instruction sets a kernel table exists for, in increasing order
+// within each family (x86-64: AVX2+FMA+F16C, AVX-512 with VNNI; aarch64:
+// NEON, NEON with SDOT/UDOT). Their names are core/cpu_features.h's levels.
+enum class Isa : uint8_t { kScalar, kAvx2, kAvx512, kNeon, kNeonDot };
 
-// Returns "scalar", "avx2" or "avx512".
+// Returns "scalar", "avx2", "avx512", "neon" or "neon-dotprod".
 std::string_view IsaName(Isa isa);
 // Returns the set named `name`, or nullopt for a name that is none.
 std::optional<Isa> IsaFromName(std::string_view name);
-// Returns the sets this binary has and this CPU supports, kScalar first.
+// Returns the sets this binary has and the CPU features in use allow
+// (core/cpu_features.h: the CPU's, capped by KVAULT_KERNELS), kScalar first.
 std::vector<Isa> SupportedIsas();
-// Returns the best set this CPU supports (the last of SupportedIsas()).
+// Returns the best of them (the last of SupportedIsas()).
 Isa BestIsa();
 
+// One entry of a kernel set (a MatMul weight kind, e.g. "q4_k", or a
+// vector kernel, e.g. "rms_norm") and the set whose own code runs it:
+// the set itself, or the lower set it falls back to (kernel_table.h).
+struct KernelEntry {
+  std::string name;
+  Isa source;
+};
+// Returns every entry of `isa`'s kernels with its source. Requires isa in
+// SupportedIsas().
+std::vector<KernelEntry> KernelEntries(Isa isa);
+
 // Returns true when the kernels of `isa` multiply `w` (kRows) faster once
-// rewritten as kGroups16 (today: Q4_0 and Q4_K with AVX-512 VNNI; rows a
-// multiple of 16, rows dense).
+// rewritten as kGroups16 (today: Q4_0 and Q4_K with AVX-512 VNNI, Q4_0
+// with AVX2; rows a multiple of 16, rows dense).
 bool PrefersGroups16(const MatrixView& w, Isa isa);
 // Rewrites w's bytes in place from kRows to kGroups16 and marks `w` so;
 // `bytes` is w's data, writable (w.rows * w.row_bytes bytes). Requires

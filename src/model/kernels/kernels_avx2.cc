@@ -16,7 +16,6 @@ namespace kvault::kernels {
 namespace {
 
 constexpr int64_t kQ8Bytes = 34;  // Q8_0 block: f16 d + 32 int8
-constexpr int64_t kQ4Bytes = 18;  // Q4_0 block: f16 d + 16 nibble pairs
 constexpr int64_t kBlock = 32;
 
 #include "model/kernels/helpers_avx2.inc"
@@ -46,19 +45,6 @@ struct Q8Block {
   static constexpr int64_t kBytes = kQ8Bytes;
   static __m256i Quants(const std::byte* blk) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
-  }
-};
-
-struct Q4Block {
-  static constexpr int64_t kBytes = kQ4Bytes;
-  // Byte j holds value j (low nibble) and value j + 16 (high nibble).
-  static __m256i Quants(const std::byte* blk) {
-    const __m128i bytes =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
-    const __m128i mask = _mm_set1_epi8(0x0F);
-    const __m128i lo = _mm_and_si128(bytes, mask);
-    const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask);
-    return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
   }
 };
 
@@ -135,10 +121,12 @@ constexpr KernelTable kAvx2Table = {
      MatMulRowsTiled<FloatKernel<F16Weights<Avx2Lanes>>>,
      MatMulRowsTiled<FloatKernel<Bf16Weights<Avx2Lanes>>>,
      MatMulRowsTiled<QuantKernel<Q8Block>>,
-     MatMulRowsTiled<QuantKernel<Q4Block>>, MatMulRowsQ4_1Avx2,
-     MatMulRowsQ5_0Avx2, MatMulRowsQ5_1Avx2, MatMulRowsIq4nlAvx2,
-     MatMulRowsQ2KAvx2, MatMulRowsQ3KAvx2, MatMulRowsQ4KAvx2, MatMulRowsQ5KAvx2,
-     MatMulRowsQ6KAvx2, MatMulRowsIq4xsAvx2},
+     MatMulRowsQ4_0LanesAvx2, MatMulRowsQ4_1Avx2, MatMulRowsQ5_0Avx2,
+     MatMulRowsQ5_1Avx2, MatMulRowsIq4nlAvx2, MatMulRowsQ2KAvx2,
+     MatMulRowsQ3KAvx2, MatMulRowsQ4KAvx2, MatMulRowsQ5KAvx2,
+     MatMulRowsQ6KAvx2, MatMulRowsIq4xsAvx2,
+     nullptr,  // kWeightQ4_KGroups16: PrefersGroups16 is false on AVX2
+     MatMulRowsQ4_0Groups16Avx2},
     RmsNormAvx2,
     SoftmaxAvx2,
     SiluMulAvx2,

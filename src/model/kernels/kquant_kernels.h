@@ -51,6 +51,12 @@ void MatMulRowsQ5KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);
 void MatMulRowsQ6KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);
 void MatMulRowsIq4xsAvx2(const MatMulArgs& a, int64_t row_begin,
                          int64_t row_end);
+// Q4_0 with 8 rows in the lanes (q4_0_lanes_avx2.cc): kRows, and
+// WeightLayout::kGroups16 (rows a multiple of 16).
+void MatMulRowsQ4_0LanesAvx2(const MatMulArgs& a, int64_t row_begin,
+                             int64_t row_end);
+void MatMulRowsQ4_0Groups16Avx2(const MatMulArgs& a, int64_t row_begin,
+                                int64_t row_end);
 // Q4_1, Q5_0, Q5_1 and IQ4_NL with AVX2 (legacy_quants_avx2.cc).
 void MatMulRowsQ4_1Avx2(const MatMulArgs& a, int64_t row_begin,
                         int64_t row_end);
