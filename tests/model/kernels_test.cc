@@ -118,10 +118,6 @@ constexpr Fallback kFallbacks[] = {
     {Isa::kAvx2, "q4_k/groups16", Isa::kScalar},  // AVX2 keeps Q4_K in kRows
     // AVX-512 has its own MatMul kernels and Q8_K quantizer; the vector
     // kernels and the other kinds are AVX2's.
-    {Isa::kAvx512, "f32", Isa::kAvx2},
-    {Isa::kAvx512, "f16", Isa::kAvx2},
-    {Isa::kAvx512, "bf16", Isa::kAvx2},
-    {Isa::kAvx512, "q8_0", Isa::kAvx2},
     {Isa::kAvx512, "q4_1", Isa::kAvx2},
     {Isa::kAvx512, "q5_0", Isa::kAvx2},
     {Isa::kAvx512, "q5_1", Isa::kAvx2},
