@@ -12,6 +12,7 @@
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
 
+#include <cstdint>
 #include <cstring>
 
 #include "model/kernels/quant_blocks.h"
@@ -79,63 +80,165 @@ inline __m256i Lanes(__m256i q, __m256i x) {
   return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
 }
 
-template <LType kType, int kBytes>
-float DotRow(const std::byte* w, const std::byte* x, int64_t nb) {
-  constexpr bool kQ8_1 = kType == LType::kQ4_1 || kType == LType::kQ5_1;
-  constexpr int kXBytes = kQ8_1 ? q8_1::kBytes : 34;
-  constexpr int kXQs = kQ8_1 ? q8_1::kQs : 2;
-  __m256 acc8 = _mm256_setzero_ps();
-  float acc = 0.0f;  // IQ4_NL
-  float summs = 0.0f;
-  for (int64_t b = 0; b < nb; ++b) {
-    const std::byte* blk = w + b * kBytes;
-    const std::byte* xb = x + b * kXBytes;
-    const __m256i lanes = Lanes<kType>(
-        Values<kType>(blk),
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + kXQs)));
-    const float dd = HalfAt(blk) * HalfAt(xb);
-    if constexpr (kType == LType::kIQ4_NL) {
-      acc = _mm_cvtss_f32(
-          _mm_fmadd_ss(_mm_set_ss(static_cast<float>(HSumI32(lanes))),
-                       _mm_set_ss(dd), _mm_set_ss(acc)));
-    } else {
-      acc8 =
-          _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(lanes), acc8);
-    }
-    if constexpr (kQ8_1) {
-      const float ms = HalfAt(blk + 2) * HalfAt(xb + q8_1::kS);
-      summs = summs + ms;
-    }
+// Decode streams one row per tile: fetch the next tile's row ahead.
+template <int R>
+inline void PrefetchNextRows(const std::byte* const* w, size_t row_bytes,
+                             int64_t offset) {
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    // Integer arithmetic: past the last row this points beyond the matrix.
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(w[r]) + R * row_bytes +
+                           static_cast<uintptr_t>(offset);
+    _mm_prefetch(reinterpret_cast<const char*>(addr), _MM_HINT_T0);
   }
-  if constexpr (kType == LType::kIQ4_NL) return acc;
-  if constexpr (kQ8_1) return HSum(acc8) + summs;
-  return HSum(acc8);
 }
 
+// Lane i: the sum of v[i]'s eight lanes, i < 8 (exact).
+inline __m256i SumEachOf8(const __m256i v[8]) {
+  const __m256i a0 = _mm256_hadd_epi32(v[0], v[1]);
+  const __m256i a1 = _mm256_hadd_epi32(v[2], v[3]);
+  const __m256i a2 = _mm256_hadd_epi32(v[4], v[5]);
+  const __m256i a3 = _mm256_hadd_epi32(v[6], v[7]);
+  const __m256i b0 = _mm256_hadd_epi32(a0, a1);  // v0..v3: low | high half
+  const __m256i b1 = _mm256_hadd_epi32(a2, a3);  // v4..v7
+  return _mm256_add_epi32(_mm256_permute2x128_si256(b0, b1, 0x20),
+                          _mm256_permute2x128_si256(b0, b1, 0x31));
+}
+
+// Rows [r0, r0 + R) times tokens [t0, t0 + T), each weight block unpacked
+// once for the T tokens (matmul_tiling.inc drives it). Q4_1, Q5_0 and Q5_1
+// keep Dot32's 8 float lanes per element; IQ4_NL's sequential order needs
+// each block's integer sum, so the R * T lane vectors are summed together
+// (SumEachOf8) and element (r, t) steps in float lane r * T + t.
 template <LType kType, int kBytes>
-void MatMulRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
-  const int64_t nb = a.cols / kBlock32;
-  for (int64_t r = row_begin; r < row_end; ++r) {
-    for (int64_t t = 0; t < a.num_tokens; ++t) {
-      a.y[t * a.y_stride + r] = DotRow<kType, kBytes>(
-          a.w + r * a.w_row_bytes, a.x + t * a.x_row_bytes, nb);
+struct LegacyKernel {
+  static constexpr int kRowTile = 2;
+  static constexpr int kTokenTile = 4;
+  static constexpr bool kQ8_1 = kType == LType::kQ4_1 || kType == LType::kQ5_1;
+  static constexpr int kXBytes = kQ8_1 ? q8_1::kBytes : 34;
+  static constexpr int kXQs = kQ8_1 ? q8_1::kQs : 2;
+  static constexpr bool kSequential = kType == LType::kIQ4_NL;
+
+  template <int R, int T>
+  static void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) {
+    static_assert(R * T <= 8, "one float lane per element");
+    const std::byte* w[R];
+    const std::byte* x[T];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.w_row_bytes;
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) x[t] = a.x + (t0 + t) * a.x_row_bytes;
+    __m256 acc8[R][T];
+    float summs[R][T];
+    __m256 acc_seq = _mm256_setzero_ps();
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        acc8[r][t] = _mm256_setzero_ps();
+        summs[r][t] = 0.0f;
+      }
+    }
+    const int64_t nb = a.cols / kBlock32;
+    for (int64_t b = 0; b < nb; ++b) {
+      if constexpr (T == 1) PrefetchNextRows<R>(w, a.w_row_bytes, b * kBytes);
+      Step<R, T>(w, x, b, acc8, summs, &acc_seq);
+    }
+    Store<R, T>(a, r0, t0, acc8, summs, acc_seq);
+  }
+
+  // Block b of the tile into the accumulators.
+  template <int R, int T>
+  static inline __attribute__((always_inline)) void Step(
+      const std::byte* const* w, const std::byte* const* x, int64_t b,
+      __m256 (&acc8)[R][T], float (&summs)[R][T], __m256* acc_seq) {
+    __m256i q[R];
+    float dw[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const std::byte* blk = w[r] + b * kBytes;
+      q[r] = Values<kType>(blk);
+      dw[r] = HalfAt(blk);
+    }
+    if constexpr (kSequential) {
+      __m256i lanes[8];
+      alignas(32) float dd[8] = {};
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) lanes[i] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const std::byte* xb = x[t] + b * kXBytes;
+        const __m256i xq =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + kXQs));
+        const float dx = HalfAt(xb);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          lanes[r * T + t] = Lanes<kType>(q[r], xq);
+          dd[r * T + t] = dw[r] * dx;
+        }
+      }
+      *acc_seq = _mm256_fmadd_ps(_mm256_cvtepi32_ps(SumEachOf8(lanes)),
+                                 _mm256_load_ps(dd), *acc_seq);
+      return;
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const std::byte* xb = x[t] + b * kXBytes;
+      const __m256i xq =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + kXQs));
+      const float dx = HalfAt(xb);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        acc8[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw[r] * dx),
+                                     _mm256_cvtepi32_ps(Lanes<kType>(q[r], xq)),
+                                     acc8[r][t]);
+        if constexpr (kQ8_1) {
+          const float ms =
+              HalfAt(w[r] + b * kBytes + 2) * HalfAt(xb + q8_1::kS);
+          summs[r][t] = summs[r][t] + ms;
+        }
+      }
     }
   }
-}
+
+  template <int R, int T>
+  static void Store(const MatMulArgs& a, int64_t r0, int64_t t0,
+                    const __m256 (&acc8)[R][T], const float (&summs)[R][T],
+                    __m256 acc_seq) {
+    alignas(32) float seq[8];
+    _mm256_store_ps(seq, acc_seq);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        float& y = a.y[(t0 + t) * a.y_stride + r0 + r];
+        if constexpr (kSequential) {
+          y = seq[r * T + t];
+        } else if constexpr (kQ8_1) {
+          y = HSum(acc8[r][t]) + summs[r][t];
+        } else {
+          y = HSum(acc8[r][t]);
+        }
+      }
+    }
+  }
+};
+
+#include "model/kernels/matmul_tiling.inc"
 
 }  // namespace
 
 void MatMulRowsQ4_1Avx2(const MatMulArgs& a, int64_t b, int64_t e) {
-  MatMulRows<LType::kQ4_1, q4_1::kBytes>(a, b, e);
+  MatMulRowsTiled<LegacyKernel<LType::kQ4_1, q4_1::kBytes>>(a, b, e);
 }
 void MatMulRowsQ5_0Avx2(const MatMulArgs& a, int64_t b, int64_t e) {
-  MatMulRows<LType::kQ5_0, q5_0::kBytes>(a, b, e);
+  MatMulRowsTiled<LegacyKernel<LType::kQ5_0, q5_0::kBytes>>(a, b, e);
 }
 void MatMulRowsQ5_1Avx2(const MatMulArgs& a, int64_t b, int64_t e) {
-  MatMulRows<LType::kQ5_1, q5_1::kBytes>(a, b, e);
+  MatMulRowsTiled<LegacyKernel<LType::kQ5_1, q5_1::kBytes>>(a, b, e);
 }
 void MatMulRowsIq4nlAvx2(const MatMulArgs& a, int64_t b, int64_t e) {
-  MatMulRows<LType::kIQ4_NL, iq4_nl::kBytes>(a, b, e);
+  MatMulRowsTiled<LegacyKernel<LType::kIQ4_NL, iq4_nl::kBytes>>(a, b, e);
 }
 
 }  // namespace kvault::kernels
