@@ -148,14 +148,6 @@ TEST(QuantKernelsTest, ScalarMatMulIsTheDequantizedProduct) {
   }
 }
 
-// Whether the `isa` kernel of `type` sums in llama.cpp's order, as the
-// scalar one does, so that they agree bit for bit.
-// Every kernel does but the AVX2 Q8_0 one (an older 8-lane order; within
-// 1e-5 relative).
-bool SumsInGgmlOrder(GgmlType type, Isa isa) {
-  return isa != Isa::kAvx2 || type != GgmlType::kQ8_0;
-}
-
 TEST(QuantKernelsTest, SimdMatMulMatchesScalarOnRealBlocks) {
   for (const FileCase& c : kFiles) {
     auto file = OpenOrNull(c.stem);
@@ -180,14 +172,11 @@ TEST(QuantKernelsTest, SimdMatMulMatchesScalarOnRealBlocks) {
           Kernels(isa).MatMul(w, x.data(), num_tokens, got.data(), nullptr,
                               orders);
           for (size_t i = 0; i < got.size(); ++i) {
-            if (SumsInGgmlOrder(t.type, isa)) {
-              ASSERT_EQ(std::bit_cast<uint32_t>(got[i]),
-                        std::bit_cast<uint32_t>(want[i]))
-                  << "index " << i << ": " << got[i] << " vs " << want[i];
-            } else {
-              ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i])))
-                  << "index " << i;
-            }
+            // Every kernel sums in llama.cpp's order, as the scalar one
+            // does: the same bits.
+            ASSERT_EQ(std::bit_cast<uint32_t>(got[i]),
+                      std::bit_cast<uint32_t>(want[i]))
+                << "index " << i << ": " << got[i] << " vs " << want[i];
           }
         }
       }
@@ -196,8 +185,7 @@ TEST(QuantKernelsTest, SimdMatMulMatchesScalarOnRealBlocks) {
 }
 
 // WeightLayout::kGroups16 holds the same matrix: every kernel set gives
-// the kRows result bit for bit, in both orders (to rounding where the kRows
-// kernel keeps an older order).
+// the kRows result bit for bit, in both orders.
 TEST(QuantKernelsTest, Groups16LayoutGivesTheSameProducts) {
   for (auto [stem, type] : {std::pair{"q4_k_m", GgmlType::kQ4_K},
                             std::pair{"q4_0", GgmlType::kQ4_0}}) {
@@ -228,14 +216,8 @@ TEST(QuantKernelsTest, Groups16LayoutGivesTheSameProducts) {
           const Kernels k(isa);
           k.MatMul(rows, x.data(), num_tokens, want.data(), nullptr, orders);
           k.MatMul(groups, x.data(), num_tokens, got.data(), nullptr, orders);
-          if (SumsInGgmlOrder(type, isa)) {
-            ASSERT_EQ(0, std::memcmp(want.data(), got.data(),
-                                     want.size() * sizeof(float)));
-          } else {  // kGroups16 reads through the scalar kernel there
-            for (size_t i = 0; i < got.size(); ++i) {
-              ASSERT_NEAR(got[i], want[i], 1e-5f * (1 + std::fabs(want[i])));
-            }
-          }
+          ASSERT_EQ(0, std::memcmp(want.data(), got.data(),
+                                   want.size() * sizeof(float)));
         }
       }
       ++num_checked;
