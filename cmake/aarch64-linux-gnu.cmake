@@ -23,6 +23,10 @@ set(ENV{PKG_CONFIG_PATH} "")
 # gtest_discover_tests runs each test binary at build time: through qemu.
 # `-cpu max` has every feature qemu emulates (NEON, dotprod, i8mm), so the
 # best kernel set is selected; KVAULT_KERNELS=neon caps it at plain NEON.
+# No `-L /usr/aarch64-linux-gnu`: the binaries run on the multiarch
+# libc6:arm64 and libstdc++6:arm64 (/lib/aarch64-linux-gnu, installed with
+# the -dev packages), because the cross toolchain's own glibc (bookworm's
+# libc6-arm64-cross 2.36-8) never returns from pthread_create under
+# qemu-user 7.2.
 find_program(KVAULT_QEMU NAMES qemu-aarch64 qemu-aarch64-static REQUIRED)
-set(CMAKE_CROSSCOMPILING_EMULATOR
-    ${KVAULT_QEMU} -L /usr/${KVAULT_CROSS_TRIPLE} -cpu max)
+set(CMAKE_CROSSCOMPILING_EMULATOR ${KVAULT_QEMU} -cpu max)
