@@ -493,13 +493,14 @@ def answers():
             f"{summary['decode_depths'][1]} and page sizes{noise}; paged placement "
             "with large pages costs least." + frag_io + churn + "\n")
 
-def quants():
-    path = os.path.join(results, "quants.md")
+def quants(marker="quants"):
+    """scripts/bench-quants' table (`--isa avx2`: quants-avx2.md)."""
+    path = os.path.join(results, marker + ".md")
     if not os.path.exists(path):
         return ""
     # The markers let scripts/bench-quants replace the table alone.
-    return ("<!-- quants:begin -->\n" + open(path).read().rstrip("\n") +
-            "\n<!-- quants:end -->")
+    return (f"<!-- {marker}:begin -->\n" + open(path).read().rstrip("\n") +
+            f"\n<!-- {marker}:end -->")
 
 def code_block(command, width=80):
     """`command` as an indented block, wrapped with backslashes."""
@@ -536,6 +537,7 @@ parts = {
     "state-io": io(),
     "neighbour-stall": stall(),
     "quants": quants(),
+    "quants-avx2": quants("quants-avx2"),
     "models": models(),
 }
 parts["answers"] = answers()
