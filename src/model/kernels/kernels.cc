@@ -434,7 +434,8 @@ bool PrefersGroups16(const MatrixView& w, Isa isa) {
   const bool has_kernel =
       (isa == Isa::kAvx512 &&
        (w.type == GgmlType::kQ4_K || w.type == GgmlType::kQ4_0)) ||
-      (isa == Isa::kAvx2 && w.type == GgmlType::kQ4_0);
+      (isa == Isa::kAvx2 &&
+       (w.type == GgmlType::kQ4_0 || w.type == GgmlType::kQ4_K));
   if (!has_kernel || w.layout != WeightLayout::kRows) return false;
   const GgmlTypeInfo& info = GetGgmlTypeInfo(w.type);
   const int64_t dense_row_bytes =

@@ -82,8 +82,8 @@ struct KernelEntry {
 std::vector<KernelEntry> KernelEntries(Isa isa);
 
 // Returns true when the kernels of `isa` multiply `w` (kRows) faster once
-// rewritten as kGroups16 (today: Q4_0 and Q4_K with AVX-512 VNNI, Q4_0
-// with AVX2; rows a multiple of 16, rows dense).
+// rewritten as kGroups16 (today: Q4_0 and Q4_K with AVX-512 VNNI and with
+// AVX2; rows a multiple of 16, rows dense).
 bool PrefersGroups16(const MatrixView& w, Isa isa);
 // Rewrites w's bytes in place from kRows to kGroups16 and marks `w` so;
 // `bytes` is w's data, writable (w.rows * w.row_bytes bytes). Requires

@@ -124,8 +124,7 @@ constexpr KernelTable kAvx2Table = {
      MatMulRowsQ4_0LanesAvx2, MatMulRowsQ4_1Avx2, MatMulRowsQ5_0Avx2,
      MatMulRowsQ5_1Avx2, MatMulRowsIq4nlAvx2, MatMulRowsQ2KAvx2,
      MatMulRowsQ3KAvx2, MatMulRowsQ4KAvx2, MatMulRowsQ5KAvx2,
-     MatMulRowsQ6KAvx2, MatMulRowsIq4xsAvx2,
-     nullptr,  // kWeightQ4_KGroups16: PrefersGroups16 is false on AVX2
+     MatMulRowsQ6KAvx2, MatMulRowsIq4xsAvx2, MatMulRowsQ4KGroups16Avx2,
      MatMulRowsQ4_0Groups16Avx2},
     RmsNormAvx2,
     SoftmaxAvx2,

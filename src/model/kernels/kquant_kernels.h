@@ -46,8 +46,13 @@ void MatMulRowsQ4_0Groups16Avx512(const MatMulArgs& a, int64_t row_begin,
 // The same weight kinds with AVX2 (kquants_avx2.cc), for kernels_avx2.cc.
 void MatMulRowsQ2KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);
 void MatMulRowsQ3KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);
+// Q4_K with 8 rows in the lanes (q4_k_lanes_avx2.cc): kRows, and
+// WeightLayout::kGroups16 (rows a multiple of 16).
 void MatMulRowsQ4KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);
+void MatMulRowsQ4KGroups16Avx2(const MatMulArgs& a, int64_t row_begin,
+                               int64_t row_end);
 void MatMulRowsQ5KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);
+// Q6_K with 8 rows in the lanes (q6_k_lanes_avx2.cc).
 void MatMulRowsQ6KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);
 void MatMulRowsIq4xsAvx2(const MatMulArgs& a, int64_t row_begin,
                          int64_t row_end);

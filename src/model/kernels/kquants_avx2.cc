@@ -1,4 +1,5 @@
-// AVX2 MatMul kernels for the K-quants and IQ4_XS against Q8_K
+// AVX2 MatMul kernels for the K-quants (but Q4_K and Q6_K:
+// q4_k_lanes_avx2.cc, q6_k_lanes_avx2.cc) and IQ4_XS against Q8_K
 // activations. Compiled with -mavx2 -mfma -mf16c and called only after CPU
 // detection (intrinsics and internal-linkage helpers only; see
 // kernel_table.h).
@@ -29,14 +30,13 @@ namespace {
 
 constexpr int kRegs = 8;  // ymm of 32 values per super-block
 
-enum class KType { kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kIQ4_XS };
+enum class KType { kQ2_K, kQ3_K, kQ5_K, kIQ4_XS };
 
 // One unpacked weight super-block.
 struct SuperBlock {
   __m256i q[kRegs];      // values (unsigned, or signed for kSigned types)
   __m256i scale[kRegs];  // int32 per lane: the scale of its 4 values
-  int32_t min[16];       // per 16-value group (Q2_K, Q4_K, Q5_K)
-  int16_t scales16[16];  // Q6_K: the group scales, for the offset
+  int32_t min[16];       // per 16-value group (Q2_K, Q5_K)
   float d;
   float dmin;
 };
@@ -78,34 +78,6 @@ void UnpackQ45(const std::byte* blk, bool q5, SuperBlock* s) {
   }
   s->d = HalfAt(blk + q4_k::kD);
   s->dmin = HalfAt(blk + q4_k::kDmin);
-}
-
-void UnpackQ6(const std::byte* blk, SuperBlock* s) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  const __m256i m3 = _mm256_set1_epi8(0x03);
-  for (int n = 0; n < 2; ++n) {
-    const __m256i ql0 = Load32(blk + q6_k::kQl + 64 * n);
-    const __m256i ql1 = Load32(blk + q6_k::kQl + 64 * n + 32);
-    const __m256i qh = Load32(blk + q6_k::kQh + 32 * n);
-    const auto high = [&](int shift) {
-      return _mm256_slli_epi16(
-          _mm256_and_si256(_mm256_srli_epi16(qh, shift), m3), 4);
-    };
-    s->q[4 * n] = _mm256_or_si256(_mm256_and_si256(ql0, m4), high(0));
-    s->q[4 * n + 1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), high(2));
-    s->q[4 * n + 2] = _mm256_or_si256(
-        _mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), high(4));
-    s->q[4 * n + 3] = _mm256_or_si256(
-        _mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), high(6));
-  }
-  for (int g = 0; g < 16; ++g) {
-    s->scales16[g] =
-        static_cast<int8_t>(std::to_integer<uint8_t>(blk[q6_k::kScales + g]));
-  }
-  for (int c = 0; c < kRegs; ++c) {
-    s->scale[c] = GroupScales(s->scales16[2 * c], s->scales16[2 * c + 1]);
-  }
-  s->d = HalfAt(blk + q6_k::kD);
 }
 
 void UnpackQ23(const std::byte* blk, bool q3, SuperBlock* s) {
@@ -167,10 +139,8 @@ void UnpackIq4xs(const std::byte* blk, SuperBlock* s) {
 
 template <KType kType>
 void Unpack(const std::byte* blk, SuperBlock* s) {
-  if constexpr (kType == KType::kQ4_K || kType == KType::kQ5_K) {
-    UnpackQ45(blk, kType == KType::kQ5_K, s);
-  } else if constexpr (kType == KType::kQ6_K) {
-    UnpackQ6(blk, s);
+  if constexpr (kType == KType::kQ5_K) {
+    UnpackQ45(blk, /*q5=*/true, s);
   } else if constexpr (kType == KType::kIQ4_XS) {
     UnpackIq4xs(blk, s);
   } else {
@@ -194,11 +164,11 @@ inline __m256i RegLanes(const SuperBlock& s, const std::byte* xq, int c) {
 }
 
 // One row's unpacked super-blocks `w` against one token in the order
-// `gemm` selects (Q2_K, Q4_K).
+// `gemm` selects (Q2_K).
 template <KType kType>
 float DotRow(const SuperBlock* w, const std::byte* x, int64_t nb, bool gemm) {
-  constexpr bool kStepped = kType == KType::kQ2_K || kType == KType::kQ4_K;
-  const int step_regs = !gemm ? kRegs : kType == KType::kQ4_K ? 2 : 4;
+  constexpr bool kStepped = kType == KType::kQ2_K;
+  const int step_regs = !gemm ? kRegs : 4;
   __m256 acc8 = _mm256_setzero_ps();
   float acc = 0.0f, accm = 0.0f, summs = 0.0f;
   for (int64_t b = 0; b < nb; ++b) {
@@ -227,14 +197,6 @@ float DotRow(const SuperBlock* w, const std::byte* x, int64_t nb, bool gemm) {
     __m256i lanes = _mm256_setzero_si256();
     for (int c = 0; c < kRegs; ++c) {
       lanes = _mm256_add_epi32(lanes, RegLanes<kType>(s, xq, c));
-    }
-    if constexpr (kType == KType::kQ6_K) {  // offset 32 of chunk m in lane m
-      const __m256i sc =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.scales16));
-      const __m256i bs =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsums));
-      lanes = _mm256_sub_epi32(lanes,
-                               _mm256_slli_epi32(_mm256_madd_epi16(sc, bs), 5));
     }
     acc8 = _mm256_fmadd_ps(_mm256_set1_ps(s.d * xd), _mm256_cvtepi32_ps(lanes),
                            acc8);
@@ -275,14 +237,8 @@ void MatMulRowsQ2KAvx2(const MatMulArgs& a, int64_t b, int64_t e) {
 void MatMulRowsQ3KAvx2(const MatMulArgs& a, int64_t b, int64_t e) {
   MatMulRows<KType::kQ3_K, q3_k::kBytes>(a, b, e);
 }
-void MatMulRowsQ4KAvx2(const MatMulArgs& a, int64_t b, int64_t e) {
-  MatMulRows<KType::kQ4_K, q4_k::kBytes>(a, b, e);
-}
 void MatMulRowsQ5KAvx2(const MatMulArgs& a, int64_t b, int64_t e) {
   MatMulRows<KType::kQ5_K, q5_k::kBytes>(a, b, e);
-}
-void MatMulRowsQ6KAvx2(const MatMulArgs& a, int64_t b, int64_t e) {
-  MatMulRows<KType::kQ6_K, q6_k::kBytes>(a, b, e);
 }
 void MatMulRowsIq4xsAvx2(const MatMulArgs& a, int64_t b, int64_t e) {
   MatMulRows<KType::kIQ4_XS, iq4_xs::kBytes>(a, b, e);
