@@ -115,7 +115,6 @@ constexpr Fallback kFallbacks[] = {
     // The Q8_1 and Q8_K activation quantizers are scalar on AVX2.
     {Isa::kAvx2, "quantize_q8_1", Isa::kScalar},
     {Isa::kAvx2, "quantize_q8_k", Isa::kScalar},
-    {Isa::kAvx2, "q4_k/groups16", Isa::kScalar},  // AVX2 keeps Q4_K in kRows
     // AVX-512 has its own MatMul kernels and Q8_K quantizer; the vector
     // kernels and the other kinds are AVX2's.
     {Isa::kAvx512, "q4_1", Isa::kAvx2},
