@@ -32,17 +32,20 @@
 namespace kvault::kernels {
 namespace {
 
-constexpr GgmlType kTypes[] = {GgmlType::kF32, GgmlType::kF16,
+constexpr GgmlType kTypes[] = {GgmlType::kF32,  GgmlType::kF16,
                                GgmlType::kBF16, GgmlType::kQ8_0,
-                               GgmlType::kQ4_0};
+                               GgmlType::kQ4_0, GgmlType::kQ4_K,
+                               GgmlType::kQ6_K};
 
-// A random rows x cols matrix of `type`, built once per shape.
+// A random rows x cols matrix of `type`, built once per shape, in the
+// layout a model loaded for `isa` gets (kernels::PrefersGroups16).
 struct BenchMatrix {
   std::vector<std::byte> bytes;  // [rows, row_bytes]
   MatrixView view;
 };
 
-BenchMatrix MakeMatrix(GgmlType type, int64_t rows, int64_t cols) {
+BenchMatrix MakeMatrix(GgmlType type, int64_t rows, int64_t cols,
+                       Isa isa = Isa::kScalar) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   BenchMatrix m;
@@ -54,6 +57,7 @@ BenchMatrix MakeMatrix(GgmlType type, int64_t rows, int64_t cols) {
     (void)QuantizeRow(type, row, {m.bytes.data() + r * row_bytes, row_bytes});
   }
   m.view = {type, rows, cols, m.bytes.data(), row_bytes};
+  if (PrefersGroups16(m.view, isa)) RewriteAsGroups16(m.bytes, &m.view);
   return m;
 }
 
@@ -70,7 +74,7 @@ void BM_MatMul(benchmark::State& state) {
   }
   const Isa isa = isas[state.range(4)];
   const Kernels kernels(isa);
-  const BenchMatrix m = MakeMatrix(type, rows, cols);
+  const BenchMatrix m = MakeMatrix(type, rows, cols, isa);
   std::vector<float> x(num_tokens * cols, 0.5f), y(num_tokens * rows);
   std::unique_ptr<ComputePool> pool;
   if (num_threads > 1) pool = std::make_unique<ComputePool>(num_threads - 1);
@@ -94,7 +98,7 @@ void BM_MatMul(benchmark::State& state) {
 
 void MatMulArgs(benchmark::internal::Benchmark* b) {
   for (int64_t isa = 1; isa <= 2; ++isa) {
-    for (int64_t type = 0; type < 5; ++type) {
+    for (int64_t type = 0; type < std::ssize(kTypes); ++type) {
       for (int64_t rows : {2048, 5632}) {
         for (int64_t tokens : {1, 64}) {
           for (int64_t threads : {1, 2}) {

@@ -116,10 +116,34 @@ void PackHalfSb(const std::byte* p, size_t row_bytes, int num_rows,
   g->d = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d)));
 }
 
+// An empty asm on an accumulator: keeps GCC from reassociating the vpaddd
+// chain below into a tree whose leaves are spilled to the stack.
+inline __attribute__((always_inline)) void KeepChain(__m256i& v) {
+  asm("" : "+x"(v));
+}
+
 inline __m256i BroadcastDword(const std::byte* p) {
   int32_t v;
   std::memcpy(&v, p, sizeof(v));
   return _mm256_set1_epi32(v);
+}
+
+inline __m256i Load256(const std::byte* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+inline uint16_t HalfBits(const std::byte* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof(h));
+  return h;
+}
+
+// ggml's 8-lane sum ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)).
+inline float HSum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
 }
 
 // acc[t] (8 rows) += the super-block `w` for tokens t < T, whose Q8_K
@@ -149,6 +173,7 @@ inline __attribute__((always_inline)) void StepSb(const HalfSb& w,
         const __m256i x = BroadcastDword(xb[t] + q8_k::kQs + 32 * c + 4 * m);
         lane[t] = _mm256_add_epi32(
             lane[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q, x), s));
+        KeepChain(lane[t]);
       }
     }
 #pragma GCC unroll 8
@@ -223,10 +248,87 @@ void RowsTokens(const MatMulArgs& a, int64_t r0, int num_rows, int64_t tc,
   for (int64_t t = tc; t < te; ++t) StoreRows(a, t, r0, num_rows, acc[t - tc]);
 }
 
+// One token (decode): a row at a time, one sequential stream. Q6_K's
+// float lanes are a row's own (lane m = values 32c + 4m .. + 3), so the 8
+// lanes of one ymm per row hold them without a transpose: register c of
+// 32 values, vpmaddubsw with x, vpmaddwd with the scales of its two
+// 16-value groups (lanes 0-3, 4-7), as llama.cpp's vec_dot.
+float DecodeRow(const std::byte* w, const std::byte* x, int64_t nb) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i m3 = _mm256_set1_epi8(0x03);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const std::byte* blk = w + b * q6_k::kBytes;
+    const std::byte* xb = x + b * q8_k::kBytes;
+    _mm_prefetch(reinterpret_cast<const char*>(blk) + 4 * q6_k::kBytes,
+                 _MM_HINT_T0);
+    // Scales as int16 in both lanes; register c takes 2c (low lane) and
+    // 2c + 1 (high lane).
+    const __m256i sc16 = _mm256_cvtepi8_epi16(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + q6_k::kScales)));
+    const __m256i sc_both = _mm256_permute4x64_epi64(sc16, 0x44);
+    const __m256i sc_hi = _mm256_permute4x64_epi64(sc16, 0xEE);
+    __m256i lanes = _mm256_setzero_si256();
+#pragma GCC unroll 2
+    for (int n = 0; n < 2; ++n) {
+      const __m256i ql0 = Load256(blk + q6_k::kQl + 64 * n);
+      const __m256i ql1 = Load256(blk + q6_k::kQl + 64 * n + 32);
+      const __m256i qh = Load256(blk + q6_k::kQh + 32 * n);
+      const __m256i q[4] = {
+          _mm256_or_si256(_mm256_and_si256(ql0, m4),
+                          _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4)),
+          _mm256_or_si256(_mm256_and_si256(ql1, m4),
+                          _mm256_slli_epi16(
+                              _mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+                          _mm256_and_si256(qh, _mm256_set1_epi8(0x30))),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                          _mm256_and_si256(_mm256_srli_epi16(qh, 2),
+                                           _mm256_set1_epi8(0x30)))};
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        const int c = 4 * n + i;
+        // int16 2c to the low lane, 2c + 1 to the high one (c < 4: from
+        // the low 8 scales, else the high 8).
+        const __m256i src = c < 4 ? sc_both : sc_hi;
+        const int k = 2 * (c % 4);
+        const __m256i sc = _mm256_shuffle_epi8(
+            src, _mm256_setr_epi8(2 * k, 2 * k + 1, 2 * k, 2 * k + 1, 2 * k,
+                                  2 * k + 1, 2 * k, 2 * k + 1, 2 * k,
+                                  2 * k + 1, 2 * k, 2 * k + 1, 2 * k,
+                                  2 * k + 1, 2 * k, 2 * k + 1, 2 * k + 2,
+                                  2 * k + 3, 2 * k + 2, 2 * k + 3, 2 * k + 2,
+                                  2 * k + 3, 2 * k + 2, 2 * k + 3, 2 * k + 2,
+                                  2 * k + 3, 2 * k + 2, 2 * k + 3, 2 * k + 2,
+                                  2 * k + 3, 2 * k + 2, 2 * k + 3));
+        const __m256i p16 = _mm256_maddubs_epi16(
+            q[i], Load256(xb + q8_k::kQs + 32 * c));
+        lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, sc));
+        KeepChain(lanes);
+      }
+    }
+    // Lane m: - 32 * (scale 2m * bsum 2m + scale 2m + 1 * bsum 2m + 1).
+    const __m256i off = _mm256_madd_epi16(sc16, Load256(xb + q8_k::kBsums));
+    lanes = _mm256_sub_epi32(lanes, _mm256_slli_epi32(off, 5));
+    float dx;
+    std::memcpy(&dx, xb + q8_k::kD, sizeof(dx));
+    const float d = _cvtsh_ss(HalfBits(blk + q6_k::kD));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(lanes),
+                          acc);
+  }
+  return HSum8(acc);
+}
+
 }  // namespace
 
 void MatMulRowsQ6KAvx2(const MatMulArgs& a, int64_t row_begin,
                        int64_t row_end) {
+  if (a.num_tokens == 1) {
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      a.y[r] = DecodeRow(a.w + r * a.w_row_bytes, a.x, a.cols / kBlockK);
+    }
+    return;
+  }
   int64_t chunk = kXChunkBytes / static_cast<int64_t>(a.x_row_bytes);
   chunk = std::clamp<int64_t>(chunk / kTokenTile * kTokenTile, kTokenTile,
                               kMaxChunkTokens);
