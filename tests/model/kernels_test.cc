@@ -112,9 +112,8 @@ struct Fallback {
   Isa source;
 };
 constexpr Fallback kFallbacks[] = {
-    // The Q8_1 and Q8_K activation quantizers are scalar on AVX2.
+    // The Q8_1 activation quantizer is scalar on AVX2.
     {Isa::kAvx2, "quantize_q8_1", Isa::kScalar},
-    {Isa::kAvx2, "quantize_q8_k", Isa::kScalar},
     // AVX-512 has its own MatMul kernels and Q8_K quantizer; the vector
     // kernels and the other kinds are AVX2's.
     {Isa::kAvx512, "q4_1", Isa::kAvx2},

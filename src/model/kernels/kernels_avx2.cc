@@ -134,8 +134,8 @@ constexpr KernelTable kAvx2Table = {
     DotF16F32Avx2,
     AxpyF16Avx2,
     QuantizeQ8_0Avx2,
-    nullptr,  // Q8_1 and Q8_K activations: the scalar quantizers
-    nullptr,
+    nullptr,  // Q8_1 activations: the scalar quantizer
+    QuantizeRowQ8_KAvx2,
     ExpAvx2Row,
 };
 

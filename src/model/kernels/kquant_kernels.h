@@ -62,6 +62,8 @@ void MatMulRowsQ4_0LanesAvx2(const MatMulArgs& a, int64_t row_begin,
                              int64_t row_end);
 void MatMulRowsQ4_0Groups16Avx2(const MatMulArgs& a, int64_t row_begin,
                                 int64_t row_end);
+// Q8_K activations as QuantizeRowQ8_K makes them, bit for bit.
+void QuantizeRowQ8_KAvx2(const float* x, int64_t n, std::byte* out);
 // Q4_1, Q5_0, Q5_1 and IQ4_NL with AVX2 (legacy_quants_avx2.cc).
 void MatMulRowsQ4_1Avx2(const MatMulArgs& a, int64_t row_begin,
                         int64_t row_end);
