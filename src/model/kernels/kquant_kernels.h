@@ -51,6 +51,9 @@ void MatMulRowsQ3KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);
 void MatMulRowsQ4KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);
 void MatMulRowsQ4KGroups16Avx2(const MatMulArgs& a, int64_t row_begin,
                                int64_t row_end);
+// Its one-token path (q4_k_decode_avx2.cc).
+void MatMulRowsQ4KGroups16DecodeAvx2(const MatMulArgs& a, int64_t row_begin,
+                                     int64_t row_end);
 void MatMulRowsQ5KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);
 // Q6_K with 8 rows in the lanes (q6_k_lanes_avx2.cc).
 void MatMulRowsQ6KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);

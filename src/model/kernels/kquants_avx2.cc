@@ -286,8 +286,7 @@ void QuantizeBlockQ8_K(const float* x, std::byte* y) {
           _mm256_set1_epi32(127));
     }
     const __m256i q8 = ToInt8(q);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + q8_k::kQs + 32 * c),
-                        q8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + q8_k::kQs + 32 * c), q8);
     const __m256i s = _mm256_madd_epi16(
         _mm256_maddubs_epi16(_mm256_set1_epi8(1), q8), _mm256_set1_epi16(1));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes + 8 * c), s);

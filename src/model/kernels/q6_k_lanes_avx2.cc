@@ -30,11 +30,11 @@
 namespace kvault::kernels {
 namespace {
 
-constexpr int kLanes = 8;                      // rows per ymm
-constexpr int kUnits = 64;                     // 4-value units per block
-constexpr int kQhDword = q6_k::kQh / 4;        // 32
+constexpr int kLanes = 8;                       // rows per ymm
+constexpr int kUnits = 64;                      // 4-value units per block
+constexpr int kQhDword = q6_k::kQh / 4;         // 32
 constexpr int kScaleDword = q6_k::kScales / 4;  // 48
-constexpr int kSbDwords = kScaleDword + 4;     // ql, qh, scales
+constexpr int kSbDwords = kScaleDword + 4;      // ql, qh, scales
 constexpr int kTokenTile = 4;
 constexpr int64_t kXChunkBytes = 256 * 1024;  // activations kept hot in L2
 constexpr int64_t kMaxChunkTokens = 256;
@@ -66,14 +66,12 @@ inline __m256i HighBytePairCtrl(int lo, int hi) {
 }
 
 inline __m256i SignedBytePair(__m256i v, int lo, int hi) {
-  return _mm256_srai_epi16(_mm256_shuffle_epi8(v, HighBytePairCtrl(lo, hi)),
-                           8);
+  return _mm256_srai_epi16(_mm256_shuffle_epi8(v, HighBytePairCtrl(lo, hi)), 8);
 }
 
 // Rows [0, num_rows) of super-block `p` (row r at p + r * row_bytes) into
 // `g`.
-void PackHalfSb(const std::byte* p, size_t row_bytes, int num_rows,
-                HalfSb* g) {
+void PackHalfSb(const std::byte* p, size_t row_bytes, int num_rows, HalfSb* g) {
   __m256i dw[kSbDwords];
 #pragma GCC unroll 6
   for (int q = 0; q < 6; ++q) {
@@ -89,14 +87,13 @@ void PackHalfSb(const std::byte* p, size_t row_bytes, int num_rows,
     for (int m = 0; m < 8; ++m) {
       const __m256i l = dw[16 * n + 8 * (cp & 1) + m];
       const __m256i h = dw[kQhDword + 8 * n + m];
-      const __m256i low = _mm256_and_si256(
-          cp >> 1 ? _mm256_srli_epi16(l, 4) : l, m4);
+      const __m256i low =
+          _mm256_and_si256(cp >> 1 ? _mm256_srli_epi16(l, 4) : l, m4);
       // Bits 2cp, 2cp + 1 of each qh byte to bits 4, 5.
-      const __m256i high =
-          cp == 0   ? _mm256_slli_epi16(h, 4)
-          : cp == 1 ? _mm256_slli_epi16(h, 2)
-          : cp == 2 ? h
-                    : _mm256_srli_epi16(h, 2);
+      const __m256i high = cp == 0   ? _mm256_slli_epi16(h, 4)
+                           : cp == 1 ? _mm256_slli_epi16(h, 2)
+                           : cp == 2 ? h
+                                     : _mm256_srli_epi16(h, 2);
       g->q[8 * c + m] = _mm256_or_si256(low, _mm256_and_si256(high, m30));
     }
   }
@@ -179,10 +176,11 @@ inline __attribute__((always_inline)) void StepSb(const HalfSb& w,
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const __m256i bs = BroadcastDword(xb[t] + q8_k::kBsums + 4 * m);
-      const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(w.offpair[m], bs), 5);
+      const __m256i off =
+          _mm256_slli_epi32(_mm256_madd_epi16(w.offpair[m], bs), 5);
       lane[t] = _mm256_sub_epi32(lane[t], off);
-      acc[t]->acc[m] = _mm256_fmadd_ps(dd[t], _mm256_cvtepi32_ps(lane[t]),
-                                       acc[t]->acc[m]);
+      acc[t]->acc[m] =
+          _mm256_fmadd_ps(dd[t], _mm256_cvtepi32_ps(lane[t]), acc[t]->acc[m]);
     }
   }
 }
@@ -277,9 +275,10 @@ float DecodeRow(const std::byte* w, const std::byte* x, int64_t nb) {
       const __m256i q[4] = {
           _mm256_or_si256(_mm256_and_si256(ql0, m4),
                           _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4)),
-          _mm256_or_si256(_mm256_and_si256(ql1, m4),
-                          _mm256_slli_epi16(
-                              _mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4)),
+          _mm256_or_si256(
+              _mm256_and_si256(ql1, m4),
+              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3),
+                                4)),
           _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
                           _mm256_and_si256(qh, _mm256_set1_epi8(0x30))),
           _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
@@ -293,16 +292,15 @@ float DecodeRow(const std::byte* w, const std::byte* x, int64_t nb) {
         const __m256i src = c < 4 ? sc_both : sc_hi;
         const int k = 2 * (c % 4);
         const __m256i sc = _mm256_shuffle_epi8(
-            src, _mm256_setr_epi8(2 * k, 2 * k + 1, 2 * k, 2 * k + 1, 2 * k,
-                                  2 * k + 1, 2 * k, 2 * k + 1, 2 * k,
-                                  2 * k + 1, 2 * k, 2 * k + 1, 2 * k,
-                                  2 * k + 1, 2 * k, 2 * k + 1, 2 * k + 2,
-                                  2 * k + 3, 2 * k + 2, 2 * k + 3, 2 * k + 2,
-                                  2 * k + 3, 2 * k + 2, 2 * k + 3, 2 * k + 2,
-                                  2 * k + 3, 2 * k + 2, 2 * k + 3, 2 * k + 2,
-                                  2 * k + 3, 2 * k + 2, 2 * k + 3));
-        const __m256i p16 = _mm256_maddubs_epi16(
-            q[i], Load256(xb + q8_k::kQs + 32 * c));
+            src, _mm256_setr_epi8(
+                     2 * k, 2 * k + 1, 2 * k, 2 * k + 1, 2 * k, 2 * k + 1,
+                     2 * k, 2 * k + 1, 2 * k, 2 * k + 1, 2 * k, 2 * k + 1,
+                     2 * k, 2 * k + 1, 2 * k, 2 * k + 1, 2 * k + 2, 2 * k + 3,
+                     2 * k + 2, 2 * k + 3, 2 * k + 2, 2 * k + 3, 2 * k + 2,
+                     2 * k + 3, 2 * k + 2, 2 * k + 3, 2 * k + 2, 2 * k + 3,
+                     2 * k + 2, 2 * k + 3, 2 * k + 2, 2 * k + 3));
+        const __m256i p16 =
+            _mm256_maddubs_epi16(q[i], Load256(xb + q8_k::kQs + 32 * c));
         lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, sc));
         KeepChain(lanes);
       }
@@ -313,8 +311,8 @@ float DecodeRow(const std::byte* w, const std::byte* x, int64_t nb) {
     float dx;
     std::memcpy(&dx, xb + q8_k::kD, sizeof(dx));
     const float d = _cvtsh_ss(HalfBits(blk + q6_k::kD));
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(lanes),
-                          acc);
+    acc =
+        _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(lanes), acc);
   }
   return HSum8(acc);
 }
@@ -338,7 +336,8 @@ void MatMulRowsQ6KAvx2(const MatMulArgs& a, int64_t row_begin,
   for (int64_t tc = 0; tc < a.num_tokens; tc += chunk) {
     const int64_t te = std::min(tc + chunk, a.num_tokens);
     for (int64_t r0 = row_begin; r0 < row_end; r0 += kLanes) {
-      const int rows = static_cast<int>(std::min<int64_t>(kLanes, row_end - r0));
+      const int rows =
+          static_cast<int>(std::min<int64_t>(kLanes, row_end - r0));
       RowsTokens(a, r0, rows, tc, te, acc.data(), w.data());
     }
   }
