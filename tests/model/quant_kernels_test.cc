@@ -184,6 +184,51 @@ TEST(QuantKernelsTest, SimdMatMulMatchesScalarOnRealBlocks) {
   }
 }
 
+// The row-lane kernels (8 or 16 rows in the lanes of one register) on
+// row counts that leave a partial group, on rows further apart than their
+// size, and on batches that cross their token tiles and chunks: bit for
+// bit the scalar result, both orders mixed.
+TEST(QuantKernelsTest, RowLaneKernelsMatchScalarOnPartialGroups) {
+  for (const char* stem : {"q4_k_m", "q6_k"}) {
+    auto file = OpenOrNull(stem);
+    if (file == nullptr) GTEST_SKIP() << "no " << kDir;
+    const GgufTensorInfo* t = file->FindTensor("token_embd.weight");
+    ASSERT_NE(t, nullptr);
+    ASSERT_TRUE(t->type == GgmlType::kQ4_K || t->type == GgmlType::kQ6_K);
+    const MatrixView full = ViewOf(*file, *t);
+    std::mt19937 rng(5);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    // 261 tokens cross the kernels' token chunks (256 at most).
+    for (auto [rows, num_tokens] : {std::pair<int64_t, int64_t>{1, 261},
+                                    {7, 1},
+                                    {13, 6},
+                                    {29, 37},
+                                    {32, 5}}) {
+      for (int64_t stride : {1, 3}) {  // every row, every third row
+        MatrixView w = full;
+        w.rows = rows;
+        w.row_bytes = full.row_bytes * stride;
+        std::vector<float> x(num_tokens * w.cols);
+        for (float& v : x) v = dist(rng);
+        std::vector<DotOrder> orders(num_tokens, DotOrder::kGemm);
+        for (int64_t i = 0; i < num_tokens; i += 3) orders[i] = DotOrder::kGemv;
+        std::vector<float> want(num_tokens * rows), got(want.size());
+        Kernels(Isa::kScalar)
+            .MatMul(w, x.data(), num_tokens, want.data(), nullptr, orders);
+        for (Isa isa : SupportedIsas()) {
+          SCOPED_TRACE(std::string(stem) + " " + std::string(IsaName(isa)) +
+                       " rows " + std::to_string(rows) + " stride " +
+                       std::to_string(stride));
+          Kernels(isa).MatMul(w, x.data(), num_tokens, got.data(), nullptr,
+                              orders);
+          ASSERT_EQ(0, std::memcmp(want.data(), got.data(),
+                                   want.size() * sizeof(float)));
+        }
+      }
+    }
+  }
+}
+
 // WeightLayout::kGroups16 holds the same matrix: every kernel set gives
 // the kRows result bit for bit, in both orders.
 TEST(QuantKernelsTest, Groups16LayoutGivesTheSameProducts) {
