@@ -65,8 +65,8 @@ TEST(LlamaModelTest, LoadsEveryGeneratedWeightType) {
 }
 
 // A model read into memory gets its Q4_K matrices rewritten for the AVX-512
-// kernels (kernels::WeightLayout::kGroups16), after its fingerprint; a
-// mapped one and the token embedding keep GGUF's rows.
+// and AVX2 kernels (kernels::WeightLayout::kGroups16), after its
+// fingerprint; a mapped one and the token embedding keep GGUF's rows.
 TEST(LlamaModelTest, ReadModelLaysOutQ4KForTheKernels) {
   const std::string path = kShared + "/models/kquant/st260K-x4.q4_k_m.gguf";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
@@ -81,25 +81,29 @@ TEST(LlamaModelTest, ReadModelLaysOutQ4KForTheKernels) {
     EXPECT_EQ(m.layout, kernels::WeightLayout::kRows);
     if (r.type != GgmlType::kQ4_K) continue;
     ++num_q4k;
-    const bool avx512 = kernels::BestIsa() == kernels::Isa::kAvx512;
-    EXPECT_EQ(r.layout, avx512 ? kernels::WeightLayout::kGroups16
-                               : kernels::WeightLayout::kRows);
+    const bool x86 = kernels::BestIsa() == kernels::Isa::kAvx512 ||
+                     kernels::BestIsa() == kernels::Isa::kAvx2;
+    EXPECT_EQ(r.layout, x86 ? kernels::WeightLayout::kGroups16
+                            : kernels::WeightLayout::kRows);
   }
   EXPECT_GT(num_q4k, 0);
   EXPECT_EQ((*read)->weights().token_embd.layout, kernels::WeightLayout::kRows);
 }
 
-// The layout follows the kernels the model is loaded for: AVX2's and the
-// scalar ones read kRows.
+// The layout follows the kernels the model is loaded for: AVX-512's and
+// AVX2's read Q4_K as kGroups16, the scalar ones kRows.
 TEST(LlamaModelTest, LayoutFollowsTheLoadIsa) {
   const std::string path = kShared + "/models/kquant/st260K-x4.q4_k_m.gguf";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
   for (kernels::Isa isa : kernels::SupportedIsas()) {
-    if (isa == kernels::Isa::kAvx512) continue;
+    const bool groups16 =
+        isa == kernels::Isa::kAvx512 || isa == kernels::Isa::kAvx2;
     auto model = LlamaModel::Load(path, LoadMode::kRead, isa);
     ASSERT_TRUE(model.ok()) << model.status().ToString();
     for (const LayerWeights& l : (*model)->weights().layers) {
-      EXPECT_EQ(l.wq.layout, kernels::WeightLayout::kRows)
+      EXPECT_EQ(l.wq.layout, groups16 && l.wq.type == GgmlType::kQ4_K
+                                 ? kernels::WeightLayout::kGroups16
+                                 : kernels::WeightLayout::kRows)
           << kernels::IsaName(isa);
     }
   }
