@@ -69,6 +69,24 @@ inline __m256i SignedBytePair(__m256i v, int lo, int hi) {
   return _mm256_srai_epi16(_mm256_shuffle_epi8(v, HighBytePairCtrl(lo, hi)), 8);
 }
 
+// Unit (c, m) of 8 rows from the transposed dwords: low or high nibbles
+// of ql dword 16n + 8 (cp & 1) + m, bits 2cp, 2cp + 1 of qh dword 8n + m
+// as bits 4, 5 (n = c / 4, cp = c % 4: the scalar UnpackQ6K's order).
+inline __attribute__((always_inline)) __m256i Unit(const __m256i* dw, int c,
+                                                   int m) {
+  const int n = c / 4, cp = c % 4;
+  const __m256i l = dw[16 * n + 8 * (cp & 1) + m];
+  const __m256i h = dw[kQhDword + 8 * n + m];
+  const __m256i low = _mm256_and_si256(cp >> 1 ? _mm256_srli_epi16(l, 4) : l,
+                                       _mm256_set1_epi8(0x0F));
+  // epi16 shifts: the bits crossing a byte boundary are masked off.
+  const __m256i high = cp == 0   ? _mm256_slli_epi16(h, 4)
+                       : cp == 1 ? _mm256_slli_epi16(h, 2)
+                       : cp == 2 ? h
+                                 : _mm256_srli_epi16(h, 2);
+  return _mm256_or_si256(low, _mm256_and_si256(high, _mm256_set1_epi8(0x30)));
+}
+
 // Rows [0, num_rows) of super-block `p` (row r at p + r * row_bytes) into
 // `g`.
 void PackHalfSb(const std::byte* p, size_t row_bytes, int num_rows, HalfSb* g) {
@@ -78,24 +96,10 @@ void PackHalfSb(const std::byte* p, size_t row_bytes, int num_rows, HalfSb* g) {
     Transpose8x8Dwords(p + 32 * q, row_bytes, num_rows, dw + 8 * q);
   }
   Transpose8x4Dwords(p + q6_k::kScales, row_bytes, num_rows, dw + kScaleDword);
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  const __m256i m30 = _mm256_set1_epi8(0x30);
 #pragma GCC unroll 8
   for (int c = 0; c < 8; ++c) {
-    const int n = c / 4, cp = c % 4;  // 128-value half; quarter in it
 #pragma GCC unroll 8
-    for (int m = 0; m < 8; ++m) {
-      const __m256i l = dw[16 * n + 8 * (cp & 1) + m];
-      const __m256i h = dw[kQhDword + 8 * n + m];
-      const __m256i low =
-          _mm256_and_si256(cp >> 1 ? _mm256_srli_epi16(l, 4) : l, m4);
-      // Bits 2cp, 2cp + 1 of each qh byte to bits 4, 5.
-      const __m256i high = cp == 0   ? _mm256_slli_epi16(h, 4)
-                           : cp == 1 ? _mm256_slli_epi16(h, 2)
-                           : cp == 2 ? h
-                                     : _mm256_srli_epi16(h, 2);
-      g->q[8 * c + m] = _mm256_or_si256(low, _mm256_and_si256(high, m30));
-    }
+    for (int m = 0; m < 8; ++m) g->q[8 * c + m] = Unit(dw, c, m);
   }
 #pragma GCC unroll 16
   for (int s = 0; s < 16; ++s) {
@@ -251,57 +255,63 @@ void RowsTokens(const MatMulArgs& a, int64_t r0, int num_rows, int64_t tc,
 // lanes of one ymm per row hold them without a transpose: register c of
 // 32 values, vpmaddubsw with x, vpmaddwd with the scales of its two
 // 16-value groups (lanes 0-3, 4-7), as llama.cpp's vec_dot.
-float DecodeRow(const std::byte* w, const std::byte* x, int64_t nb) {
+// Registers 4n .. 4n + 3 of a block's values + 32 (register c = values
+// 32c .. 32c + 31), from its 128-value half n.
+inline __attribute__((always_inline)) void UnpackRegs(const std::byte* blk,
+                                                      int n, __m256i q[4]) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
-  const __m256i m3 = _mm256_set1_epi8(0x03);
+  const __m256i m30 = _mm256_set1_epi8(0x30);
+  const __m256i ql0 = Load256(blk + q6_k::kQl + 64 * n);
+  const __m256i ql1 = Load256(blk + q6_k::kQl + 64 * n + 32);
+  const __m256i qh = Load256(blk + q6_k::kQh + 32 * n);
+  // Bits 2i, 2i + 1 of each qh byte to bits 4, 5 (epi16 shifts: the bits
+  // crossing a byte boundary are masked off).
+  q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4),
+                         _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+  q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4),
+                         _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+  q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+                         _mm256_and_si256(qh, m30));
+  q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                         _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+}
+
+// Register c's scales: int16 k = 2 (c % 4) of `src` (the block's 8 low or
+// high scales in both lanes) in the low lane, k + 1 in the high one.
+inline __m256i RegScales(__m256i src, int c) {
+  const int8_t k = static_cast<int8_t>(2 * (c % 4));
+  const int8_t lo0 = 2 * k, lo1 = 2 * k + 1, hi0 = 2 * k + 2, hi1 = 2 * k + 3;
+  return _mm256_shuffle_epi8(
+      src,
+      _mm256_setr_epi8(lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0,
+                       lo1, lo0, lo1, lo0, lo1, hi0, hi1, hi0, hi1, hi0, hi1,
+                       hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1));
+}
+
+float DecodeRow(const std::byte* w, const std::byte* x, int64_t nb) {
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const std::byte* blk = w + b * q6_k::kBytes;
     const std::byte* xb = x + b * q8_k::kBytes;
     _mm_prefetch(reinterpret_cast<const char*>(blk) + 4 * q6_k::kBytes,
                  _MM_HINT_T0);
-    // Scales as int16 in both lanes; register c takes 2c (low lane) and
-    // 2c + 1 (high lane).
     const __m256i sc16 = _mm256_cvtepi8_epi16(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + q6_k::kScales)));
-    const __m256i sc_both = _mm256_permute4x64_epi64(sc16, 0x44);
-    const __m256i sc_hi = _mm256_permute4x64_epi64(sc16, 0xEE);
+    // Scales 0-7 (registers 0-3), 8-15 (registers 4-7) in both lanes.
+    const __m256i sc8[2] = {_mm256_permute4x64_epi64(sc16, 0x44),
+                            _mm256_permute4x64_epi64(sc16, 0xEE)};
     __m256i lanes = _mm256_setzero_si256();
 #pragma GCC unroll 2
     for (int n = 0; n < 2; ++n) {
-      const __m256i ql0 = Load256(blk + q6_k::kQl + 64 * n);
-      const __m256i ql1 = Load256(blk + q6_k::kQl + 64 * n + 32);
-      const __m256i qh = Load256(blk + q6_k::kQh + 32 * n);
-      const __m256i q[4] = {
-          _mm256_or_si256(_mm256_and_si256(ql0, m4),
-                          _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4)),
-          _mm256_or_si256(
-              _mm256_and_si256(ql1, m4),
-              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3),
-                                4)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                          _mm256_and_si256(qh, _mm256_set1_epi8(0x30))),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                          _mm256_and_si256(_mm256_srli_epi16(qh, 2),
-                                           _mm256_set1_epi8(0x30)))};
+      __m256i q[4];
+      UnpackRegs(blk, n, q);
 #pragma GCC unroll 4
       for (int i = 0; i < 4; ++i) {
         const int c = 4 * n + i;
-        // int16 2c to the low lane, 2c + 1 to the high one (c < 4: from
-        // the low 8 scales, else the high 8).
-        const __m256i src = c < 4 ? sc_both : sc_hi;
-        const int k = 2 * (c % 4);
-        const __m256i sc = _mm256_shuffle_epi8(
-            src, _mm256_setr_epi8(
-                     2 * k, 2 * k + 1, 2 * k, 2 * k + 1, 2 * k, 2 * k + 1,
-                     2 * k, 2 * k + 1, 2 * k, 2 * k + 1, 2 * k, 2 * k + 1,
-                     2 * k, 2 * k + 1, 2 * k, 2 * k + 1, 2 * k + 2, 2 * k + 3,
-                     2 * k + 2, 2 * k + 3, 2 * k + 2, 2 * k + 3, 2 * k + 2,
-                     2 * k + 3, 2 * k + 2, 2 * k + 3, 2 * k + 2, 2 * k + 3,
-                     2 * k + 2, 2 * k + 3, 2 * k + 2, 2 * k + 3));
         const __m256i p16 =
             _mm256_maddubs_epi16(q[i], Load256(xb + q8_k::kQs + 32 * c));
-        lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, sc));
+        lanes = _mm256_add_epi32(lanes,
+                                 _mm256_madd_epi16(p16, RegScales(sc8[n], c)));
         KeepChain(lanes);
       }
     }
