@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "model/kernels/kquant_kernels.h"
+#include "model/kernels/lanes8_avx2.h"
 
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -53,28 +54,6 @@ struct TokenBlock {
   int32_t corr;  // -8 * sum(x)
   float dx;
 };
-
-// out[j], lane r = dword j of the 16 bytes at p + r * row_bytes for rows
-// r < num_rows (zeros for the others, which are not read).
-inline __attribute__((always_inline)) void Transpose8x4Dwords(
-    const std::byte* p, size_t row_bytes, int num_rows, __m256i out[4]) {
-  const auto load = [&](int r) {
-    return r < num_rows ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(
-                              p + r * row_bytes))
-                        : _mm_setzero_si128();
-  };
-  __m256i a[4];  // a[i] = [row i | row i + 4]
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) a[i] = _mm256_set_m128i(load(i + 4), load(i));
-  const __m256i t0 = _mm256_unpacklo_epi32(a[0], a[1]);
-  const __m256i t1 = _mm256_unpackhi_epi32(a[0], a[1]);
-  const __m256i t2 = _mm256_unpacklo_epi32(a[2], a[3]);
-  const __m256i t3 = _mm256_unpackhi_epi32(a[2], a[3]);
-  out[0] = _mm256_unpacklo_epi64(t0, t2);
-  out[1] = _mm256_unpackhi_epi64(t0, t2);
-  out[2] = _mm256_unpacklo_epi64(t1, t3);
-  out[3] = _mm256_unpackhi_epi64(t1, t3);
-}
 
 // Splits dword j's nibbles into registers j (low) and j + 4 (high).
 inline __attribute__((always_inline)) void SplitNibbles(const __m256i t[4],
