@@ -379,15 +379,14 @@ std::vector<KernelEntry> KernelEntries(Isa isa) {
       break;
   }
   chain.emplace_back(Isa::kScalar, ScalarKernelTable());
+  // Every table lists its entries in VisitEntries' order, so entry i of
+  // the merged table is entry i of each table in the chain.
+  const auto merged_entries = EntryAddresses(*merged);
   std::vector<KernelEntry> entries;
-  for (const auto& [name, address] : EntryAddresses(*merged)) {
-    KernelEntry e{std::string(name), Isa::kScalar};
+  for (size_t i = 0; i < merged_entries.size(); ++i) {
+    KernelEntry e{std::string(merged_entries[i].first), Isa::kScalar};
     for (const auto& [source, table] : chain) {
-      const auto own = EntryAddresses(*table);
-      const auto it = std::find_if(own.begin(), own.end(), [&](const auto& o) {
-        return o.first == name;
-      });
-      if (it != own.end() && it->second == address) {
+      if (EntryAddresses(*table)[i].second == merged_entries[i].second) {
         e.source = source;
         break;
       }
