@@ -81,6 +81,14 @@ struct KernelTable {
   void (*exp)(const float* x, int64_t n, float* out);
 };
 
+enum class Isa : uint8_t;  // kernels.h
+
+// Returns the table of `isa` with its null entries filled from the lower
+// sets' (the one a Kernels value uses) when this binary has it and the CPU
+// features in use (core/cpu_features.h, the one detection site) include
+// it, else null.
+const KernelTable* KernelTableFor(Isa isa);
+
 // Returns the scalar reference table (always available).
 const KernelTable* ScalarKernelTable();
 // Returns the AVX2+FMA+F16C table, or null when not compiled in.
