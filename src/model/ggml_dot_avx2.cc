@@ -237,20 +237,29 @@ int64_t GemmGroupsAvx2(const kernels::MatrixView& w, const float* x,
     rows[i] = convert ? reinterpret_cast<const std::byte*>(&converted[i * k])
                       : w.data + (r0 + i) * w.row_bytes;
   }
-  const size_t n = gemm.size();
-  thread_local std::vector<float> state;  // [group, token, row, lane]
-  state.assign(num_groups * n * 4 * lanes, 0.0f);
   using GroupsFn = void (*)(const std::byte* const*, int64_t, const float*,
                             int64_t, std::span<const uint32_t>, float*);
   const GroupsFn fn =
       lanes == 16 ? (row_f16 ? &GemmGroups<true, 16> : &GemmGroups<false, 16>)
                   : (row_f16 ? &GemmGroups<true, 8> : &GemmGroups<false, 8>);
-  fn(rows.data(), num_groups, x, k, gemm, state.data());
-  for (int64_t g = 0; g < num_groups; ++g) {
-    for (size_t i = 0; i < n; ++i) {
-      for (int j = 0; j < 4; ++j) {
-        y[gemm[i] * w.rows + r0 + 4 * g + j] =
-            SumLanes(&state[((g * n + i) * 4 + j) * lanes], lanes);
+  // Tokens go in spans whose activations (a k chunk of each) and partial
+  // sums stay in L2 while every row group passes over them: a whole
+  // pp512 batch's chunk (1 MiB) was re-read from L3 once per group. Each
+  // element's FMA sequence is the same whatever the span.
+  constexpr size_t kTokenSpan = 48;  // a multiple of Gemm4Group's 3 tokens
+  thread_local std::vector<float> state;  // [group, token, row, lane]
+  for (size_t s0 = 0; s0 < gemm.size(); s0 += kTokenSpan) {
+    const std::span<const uint32_t> span =
+        gemm.subspan(s0, std::min(kTokenSpan, gemm.size() - s0));
+    const size_t n = span.size();
+    state.assign(num_groups * n * 4 * lanes, 0.0f);
+    fn(rows.data(), num_groups, x, k, span, state.data());
+    for (int64_t g = 0; g < num_groups; ++g) {
+      for (size_t i = 0; i < n; ++i) {
+        for (int j = 0; j < 4; ++j) {
+          y[span[i] * w.rows + r0 + 4 * g + j] =
+              SumLanes(&state[((g * n + i) * 4 + j) * lanes], lanes);
+        }
       }
     }
   }

@@ -93,7 +93,8 @@ TEST(GgmlMatMulTest, EveryKernelSetGivesThePortableBitsInBothBuilds) {
     for (GgmlType type : {GgmlType::kF32, GgmlType::kF16}) {
       for (int64_t cols : {1, 15, 24, 40, 63, 65, 100, 176, 1056}) {
         for (int64_t rows : {4, 7, 12}) {
-          for (size_t n : {1, 4}) {
+          // 100 tokens: more than one of the AVX2 kGemm's token spans.
+          for (size_t n : {1, 4, 100}) {
             std::mt19937 rng(++seed);
             SCOPED_TRACE(testing::Message()
                          << "build " << static_cast<int>(build) << " type "
