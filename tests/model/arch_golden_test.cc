@@ -54,13 +54,19 @@ const std::vector<Unsupported> kUnsupported = {};
 bool HaveShared() { return std::filesystem::exists(kModels); }
 
 // The llama.cpp build that recorded golden/arch: b10573's AVX-512 build
-// (../shared/tools/llama.cpp).
-ComputeBackendOptions GoldenCompute() {
+// (../shared/tools/llama.cpp); `build` kAvx2 replays its AVX2 build's
+// recordings (testdata/golden-avx2/arch) in that build's numerics mode,
+// what kvault computes by default on an AVX2-only CPU.
+ComputeBackendOptions GoldenCompute(
+    ggml_compat::GgmlBuild build = ggml_compat::GgmlBuild::kAvx512) {
   ComputeBackendOptions compute;
   compute.num_threads = 2;
-  compute.ggml_build = ggml_compat::GgmlBuild::kAvx512;
+  compute.ggml_build = build;
   return compute;
 }
+
+const std::string kAvx2Goldens = std::string(KVAULT_SOURCE_DIR) +
+                                 "/tests/model/testdata/golden-avx2/arch/";
 
 TEST(ArchGoldenTest, EveryModelInTheFolderIsListed) {
   if (!HaveShared()) GTEST_SKIP() << "missing " << kModels;
@@ -81,6 +87,8 @@ TEST(ArchGoldenTest, EveryModelInTheFolderIsListed) {
 struct ArchCase {
   std::string name;  // file stem, e.g. "qwen2"
   std::string type;  // "f32" or "q8_0"
+  // The llama.cpp build whose recording is replayed (kAvx2: golden-avx2).
+  ggml_compat::GgmlBuild build = ggml_compat::GgmlBuild::kAvx512;
 };
 
 class ArchGoldenTest : public ::testing::TestWithParam<ArchCase> {};
@@ -89,11 +97,13 @@ TEST_P(ArchGoldenTest, GreedyGenerationMatchesLlamaCpp) {
   const ArchCase& a = GetParam();
   const std::string stem = a.name + "." + a.type;
   if (!HaveShared()) GTEST_SKIP() << "missing " << kModels;
-  const ComputeBackendOptions compute = GoldenCompute();
+  const ComputeBackendOptions compute = GoldenCompute(a.build);
   auto model = LlamaModel::Load(kModels + stem + ".gguf", LoadMode::kRead,
                                 compute.isa);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  const nlohmann::json golden = golden::ReadGolden(kGoldens + stem + ".json");
+  const bool avx2 = a.build == ggml_compat::GgmlBuild::kAvx2;
+  const nlohmann::json golden =
+      golden::ReadGolden((avx2 ? kAvx2Goldens : kGoldens) + stem + ".json");
   const bool f32 = a.type == "f32";
   const size_t num_steps = f32 ? kF32Tokens : kQ8Tokens;
   for (const auto& c : golden.at("cases")) {
@@ -111,14 +121,18 @@ TEST_P(ArchGoldenTest, GreedyGenerationMatchesLlamaCpp) {
 std::vector<ArchCase> SupportedCases() {
   std::vector<ArchCase> cases;
   for (const std::string& name : kSupported) {
-    cases.push_back({name, "f32"});
-    cases.push_back({name, "q8_0"});
+    for (ggml_compat::GgmlBuild build :
+         {ggml_compat::GgmlBuild::kAvx512, ggml_compat::GgmlBuild::kAvx2}) {
+      cases.push_back({name, "f32", build});
+      cases.push_back({name, "q8_0", build});
+    }
   }
   return cases;
 }
 
 std::string CaseName(const ::testing::TestParamInfo<ArchCase>& info) {
-  return info.param.name + "_" + info.param.type;
+  const bool avx2 = info.param.build == ggml_compat::GgmlBuild::kAvx2;
+  return info.param.name + "_" + info.param.type + (avx2 ? "_avx2_build" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Arch, ArchGoldenTest,
