@@ -7,6 +7,8 @@
 #include <future>
 #include <thread>
 
+#include "core/cpu_features.h"
+#include "model/kernels/kernels.h"
 #include "test_server.h"
 
 namespace kvault {
@@ -49,6 +51,10 @@ TEST_F(HttpServerTest, HealthPropsModels) {
   EXPECT_EQ(props["model_path"], StoriesModelPath());
   EXPECT_TRUE(props["chat_template"].is_string());
   EXPECT_TRUE(props["build_info"].is_string());
+  // The kernel set that runs (the engine's, by default the best the CPU
+  // features in use allow) and those features.
+  EXPECT_EQ(props["kernels"], kernels::IsaName(kernels::BestIsa()));
+  EXPECT_EQ(props["cpu_features"], CpuFeaturesString(CpuFeaturesInUse()));
   EXPECT_GT(props["default_generation_settings"]["n_ctx"].get<int>(), 0);
   EXPECT_TRUE(props["default_generation_settings"]["params"].is_object());
   auto [mcode, models] = s().Get("/v1/models");
