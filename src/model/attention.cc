@@ -120,8 +120,7 @@ __attribute__((target("avx,f16c"))) void RoundToHalfF16c(float* x,
 
 void RoundToHalf(float* x, size_t n) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool kF16c = Float16UsesF16c();
-  if (kF16c) return RoundToHalfF16c(x, n);
+  if (Float16UsesF16c()) return RoundToHalfF16c(x, n);
 #endif
   for (size_t i = 0; i < n; ++i) x[i] = RoundToHalf(x[i]);
 }
