@@ -117,18 +117,6 @@ void PackHalfSb(const std::byte* p, size_t row_bytes, int num_rows, HalfSb* g) {
   g->d = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d)));
 }
 
-// An empty asm on an accumulator: keeps GCC from reassociating the vpaddd
-// chain below into a tree whose leaves are spilled to the stack.
-inline __attribute__((always_inline)) void KeepChain(__m256i& v) {
-  asm("" : "+x"(v));
-}
-
-inline __m256i BroadcastDword(const std::byte* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return _mm256_set1_epi32(v);
-}
-
 inline __m256i Load256(const std::byte* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
