@@ -315,9 +315,6 @@ void MatMulRowsQ2KAvx2(const MatMulArgs& a, int64_t b, int64_t e) {
 void MatMulRowsQ3KAvx2(const MatMulArgs& a, int64_t b, int64_t e) {
   MatMulRows<KType::kQ3_K, q3_k::kBytes>(a, b, e);
 }
-void MatMulRowsIq4xsAvx2(const MatMulArgs& a, int64_t b, int64_t e) {
-  MatMulRows<KType::kIQ4_XS, iq4_xs::kBytes>(a, b, e);
-}
 
 }  // namespace kvault::kernels
 
