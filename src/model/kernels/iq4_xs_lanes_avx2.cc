@@ -51,10 +51,9 @@ inline __m256i Scales(__m256i scales_l, __m256i scales_h) {
                           _mm256_set1_epi32(32));
 }
 
-struct Iq4xs {
+struct Iq4xs : klanes8::Lanes8Type<Iq4xs> {
   static constexpr int kBytes = iq4_xs::kBytes;
   static constexpr bool kSigned = true;
-  static constexpr bool kMins = false;
 
   // One super-block of 8 rows, unpacked.
   struct Sb {
@@ -98,10 +97,6 @@ struct Iq4xs {
     }
   }
 
-  static __m256i LaneTerm(const Sb&, int, const std::byte*, __m256i lane) {
-    return lane;
-  }
-  static void BlockTerm(const Sb&, const std::byte*, Acc*) {}
 
   // One row against one token: the scalar DotIq4xsQ8K's floats.
   static float DecodeRow(const std::byte* w, const std::byte* x, int64_t nb) {

@@ -84,6 +84,19 @@ inline __attribute__((always_inline)) void AddReg(__m256i q, __m256i x,
   KeepChain(lanes);
 }
 
+// y[t, r0 .. r0 + num_rows) = the first num_rows lanes of `y`.
+inline void StoreLanes(const MatMulArgs& a, int64_t t, int64_t r0,
+                       int num_rows, __m256 y) {
+  float* out = a.y + t * a.y_stride + r0;
+  if (num_rows == kLanes) {
+    _mm256_storeu_ps(out, y);
+    return;
+  }
+  alignas(32) float tmp[kLanes];
+  _mm256_store_ps(tmp, y);
+  std::memcpy(out, tmp, num_rows * sizeof(float));
+}
+
 // acc[t] (8 rows) += the super-block `w` for tokens t < T, whose Q8_K
 // blocks are at xb[t].
 template <class K, int T>
@@ -124,57 +137,81 @@ inline __attribute__((always_inline)) void StepSb(const typename K::Sb& w,
   for (int t = 0; t < T; ++t) K::BlockTerm(w, xb[t], acc[t]);
 }
 
+// The DotKLanes8 half of a type K: its accumulators, its steps and its
+// stores; K (deriving from Lanes8Type<K>) adds Sb, Pack and DecodeRow, and
+// may replace LaneTerm and BlockTerm.
+template <class K>
+struct Lanes8Type {
+  using Acc = klanes8::Acc;
+  static constexpr bool kMins = false;
+
+  static Acc Zero() {
+    Acc zero;
+    for (__m256& v : zero.acc) v = _mm256_setzero_ps();
+    zero.summs = _mm256_setzero_ps();
+    return zero;
+  }
+  template <int T, class Sb>  // (K is incomplete here: Sb deduced)
+  static void Step(const Sb& w, const std::byte* const* xb,
+                   const bool* /*gemm: one order*/, Acc* const* acc) {
+    StepSb<K, T>(w, xb, acc);
+  }
+  // y[t, r0 .. r0 + num_rows) = ggml's 8-way sum of acc (+ summs).
+  static void Store(const MatMulArgs& a, int64_t t, int64_t r0, int num_rows,
+                    const Acc& acc) {
+    const __m256* v = acc.acc;
+    __m256 y = _mm256_add_ps(
+        _mm256_add_ps(_mm256_add_ps(v[0], v[4]), _mm256_add_ps(v[2], v[6])),
+        _mm256_add_ps(_mm256_add_ps(v[1], v[5]), _mm256_add_ps(v[3], v[7])));
+    // Only where the scalar adds it: + 0.0f would turn -0.0f into +0.0f.
+    if constexpr (K::kMins) y = _mm256_add_ps(y, acc.summs);
+    StoreLanes(a, t, r0, num_rows, y);
+  }
+  template <class Sb>
+  static __m256i LaneTerm(const Sb&, int, const std::byte*, __m256i lane) {
+    return lane;
+  }
+  template <class Sb>
+  static void BlockTerm(const Sb&, const std::byte*, Acc*) {}
+  // One token, a row at a time (one sequential stream, no transpose).
+  static void DecodeRows(const MatMulArgs& a, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      a.y[r] = K::DecodeRow(a.w + r * a.w_row_bytes, a.x, a.cols / kBlockK);
+    }
+  }
+};
+
 // Tokens [tc, te) of `a` against super-block b, acc[t - tc].
 template <class K>
 void StepTokens(const MatMulArgs& a, const typename K::Sb& w, int64_t tc,
-                int64_t te, int64_t b, Acc* acc) {
+                int64_t te, int64_t b, typename K::Acc* acc) {
   int64_t t = tc;
   for (; t + kTokenTile <= te; t += kTokenTile) {
     const std::byte* xb[kTokenTile];
-    Acc* ac[kTokenTile];
+    typename K::Acc* ac[kTokenTile];
+    bool gemm[kTokenTile];
     for (int i = 0; i < kTokenTile; ++i) {
       xb[i] = a.x + (t + i) * a.x_row_bytes + b * q8_k::kBytes;
       ac[i] = acc + (t + i - tc);
+      gemm[i] = IsGemm(a, t + i);
     }
-    StepSb<K, kTokenTile>(w, xb, ac);
+    K::template Step<kTokenTile>(w, xb, gemm, ac);
   }
   for (; t < te; ++t) {
     const std::byte* xb = a.x + t * a.x_row_bytes + b * q8_k::kBytes;
-    Acc* ac = acc + (t - tc);
-    StepSb<K, 1>(w, &xb, &ac);
+    typename K::Acc* ac = acc + (t - tc);
+    const bool gemm = IsGemm(a, t);
+    K::template Step<1>(w, &xb, &gemm, &ac);
   }
-}
-
-// y[t, r0 .. r0 + num_rows) = ggml's 8-way sum of acc (+ summs).
-template <class K>
-void StoreRows(const MatMulArgs& a, int64_t t, int64_t r0, int num_rows,
-               const Acc& acc) {
-  const __m256* v = acc.acc;
-  __m256 y = _mm256_add_ps(
-      _mm256_add_ps(_mm256_add_ps(v[0], v[4]), _mm256_add_ps(v[2], v[6])),
-      _mm256_add_ps(_mm256_add_ps(v[1], v[5]), _mm256_add_ps(v[3], v[7])));
-  // Only where the scalar adds it: + 0.0f would turn -0.0f into +0.0f.
-  if constexpr (K::kMins) y = _mm256_add_ps(y, acc.summs);
-  float* out = a.y + t * a.y_stride + r0;
-  if (num_rows == kLanes) {
-    _mm256_storeu_ps(out, y);
-    return;
-  }
-  alignas(32) float tmp[kLanes];
-  _mm256_store_ps(tmp, y);
-  std::memcpy(out, tmp, num_rows * sizeof(float));
 }
 
 // Rows [r0, r0 + num_rows) (num_rows <= 8) for tokens [tc, te).
 template <class K>
 void RowsTokens(const MatMulArgs& a, int64_t r0, int num_rows, int64_t tc,
-                int64_t te, Acc* acc, typename K::Sb* w) {
+                int64_t te, typename K::Acc* acc, typename K::Sb* w) {
   const int64_t nb = a.cols / kBlockK;
   const std::byte* rows = a.w + r0 * a.w_row_bytes;
-  Acc zero;
-  for (__m256& v : zero.acc) v = _mm256_setzero_ps();
-  zero.summs = _mm256_setzero_ps();
-  std::fill(acc, acc + (te - tc), zero);
+  std::fill(acc, acc + (te - tc), K::Zero());
   for (int64_t b = 0; b < nb; ++b) {
     if (b + kPrefetchSbs < nb) {  // 8 row streams: help the prefetchers
       const char* ahead = reinterpret_cast<const char*>(
@@ -189,7 +226,7 @@ void RowsTokens(const MatMulArgs& a, int64_t r0, int num_rows, int64_t tc,
     StepTokens<K>(a, *w, tc, te, b, acc);
   }
   for (int64_t t = tc; t < te; ++t) {
-    StoreRows<K>(a, t, r0, num_rows, acc[t - tc]);
+    K::Store(a, t, r0, num_rows, acc[t - tc]);
   }
 }
 
@@ -197,15 +234,13 @@ void RowsTokens(const MatMulArgs& a, int64_t r0, int num_rows, int64_t tc,
 template <class K>
 void MatMulRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   if (a.num_tokens == 1) {
-    for (int64_t r = row_begin; r < row_end; ++r) {
-      a.y[r] = K::DecodeRow(a.w + r * a.w_row_bytes, a.x, a.cols / kBlockK);
-    }
+    K::DecodeRows(a, row_begin, row_end);
     return;
   }
   int64_t chunk = kXChunkBytes / static_cast<int64_t>(a.x_row_bytes);
   chunk = std::clamp<int64_t>(chunk / kTokenTile * kTokenTile, kTokenTile,
                               kMaxChunkTokens);
-  thread_local std::vector<Acc> acc;
+  thread_local std::vector<typename K::Acc> acc;
   thread_local std::vector<typename K::Sb> w(1);
   acc.resize(chunk);
   for (int64_t tc = 0; tc < a.num_tokens; tc += chunk) {

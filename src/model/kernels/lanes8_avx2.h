@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "model/kernels/kernel_table.h"
+
 namespace kvault::kernels {
 
 // out[j], lane r = dword j of the 32 bytes at p + r * row_bytes (j < 8),
@@ -107,6 +109,11 @@ inline void SplitHalves(__m256i pairs, __m256* lo, __m256* hi) {
   const __m256i halves = _mm256_permute4x64_epi64(split, 0xD8);
   *lo = _mm256_cvtph_ps(_mm256_castsi256_si128(halves));
   *hi = _mm256_cvtph_ps(_mm256_extracti128_si256(halves, 1));
+}
+
+// Whether token t of `a` runs in DotOrder::kGemm.
+inline bool IsGemm(const MatMulArgs& a, int64_t t) {
+  return a.orders != nullptr && a.orders[t] == DotOrder::kGemm;
 }
 
 // Each lane's int32 `v` (in int16 range) in both of its int16 halves.

@@ -69,10 +69,9 @@ inline __m128i BlockScales(const std::byte* q) {
                       _mm_set1_epi8(32));
 }
 
-struct Q3K {
+struct Q3K : klanes8::Lanes8Type<Q3K> {
   static constexpr int kBytes = q3_k::kBytes;
   static constexpr bool kSigned = true;
-  static constexpr bool kMins = false;
 
   // One super-block of 8 rows, unpacked.
   struct Sb {
@@ -112,10 +111,6 @@ struct Q3K {
                 &g->d);
   }
 
-  static __m256i LaneTerm(const Sb&, int, const std::byte*, __m256i lane) {
-    return lane;
-  }
-  static void BlockTerm(const Sb&, const std::byte*, Acc*) {}
 
   // One row against one token: the scalar DotQ3KQ8K's floats.
   static float DecodeRow(const std::byte* w, const std::byte* x, int64_t nb) {

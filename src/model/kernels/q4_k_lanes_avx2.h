@@ -177,10 +177,6 @@ inline void PackTokenSbs(const MatMulArgs& a, int64_t t, TokenSb* out) {
   }
 }
 
-inline bool IsGemm(const MatMulArgs& a, int64_t t) {
-  return a.orders != nullptr && a.orders[t] == DotOrder::kGemm;
-}
-
 // y[t, r0 .. r0 + num_rows) = acc - accm.
 inline void StoreRows(const MatMulArgs& a, int64_t t, int64_t r0, int num_rows,
                       const Acc& acc) {

@@ -47,7 +47,7 @@ inline __m128i Bsums32(const std::byte* xb) {
                         _mm256_extracti128_si256(b16, 1));
 }
 
-struct Q5K {
+struct Q5K : klanes8::Lanes8Type<Q5K> {
   static constexpr int kBytes = q5_k::kBytes;
   static constexpr bool kSigned = false;
   static constexpr bool kMins = true;
@@ -88,9 +88,6 @@ struct Q5K {
     }
   }
 
-  static __m256i LaneTerm(const Sb&, int, const std::byte*, __m256i lane) {
-    return lane;
-  }
 
   // acc->summs = fma(-dx * dmin, sum of min * bsum, summs), per row.
   static void BlockTerm(const Sb& w, const std::byte* xb, Acc* acc) {
