@@ -309,9 +309,6 @@ void QuantizeRowQ8_KAvx2(const float* x, int64_t n, std::byte* out) {
   }
 }
 
-void MatMulRowsQ2KAvx2(const MatMulArgs& a, int64_t b, int64_t e) {
-  MatMulRows<KType::kQ2_K, q2_k::kBytes>(a, b, e);
-}
 
 }  // namespace kvault::kernels
 
