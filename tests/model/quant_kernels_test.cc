@@ -199,8 +199,8 @@ TEST(QuantKernelsTest, RowLaneKernelsMatchScalarOnPartialGroups) {
     if (file == nullptr) GTEST_SKIP() << "no " << kDir;
     const GgufTensorInfo* t = nullptr;  // the first with 32 * 3 rows
     for (const GgufTensorInfo& info : file->tensors()) {
-      if (info.type == type && info.shape.size() == 2 &&
-          info.shape[1] >= 96 && t == nullptr) {
+      if (info.type == type && info.shape.size() == 2 && info.shape[1] >= 96 &&
+          t == nullptr) {
         t = &info;
       }
     }

@@ -39,11 +39,10 @@ inline __attribute__((always_inline)) __m256i LevelsOf(__m256i qs, int h) {
 
 // Int32 lane c of (scales_l, scales_h) = scale c - 32 (c < 8).
 inline __m256i Scales(__m256i scales_l, __m256i scales_h) {
-  const __m256i low =
-      _mm256_and_si256(_mm256_srlv_epi32(scales_l, _mm256_setr_epi32(
-                                                       0, 4, 8, 12, 16, 20,
-                                                       24, 28)),
-                       _mm256_set1_epi32(0x0F));
+  const __m256i low = _mm256_and_si256(
+      _mm256_srlv_epi32(scales_l,
+                        _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+      _mm256_set1_epi32(0x0F));
   const __m256i high = _mm256_and_si256(
       _mm256_srlv_epi32(scales_h, _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
       _mm256_set1_epi32(3));
@@ -65,8 +64,7 @@ struct Iq4xs : klanes8::Lanes8Type<Iq4xs> {
 
   // Rows [0, num_rows) of the super-block at p (row r at p + r *
   // row_bytes) into g.
-  static void Pack(const std::byte* p, size_t row_bytes, int num_rows,
-                   Sb* g) {
+  static void Pack(const std::byte* p, size_t row_bytes, int num_rows, Sb* g) {
     __m256i head[4];  // d | scales_h << 16, scales_l, qs
     Transpose8x4Dwords(p, row_bytes, num_rows, head);
     __m256 unused;
@@ -74,14 +72,13 @@ struct Iq4xs : klanes8::Lanes8Type<Iq4xs> {
     const __m256i scales_h = _mm256_srli_epi32(head[0], 16);
 #pragma GCC unroll 8
     for (int c = 0; c < 8; ++c) {
-      const __m256i low =
-          _mm256_and_si256(_mm256_srli_epi32(head[1], 4 * c),
-                           _mm256_set1_epi32(0x0F));
-      const __m256i high = _mm256_and_si256(
-          _mm256_srli_epi32(scales_h, 2 * c), _mm256_set1_epi32(3));
-      g->scale[2 * c] = g->scale[2 * c + 1] = BothHalves(_mm256_sub_epi32(
-          _mm256_or_si256(low, _mm256_slli_epi32(high, 4)),
-          _mm256_set1_epi32(32)));
+      const __m256i low = _mm256_and_si256(_mm256_srli_epi32(head[1], 4 * c),
+                                           _mm256_set1_epi32(0x0F));
+      const __m256i high = _mm256_and_si256(_mm256_srli_epi32(scales_h, 2 * c),
+                                            _mm256_set1_epi32(3));
+      g->scale[2 * c] = g->scale[2 * c + 1] = BothHalves(
+          _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)),
+                           _mm256_set1_epi32(32)));
     }
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
@@ -96,7 +93,6 @@ struct Iq4xs : klanes8::Lanes8Type<Iq4xs> {
       }
     }
   }
-
 
   // One row against one token: the scalar DotIq4xsQ8K's floats.
   static float DecodeRow(const std::byte* w, const std::byte* x, int64_t nb) {
@@ -127,10 +123,9 @@ struct Iq4xs : klanes8::Lanes8Type<Iq4xs> {
               _mm256_permutevar8x32_epi32(sc, _mm256_set1_epi32(c)), lanes);
         }
       }
-      acc = _mm256_fmadd_ps(
-          _mm256_set1_ps(HalfAt(blk + iq4_xs::kD) *
-                         klanes8::FloatAt(xb + q8_k::kD)),
-          _mm256_cvtepi32_ps(lanes), acc);
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(HalfAt(blk + iq4_xs::kD) *
+                                           klanes8::FloatAt(xb + q8_k::kD)),
+                            _mm256_cvtepi32_ps(lanes), acc);
     }
     return HSum(acc);
   }

@@ -76,17 +76,16 @@ inline __m256i RegScales(__m256i src, int c) {
 template <bool kSigned>
 inline __attribute__((always_inline)) void AddReg(__m256i q, __m256i x,
                                                   __m256i s, __m256i& lanes) {
-  const __m256i p16 =
-      kSigned ? _mm256_maddubs_epi16(_mm256_sign_epi8(q, q),
-                                     _mm256_sign_epi8(x, q))
-              : _mm256_maddubs_epi16(q, x);
+  const __m256i p16 = kSigned ? _mm256_maddubs_epi16(_mm256_sign_epi8(q, q),
+                                                     _mm256_sign_epi8(x, q))
+                              : _mm256_maddubs_epi16(q, x);
   lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(p16, s));
   KeepChain(lanes);
 }
 
 // y[t, r0 .. r0 + num_rows) = the first num_rows lanes of `y`.
-inline void StoreLanes(const MatMulArgs& a, int64_t t, int64_t r0,
-                       int num_rows, __m256 y) {
+inline void StoreLanes(const MatMulArgs& a, int64_t t, int64_t r0, int num_rows,
+                       __m256 y) {
   float* out = a.y + t * a.y_stride + r0;
   if (num_rows == kLanes) {
     _mm256_storeu_ps(out, y);
@@ -214,8 +213,8 @@ void RowsTokens(const MatMulArgs& a, int64_t r0, int num_rows, int64_t tc,
   std::fill(acc, acc + (te - tc), K::Zero());
   for (int64_t b = 0; b < nb; ++b) {
     if (b + kPrefetchSbs < nb) {  // 8 row streams: help the prefetchers
-      const char* ahead = reinterpret_cast<const char*>(
-          rows + (b + kPrefetchSbs) * K::kBytes);
+      const char* ahead =
+          reinterpret_cast<const char*>(rows + (b + kPrefetchSbs) * K::kBytes);
       for (int r = 0; r < num_rows; ++r) {
         for (int line = 0; line < K::kBytes; line += 64) {
           _mm_prefetch(ahead + r * a.w_row_bytes + line, _MM_HINT_T0);

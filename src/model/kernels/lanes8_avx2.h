@@ -1,7 +1,8 @@
 // The transposes and small helpers behind the AVX2 "8 rows in the lanes"
 // kernels (q4_0, q2_k, q4_k, q6_k and k_lanes8_avx2.h's types): dword j of
-// 8 weight rows into the 8 int32 lanes of one ymm. Included only by files compiled with AVX2,
-// so its inline functions never reach generic code (see kernel_table.h).
+// 8 weight rows into the 8 int32 lanes of one ymm. Included only by files
+// compiled with AVX2, so its inline functions never reach generic code (see
+// kernel_table.h).
 #ifndef KVAULT_MODEL_KERNELS_LANES8_AVX2_H_
 #define KVAULT_MODEL_KERNELS_LANES8_AVX2_H_
 

@@ -54,8 +54,7 @@ struct Q2K {
 
   // Rows [0, num_rows) of the super-block at p (row r at p + r *
   // row_bytes) into g.
-  static void Pack(const std::byte* p, size_t row_bytes, int num_rows,
-                   Sb* g) {
+  static void Pack(const std::byte* p, size_t row_bytes, int num_rows, Sb* g) {
     __m256i head[4];  // scale | min << 4 bytes of groups 4i .. 4i + 3
     Transpose8x4Dwords(p + q2_k::kScales, row_bytes, num_rows, head);
     const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -102,9 +101,10 @@ struct Q2K {
 // isum[t] = half n's sum of scale * (q . x) per row, imin[t] its min *
 // bsum, for tokens t < T.
 template <int T>
-inline __attribute__((always_inline)) void HalfSums(
-    const Q2K::Sb& w, int n, const std::byte* const* xb, __m256i (&isum)[T],
-    __m256i (&imin)[T]) {
+inline __attribute__((always_inline)) void HalfSums(const Q2K::Sb& w, int n,
+                                                    const std::byte* const* xb,
+                                                    __m256i (&isum)[T],
+                                                    __m256i (&imin)[T]) {
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) isum[t] = imin[t] = _mm256_setzero_si256();
 #pragma GCC unroll 8
@@ -123,7 +123,8 @@ inline __attribute__((always_inline)) void HalfSums(
     }
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-      isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p16[t], w.scale[gr]));
+      isum[t] =
+          _mm256_add_epi32(isum[t], _mm256_madd_epi16(p16[t], w.scale[gr]));
     }
   }
 #pragma GCC unroll 8
@@ -168,7 +169,8 @@ void Q2K::Step(const Sb& w, const std::byte* const* xb, const bool* gemm,
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
     if (gemm[t]) continue;  // one step per 256 values
-    acc[t]->acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[t]), dd[t], acc[t]->acc);
+    acc[t]->acc =
+        _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[t]), dd[t], acc[t]->acc);
     acc[t]->accm =
         _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum[t]), dm[t], acc[t]->accm);
   }
@@ -188,8 +190,8 @@ float DecodeRow(const std::byte* w, const std::byte* x, int64_t nb, bool gemm) {
     const std::byte* xb = x + b * q8_k::kBytes;
     _mm_prefetch(reinterpret_cast<const char*>(blk) + 4 * Q2K::kBytes,
                  _MM_HINT_T0);
-    const __m128i sm = _mm_loadu_si128(
-        reinterpret_cast<const __m128i*>(blk + q2_k::kScales));
+    const __m128i sm =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + q2_k::kScales));
     const __m128i low4 = _mm_set1_epi8(0x0F);
     const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(sm, low4));
     // Scales 0-7 (registers 0-3), 8-15 (registers 4-7) in both lanes.
@@ -223,8 +225,7 @@ float DecodeRow(const std::byte* w, const std::byte* x, int64_t nb, bool gemm) {
       }
     } else {
       const int32_t isum = HSumI32(_mm256_add_epi32(lanes[0], lanes[1]));
-      const int32_t imin =
-          HSumI32x4(_mm_add_epi32(min_half[0], min_half[1]));
+      const int32_t imin = HSumI32x4(_mm_add_epi32(min_half[0], min_half[1]));
       acc = std::fma(static_cast<float>(isum), dd, acc);
       accm = std::fma(static_cast<float>(imin), dm, accm);
     }

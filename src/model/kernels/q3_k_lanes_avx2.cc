@@ -41,12 +41,11 @@ inline __attribute__((always_inline)) __m256i Threes(__m256i qs, __m256i hm,
 // 0-3, 4-7, 8-11): UnpackQ3KScales's bits, in both int16 halves.
 inline __m256i LaneScale(const __m256i s[3], int g) {
   const int byte = 8 * (g % 4);
-  const __m256i low = _mm256_and_si256(
-      _mm256_srli_epi32(s[(g % 8) / 4], byte + 4 * (g / 8)),
-      _mm256_set1_epi32(0x0F));
-  const __m256i high =
-      _mm256_and_si256(_mm256_srli_epi32(s[2], byte + 2 * (g / 4)),
-                       _mm256_set1_epi32(3));
+  const __m256i low =
+      _mm256_and_si256(_mm256_srli_epi32(s[(g % 8) / 4], byte + 4 * (g / 8)),
+                       _mm256_set1_epi32(0x0F));
+  const __m256i high = _mm256_and_si256(
+      _mm256_srli_epi32(s[2], byte + 2 * (g / 4)), _mm256_set1_epi32(3));
   return BothHalves(_mm256_sub_epi32(
       _mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32)));
 }
@@ -62,9 +61,9 @@ inline __m128i BlockScales(const std::byte* q) {
   const __m128i nibbles = _mm_and_si128(
       _mm_unpacklo_epi64(v, _mm_srli_epi16(v, 4)), _mm_set1_epi8(0x0F));
   // Byte 4i + k: bits 2i, 2i + 1 of byte k of bytes 8-11.
-  const __m128i high =
-      _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(hi), _mm_setr_epi32(0, 2, 4, 6)),
-                    _mm_set1_epi8(3));
+  const __m128i high = _mm_and_si128(
+      _mm_srlv_epi32(_mm_set1_epi32(hi), _mm_setr_epi32(0, 2, 4, 6)),
+      _mm_set1_epi8(3));
   return _mm_sub_epi8(_mm_or_si128(nibbles, _mm_slli_epi16(high, 4)),
                       _mm_set1_epi8(32));
 }
@@ -83,8 +82,7 @@ struct Q3K : klanes8::Lanes8Type<Q3K> {
 
   // Rows [0, num_rows) of the super-block at p (row r at p + r *
   // row_bytes) into g.
-  static void Pack(const std::byte* p, size_t row_bytes, int num_rows,
-                   Sb* g) {
+  static void Pack(const std::byte* p, size_t row_bytes, int num_rows, Sb* g) {
     __m256i hm[8];
     Transpose8x8Dwords(p + q3_k::kHmask, row_bytes, num_rows, hm);
 #pragma GCC unroll 2
@@ -110,7 +108,6 @@ struct Q3K : klanes8::Lanes8Type<Q3K> {
     SplitHalves(GatherDwords(p + q3_k::kD - 2, row_bytes, num_rows), &unused,
                 &g->d);
   }
-
 
   // One row against one token: the scalar DotQ3KQ8K's floats.
   static float DecodeRow(const std::byte* w, const std::byte* x, int64_t nb) {

@@ -63,14 +63,14 @@ struct Q5K : klanes8::Lanes8Type<Q5K> {
 
   // Rows [0, num_rows) of the super-block at p (row r at p + r *
   // row_bytes) into g.
-  static void Pack(const std::byte* p, size_t row_bytes, int num_rows,
-                   Sb* g) {
+  static void Pack(const std::byte* p, size_t row_bytes, int num_rows, Sb* g) {
     __m256i head[4];
     Transpose8x4Dwords(p, row_bytes, num_rows, head);
     q4k_avx2::SbScales s;
     q4k_avx2::UnpackScales(head, &s);
 #pragma GCC unroll 8
-    for (int c = 0; c < 8; ++c) g->scale[2 * c] = g->scale[2 * c + 1] = s.scale[c];
+    for (int c = 0; c < 8; ++c)
+      g->scale[2 * c] = g->scale[2 * c + 1] = s.scale[c];
     std::memcpy(g->minpair, s.minpair, sizeof(s.minpair));
     g->d = s.d;
     g->dmin = s.dmin;
@@ -88,7 +88,6 @@ struct Q5K : klanes8::Lanes8Type<Q5K> {
     }
   }
 
-
   // acc->summs = fma(-dx * dmin, sum of min * bsum, summs), per row.
   static void BlockTerm(const Sb& w, const std::byte* xb, Acc* acc) {
     alignas(16) int32_t pairs[4];
@@ -99,8 +98,8 @@ struct Q5K : klanes8::Lanes8Type<Q5K> {
       mins = _mm256_add_epi32(
           mins, _mm256_madd_epi16(w.minpair[c], _mm256_set1_epi32(pairs[c])));
     }
-    const __m256 dm = _mm256_mul_ps(
-        _mm256_set1_ps(-klanes8::FloatAt(xb + q8_k::kD)), w.dmin);
+    const __m256 dm =
+        _mm256_mul_ps(_mm256_set1_ps(-klanes8::FloatAt(xb + q8_k::kD)), w.dmin);
     acc->summs = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(mins), acc->summs);
   }
 
@@ -113,19 +112,19 @@ inline void ScalesMins(const std::byte* q, __m128i* scales, __m128i* mins) {
   uint32_t u[3];
   std::memcpy(u, q, sizeof(u));
   constexpr uint32_t k6 = 0x3F3F3F3F, k4 = 0x0F0F0F0F, k2 = 0x03030303;
-  const uint64_t s = (u[0] & k6) |
-                     uint64_t{(u[2] & k4) | ((u[0] >> 6) & k2) << 4} << 32;
-  const uint64_t m = (u[1] & k6) |
-                     uint64_t{((u[2] >> 4) & k4) | ((u[1] >> 6) & k2) << 4}
-                         << 32;
+  const uint64_t s =
+      (u[0] & k6) | uint64_t{(u[2] & k4) | ((u[0] >> 6) & k2) << 4} << 32;
+  const uint64_t m =
+      (u[1] & k6) | uint64_t{((u[2] >> 4) & k4) | ((u[1] >> 6) & k2) << 4}
+                        << 32;
   *scales = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(s)));
   *mins = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(m)));
 }
 
 // Int16 c of `sc` (both 128-bit lanes) in every int16 of the register.
 inline __m256i ScaleOf(__m256i sc, int c) {
-  return _mm256_shuffle_epi8(sc, _mm256_set1_epi16(static_cast<int16_t>(
-                                     2 * c | (2 * c + 1) << 8)));
+  return _mm256_shuffle_epi8(
+      sc, _mm256_set1_epi16(static_cast<int16_t>(2 * c | (2 * c + 1) << 8)));
 }
 
 float Q5K::DecodeRow(const std::byte* w, const std::byte* x, int64_t nb) {
@@ -147,8 +146,8 @@ float Q5K::DecodeRow(const std::byte* w, const std::byte* x, int64_t nb) {
       for (int h = 0; h < 2; ++h) {
         const int c = 2 * k + h;
         klanes8::AddReg<false>(Fives(qs, qh, c),
-                               Load256(xb + q8_k::kQs + 32 * c),
-                               ScaleOf(sc, c), lanes);
+                               Load256(xb + q8_k::kQs + 32 * c), ScaleOf(sc, c),
+                               lanes);
       }
     }
     const float dx = klanes8::FloatAt(xb + q8_k::kD);
@@ -157,8 +156,8 @@ float Q5K::DecodeRow(const std::byte* w, const std::byte* x, int64_t nb) {
     __m128i m4 = _mm_madd_epi16(mn16, Bsums32(xb));
     m4 = _mm_add_epi32(m4, _mm_unpackhi_epi64(m4, m4));
     const int32_t mins = _mm_cvtsi128_si32(m4) + _mm_extract_epi32(m4, 1);
-    summs = std::fma(-dx * HalfAt(blk + q5_k::kDmin),
-                     static_cast<float>(mins), summs);
+    summs = std::fma(-dx * HalfAt(blk + q5_k::kDmin), static_cast<float>(mins),
+                     summs);
   }
   return HSum(acc) + summs;
 }

@@ -95,7 +95,6 @@ void QuantizeRowQ8_KAvx2(const float* x, int64_t n, std::byte* out) {
   }
 }
 
-
 }  // namespace kvault::kernels
 
 #endif
