@@ -182,6 +182,36 @@ inline int32_t HSumI32x4(__m128i v) {
   return _mm_cvtsi128_si32(v) + _mm_extract_epi32(v, 1);
 }
 
+// A block of one row against one token: lanes[n] = half n's int32 lanes
+// of scale * (q . x), mins int32 i = groups 2i, 2i + 1's min * bsum (half
+// n in 128-bit lane n).
+inline __attribute__((always_inline)) void BlockSums(const std::byte* blk,
+                                                     const std::byte* xb,
+                                                     __m256i lanes[2],
+                                                     __m256i* mins) {
+  const __m128i sm =
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + q2_k::kScales));
+  const __m128i low4 = _mm_set1_epi8(0x0F);
+  const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(sm, low4));
+  // Scales 0-7 (registers 0-3), 8-15 (registers 4-7) in both lanes.
+  const __m256i sc8[2] = {_mm256_permute4x64_epi64(sc16, 0x44),
+                          _mm256_permute4x64_epi64(sc16, 0xEE)};
+  *mins = _mm256_madd_epi16(
+      _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), low4)),
+      Load256(xb + q8_k::kBsums));
+#pragma GCC unroll 2
+  for (int n = 0; n < 2; ++n) {
+    const __m256i qs = Load256(blk + q2_k::kQs + 32 * n);
+    lanes[n] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const int c = 4 * n + j;
+      klanes8::AddReg<false>(Twos(qs, j), Load256(xb + q8_k::kQs + 32 * c),
+                             klanes8::RegScales(sc8[n], c), lanes[n]);
+    }
+  }
+}
+
 // One row against one token in the order `gemm` selects.
 float DecodeRow(const std::byte* w, const std::byte* x, int64_t nb, bool gemm) {
   float acc = 0.0f, accm = 0.0f;
@@ -190,35 +220,14 @@ float DecodeRow(const std::byte* w, const std::byte* x, int64_t nb, bool gemm) {
     const std::byte* xb = x + b * q8_k::kBytes;
     _mm_prefetch(reinterpret_cast<const char*>(blk) + 4 * Q2K::kBytes,
                  _MM_HINT_T0);
-    const __m128i sm =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + q2_k::kScales));
-    const __m128i low4 = _mm_set1_epi8(0x0F);
-    const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(sm, low4));
-    // Scales 0-7 (registers 0-3), 8-15 (registers 4-7) in both lanes.
-    const __m256i sc8[2] = {_mm256_permute4x64_epi64(sc16, 0x44),
-                            _mm256_permute4x64_epi64(sc16, 0xEE)};
-    // Int32 i: groups 2i, 2i + 1 (half n = 128-bit lane n).
-    const __m256i mins = _mm256_madd_epi16(
-        _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), low4)),
-        Load256(xb + q8_k::kBsums));
+    __m256i lanes[2], mins;
+    BlockSums(blk, xb, lanes, &mins);
     const float dx = klanes8::FloatAt(xb + q8_k::kD);
     const float dd = HalfAt(blk + q2_k::kD) * dx;
     const float dm = HalfAt(blk + q2_k::kDmin) * dx;
-    __m256i lanes[2];
-#pragma GCC unroll 2
-    for (int n = 0; n < 2; ++n) {
-      const __m256i qs = Load256(blk + q2_k::kQs + 32 * n);
-      lanes[n] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) {
-        const int c = 4 * n + j;
-        klanes8::AddReg<false>(Twos(qs, j), Load256(xb + q8_k::kQs + 32 * c),
-                               klanes8::RegScales(sc8[n], c), lanes[n]);
-      }
-    }
     const __m128i min_half[2] = {_mm256_castsi256_si128(mins),
                                  _mm256_extracti128_si256(mins, 1)};
-    if (gemm) {
+    if (gemm) {  // a step per 128 values
       for (int n = 0; n < 2; ++n) {
         acc = std::fma(static_cast<float>(HSumI32(lanes[n])), dd, acc);
         accm = std::fma(static_cast<float>(HSumI32x4(min_half[n])), dm, accm);
