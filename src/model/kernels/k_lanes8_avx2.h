@@ -1,23 +1,25 @@
-// The AVX2 MatMul driver shared by the K types whose scalar reference is
-// DotKLanes8 (quant_scalar.cc: Q3_K, Q5_K, Q6_K, IQ4_XS), with 8 weight
-// rows in the 8 int32 lanes of a ymm. A type `K` supplies its block (Pack:
-// one super-block of 8 rows transposed from the file's rows into units),
-// its one-token row kernel (DecodeRow) and its extra terms; this header
-// runs the float order they share bit for bit:
+// The AVX2 K-quant MatMul driver with 8 weight rows in the 8 int32 lanes
+// of a ymm (q2_k, q3_k, q5_k, q6_k and iq4_xs _lanes_avx2.cc). A type `K`
+// supplies its block (Pack: one super-block of 8 rows transposed from the
+// file's rows into units), its accumulators and steps, and its one-token
+// kernel; this header tiles rows and tokens: prefill unpacks each 8-row
+// super-block once per chunk of tokens (tiles of 4), so the unpack is
+// shared; decode runs K::DecodeRows, a row at a time (one sequential
+// stream, no transpose).
 //
-// Per row and super-block, 8 exact int32 lanes: lane m = values 32c + 4m ..
-// + 3 of every 32-value chunk c times their 16-value group's scale (plus
-// the type's lane term, Q6_K's offset), then acc[m] = fma(d * dx, lane m,
+// Lanes8Type<K> holds the steps of the types whose scalar reference is
+// DotKLanes8 (quant_scalar.cc: Q3_K, Q5_K, Q6_K, IQ4_XS). Per row and
+// super-block, 8 exact int32 lanes: lane m = values 32c + 4m .. + 3 of
+// every 32-value chunk c times their 16-value group's scale (plus the
+// type's lane term, Q6_K's offset), then acc[m] = fma(d * dx, lane m,
 // acc[m]), and at the end ggml's 8-way sum of acc (plus Q5_K's min term,
 // summed in a scalar per row). Here unit 8c + m holds, in lane r, row r's
 // four values 32c + 4m .. + 3: one vpmaddubsw against the broadcast x
 // dword (unsigned values; signed ones as |q| against sign(x, q), |q| <=
 // 127 so |127 * 128 * 2| < 32768) and one vpmaddwd against the group
-// scale as int16 give each row's lane-m contribution. Prefill unpacks each
-// 8-row super-block once per chunk of tokens (tiles of 4), so the unpack
-// is shared; decode runs K::DecodeRow, a row at a time (one sequential
-// stream, no transpose). Included only by files compiled with AVX2 (see
-// kernel_table.h).
+// scale as int16 give each row's lane-m contribution, so every row runs
+// the scalar float sequence bit for bit. Included only by files compiled
+// with AVX2 (see kernel_table.h).
 #ifndef KVAULT_MODEL_KERNELS_K_LANES8_AVX2_H_
 #define KVAULT_MODEL_KERNELS_K_LANES8_AVX2_H_
 
