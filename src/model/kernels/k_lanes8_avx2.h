@@ -85,19 +85,6 @@ inline __attribute__((always_inline)) void AddReg(__m256i q, __m256i x,
   KeepChain(lanes);
 }
 
-// y[t, r0 .. r0 + num_rows) = the first num_rows lanes of `y`.
-inline void StoreLanes(const MatMulArgs& a, int64_t t, int64_t r0, int num_rows,
-                       __m256 y) {
-  float* out = a.y + t * a.y_stride + r0;
-  if (num_rows == kLanes) {
-    _mm256_storeu_ps(out, y);
-    return;
-  }
-  alignas(32) float tmp[kLanes];
-  _mm256_store_ps(tmp, y);
-  std::memcpy(out, tmp, num_rows * sizeof(float));
-}
-
 // acc[t] (8 rows) += the super-block `w` for tokens t < T, whose Q8_K
 // blocks are at xb[t].
 template <class K, int T>
@@ -166,7 +153,7 @@ struct Lanes8Type {
         _mm256_add_ps(_mm256_add_ps(v[1], v[5]), _mm256_add_ps(v[3], v[7])));
     // Only where the scalar adds it: + 0.0f would turn -0.0f into +0.0f.
     if constexpr (K::kMins) y = _mm256_add_ps(y, acc.summs);
-    StoreLanes(a, t, r0, num_rows, y);
+    kernels::StoreLanes(a, t, r0, num_rows, y);
   }
   template <class Sb>
   static __m256i LaneTerm(const Sb&, int, const std::byte*, __m256i lane) {

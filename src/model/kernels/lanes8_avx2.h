@@ -117,6 +117,19 @@ inline bool IsGemm(const MatMulArgs& a, int64_t t) {
   return a.orders != nullptr && a.orders[t] == DotOrder::kGemm;
 }
 
+// y[t, r0 .. r0 + num_rows) = the first num_rows lanes of `y`.
+inline void StoreLanes(const MatMulArgs& a, int64_t t, int64_t r0, int num_rows,
+                       __m256 y) {
+  float* out = a.y + t * a.y_stride + r0;
+  if (num_rows == 8) {
+    _mm256_storeu_ps(out, y);
+    return;
+  }
+  alignas(32) float tmp[8];
+  _mm256_store_ps(tmp, y);
+  std::memcpy(out, tmp, num_rows * sizeof(float));
+}
+
 // Each lane's int32 `v` (in int16 range) in both of its int16 halves.
 inline __m256i BothHalves(__m256i v) {
   return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xFFFF)),

@@ -91,7 +91,7 @@ struct Q2K {
 
   static void Store(const MatMulArgs& a, int64_t t, int64_t r0, int num_rows,
                     const Acc& acc) {
-    klanes8::StoreLanes(a, t, r0, num_rows, _mm256_sub_ps(acc.acc, acc.accm));
+    q4k_avx2::StoreRows(a, t, r0, num_rows, acc);
   }
 
   // One token, a row at a time.

@@ -180,15 +180,7 @@ inline void PackTokenSbs(const MatMulArgs& a, int64_t t, TokenSb* out) {
 // y[t, r0 .. r0 + num_rows) = acc - accm.
 inline void StoreRows(const MatMulArgs& a, int64_t t, int64_t r0, int num_rows,
                       const Acc& acc) {
-  const __m256 y = _mm256_sub_ps(acc.acc, acc.accm);
-  float* out = a.y + t * a.y_stride + r0;
-  if (num_rows == kLanes) {
-    _mm256_storeu_ps(out, y);
-    return;
-  }
-  alignas(32) float v[kLanes];
-  _mm256_store_ps(v, y);
-  std::memcpy(out, v, num_rows * sizeof(float));
+  StoreLanes(a, t, r0, num_rows, _mm256_sub_ps(acc.acc, acc.accm));
 }
 
 }  // namespace kvault::kernels::q4k_avx2
