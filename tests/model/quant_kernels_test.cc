@@ -189,12 +189,22 @@ TEST(QuantKernelsTest, SimdMatMulMatchesScalarOnRealBlocks) {
 // size, and on batches that cross their token tiles and chunks: bit for
 // bit the scalar result, both orders mixed.
 TEST(QuantKernelsTest, RowLaneKernelsMatchScalarOnPartialGroups) {
-  for (const char* stem : {"q4_k_m", "q6_k"}) {
+  for (auto [stem, type] : {std::pair{"q4_k_m", GgmlType::kQ4_K},
+                            std::pair{"q6_k", GgmlType::kQ6_K},
+                            std::pair{"q5_k_m", GgmlType::kQ5_K},
+                            std::pair{"q3_k_m", GgmlType::kQ3_K},
+                            std::pair{"q2_k", GgmlType::kQ2_K},
+                            std::pair{"iq4_xs", GgmlType::kIQ4_XS}}) {
     auto file = OpenOrNull(stem);
     if (file == nullptr) GTEST_SKIP() << "no " << kDir;
-    const GgufTensorInfo* t = file->FindTensor("token_embd.weight");
-    ASSERT_NE(t, nullptr);
-    ASSERT_TRUE(t->type == GgmlType::kQ4_K || t->type == GgmlType::kQ6_K);
+    const GgufTensorInfo* t = nullptr;  // the first with 32 * 3 rows
+    for (const GgufTensorInfo& info : file->tensors()) {
+      if (info.type == type && info.shape.size() == 2 && info.shape[1] >= 96 &&
+          t == nullptr) {
+        t = &info;
+      }
+    }
+    ASSERT_NE(t, nullptr) << stem;
     const MatrixView full = ViewOf(*file, *t);
     std::mt19937 rng(5);
     std::normal_distribution<float> dist(0.0f, 1.0f);

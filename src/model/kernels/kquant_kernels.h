@@ -1,5 +1,5 @@
 // MatMul kernels defined outside kernels_avx512.cc / kernels_avx2.cc (the
-// K-quants in kquants_avx512.cc and kquants_avx2.cc, Q4_0 and Q4_K with 16
+// K-quants in kquants_avx512.cc and the *_lanes_avx2.cc files, Q4_0 and Q4_K with 16
 // rows in the lanes), declared for those files' tables. Declarations only
 // (see kernel_table.h).
 #ifndef KVAULT_MODEL_KERNELS_KQUANT_KERNELS_H_
@@ -43,7 +43,9 @@ void MatMulRowsQ4_0LanesAvx512(const MatMulArgs& a, int64_t row_begin,
 void MatMulRowsQ4_0Groups16Avx512(const MatMulArgs& a, int64_t row_begin,
                                   int64_t row_end);
 
-// The same weight kinds with AVX2 (kquants_avx2.cc), for kernels_avx2.cc.
+// The same weight kinds with AVX2, 8 rows in the lanes (q2_k_lanes_avx2.cc,
+// q3_k_lanes_avx2.cc, q5_k_lanes_avx2.cc, iq4_xs_lanes_avx2.cc on
+// k_lanes8_avx2.h's driver), for kernels_avx2.cc.
 void MatMulRowsQ2KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);
 void MatMulRowsQ3KAvx2(const MatMulArgs& a, int64_t row_begin, int64_t row_end);
 // Q4_K with 8 rows in the lanes (q4_k_lanes_avx2.cc): kRows, and
@@ -65,7 +67,8 @@ void MatMulRowsQ4_0LanesAvx2(const MatMulArgs& a, int64_t row_begin,
                              int64_t row_end);
 void MatMulRowsQ4_0Groups16Avx2(const MatMulArgs& a, int64_t row_begin,
                                 int64_t row_end);
-// Q8_K activations as QuantizeRowQ8_K makes them, bit for bit.
+// Q8_K activations as QuantizeRowQ8_K makes them, bit for bit
+// (q8_k_quantize_avx2.cc).
 void QuantizeRowQ8_KAvx2(const float* x, int64_t n, std::byte* out);
 // Q4_1, Q5_0, Q5_1 and IQ4_NL with AVX2 (legacy_quants_avx2.cc).
 void MatMulRowsQ4_1Avx2(const MatMulArgs& a, int64_t row_begin,

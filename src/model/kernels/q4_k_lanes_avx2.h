@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "model/kernels/kernel_table.h"
+#include "model/kernels/lanes8_avx2.h"
 #include "model/kernels/quant_blocks.h"
 
 namespace kvault::kernels::q4k_avx2 {
@@ -61,14 +62,7 @@ inline __m256i BytePairCtrl(int lo, int hi) {
 // lane r = row r's d | dmin, head[1..3] its 12 scale bytes.
 inline __attribute__((always_inline)) void UnpackScales(const __m256i head[4],
                                                         SbScales* g) {
-  // Per 128-bit lane: d of its 4 rows, then their dmin.
-  const __m256i split = _mm256_shuffle_epi8(
-      head[0],
-      _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0,
-                       1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15));
-  const __m256i halves = _mm256_permute4x64_epi64(split, 0xD8);
-  g->d = _mm256_cvtph_ps(_mm256_castsi256_si128(halves));
-  g->dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(halves, 1));
+  SplitHalves(head[0], &g->d, &g->dmin);
   const __m256i low6 = _mm256_set1_epi32(0x3F3F3F3F);
   const __m256i low4 = _mm256_set1_epi32(0x0F0F0F0F);
   const __m256i low2 = _mm256_set1_epi32(0x03030303);
@@ -94,19 +88,6 @@ inline __attribute__((always_inline)) void UnpackScales(const __m256i head[4],
     const int b = 2 * (c % 2);
     g->minpair[c] = _mm256_shuffle_epi8(mn[c / 2], BytePairCtrl(b, b + 1));
   }
-}
-
-// An empty asm on an accumulator: GCC otherwise reassociates the chains of
-// vpaddw / vpaddd below into trees whose leaves (every vpmaddubsw of a
-// chunk) are spilled to the stack, which measured ~3x slower.
-inline __attribute__((always_inline)) void KeepChain(__m256i& v) {
-  asm("" : "+x"(v));
-}
-
-inline __m256i BroadcastDword(const std::byte* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return _mm256_set1_epi32(v);
 }
 
 // lo[t], hi[t] = int16 pair sums of chunk c's low / high sub-block
@@ -196,22 +177,10 @@ inline void PackTokenSbs(const MatMulArgs& a, int64_t t, TokenSb* out) {
   }
 }
 
-inline bool IsGemm(const MatMulArgs& a, int64_t t) {
-  return a.orders != nullptr && a.orders[t] == DotOrder::kGemm;
-}
-
 // y[t, r0 .. r0 + num_rows) = acc - accm.
 inline void StoreRows(const MatMulArgs& a, int64_t t, int64_t r0, int num_rows,
                       const Acc& acc) {
-  const __m256 y = _mm256_sub_ps(acc.acc, acc.accm);
-  float* out = a.y + t * a.y_stride + r0;
-  if (num_rows == kLanes) {
-    _mm256_storeu_ps(out, y);
-    return;
-  }
-  alignas(32) float v[kLanes];
-  _mm256_store_ps(v, y);
-  std::memcpy(out, v, num_rows * sizeof(float));
+  StoreLanes(a, t, r0, num_rows, _mm256_sub_ps(acc.acc, acc.accm));
 }
 
 }  // namespace kvault::kernels::q4k_avx2

@@ -1,28 +1,18 @@
-// AVX2 Q6_K MatMul with 8 weight rows in the 8 int32 lanes of a ymm. Q6_K
-// keeps its f16 d at the end of the 210-byte block, so WeightLayout::
-// kGroups16 (head bytes first, dwords after) does not fit it: each 8-row
-// super-block is transposed on the fly from the file's rows into an L1
-// buffer, once for all the tokens of a chunk.
-//
-// The float order is the scalar DotQ6KQ8K's (llama.cpp's x86 vec_dot):
-// per row and super-block 8 exact int32 lanes, lane m holding values
-// 32c + 4m .. + 3 of every 32-value chunk c times their sub-block scale,
-// minus 32 * (scale[2m] * bsum[2m] + scale[2m + 1] * bsum[2m + 1]); then
-// acc[m] = fma(d * dx, lane m, acc[m]) and ggml's 8-way sum of acc. Here
-// each row's lane m is one int32 lane of a ymm (8 rows), acc[m] a ymm per
-// m, and the final sum adds those ymm in ggml's order, so every row runs
-// the scalar float sequence bit for bit. A lane's values (q + 32 in 0..63)
-// against a broadcast x dword: vpmaddubsw (|63 * 128 * 2| < 32768, no
-// saturation), then vpmaddwd against the int8 scale as int16.
+// AVX2 Q6_K MatMul with 8 weight rows in the lanes, on k_lanes8_avx2.h's
+// driver (the scalar reference is DotQ6KQ8K). Q6_K keeps its f16 d at the
+// end of the 210-byte block, so WeightLayout::kGroups16 (head bytes first,
+// dwords after) does not fit it: each 8-row super-block is transposed on
+// the fly from the file's rows. Its values (q + 32 in 0..63) are unsigned
+// (|63 * 128 * 2| < 32768: no saturation), and lane m subtracts the offset
+// of chunk m, 32 * (scale[2m] * bsum[2m] + scale[2m + 1] * bsum[2m + 1]).
 #include "model/kernels/kernel_table.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstring>
-#include <vector>
 
+#include "model/kernels/k_lanes8_avx2.h"
 #include "model/kernels/kquant_kernels.h"
 #include "model/kernels/lanes8_avx2.h"
 #include "model/kernels/quant_blocks.h"
@@ -30,15 +20,15 @@
 namespace kvault::kernels {
 namespace {
 
-constexpr int kLanes = 8;                       // rows per ymm
-constexpr int kUnits = 64;                      // 4-value units per block
+#include "model/kernels/helpers_avx2.inc"
+
+using klanes8::kLanes;
+using klanes8::kUnits;
+using klanes8::Load256;
+
 constexpr int kQhDword = q6_k::kQh / 4;         // 32
 constexpr int kScaleDword = q6_k::kScales / 4;  // 48
 constexpr int kSbDwords = kScaleDword + 4;      // ql, qh, scales
-constexpr int kTokenTile = 4;
-constexpr int64_t kXChunkBytes = 256 * 1024;  // activations kept hot in L2
-constexpr int64_t kMaxChunkTokens = 256;
-constexpr int64_t kPrefetchSbs = 2;  // one token: super-blocks ahead
 
 // One super-block of 8 rows, unpacked.
 struct HalfSb {
@@ -46,11 +36,6 @@ struct HalfSb {
   __m256i scale[16];   // lane r: row r's scale g, both int16 halves
   __m256i offpair[8];  // lane r: int16 pair [scale 2m, scale 2m + 1]
   __m256 d;
-};
-
-// The float accumulators of 8 rows for one token: acc[m] per lane m.
-struct Acc {
-  __m256 acc[8];
 };
 
 // vpshufb control putting bytes `lo` and `hi` of each dword into the high
@@ -117,139 +102,6 @@ void PackHalfSb(const std::byte* p, size_t row_bytes, int num_rows, HalfSb* g) {
   g->d = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d)));
 }
 
-// An empty asm on an accumulator: keeps GCC from reassociating the vpaddd
-// chain below into a tree whose leaves are spilled to the stack.
-inline __attribute__((always_inline)) void KeepChain(__m256i& v) {
-  asm("" : "+x"(v));
-}
-
-inline __m256i BroadcastDword(const std::byte* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return _mm256_set1_epi32(v);
-}
-
-inline __m256i Load256(const std::byte* p) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
-
-inline uint16_t HalfBits(const std::byte* p) {
-  uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-  return h;
-}
-
-// ggml's 8-lane sum ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)).
-inline float HSum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-// acc[t] (8 rows) += the super-block `w` for tokens t < T, whose Q8_K
-// blocks are at xb[t].
-template <int T>
-inline __attribute__((always_inline)) void StepSb(const HalfSb& w,
-                                                  const std::byte* const* xb,
-                                                  Acc* const* acc) {
-  __m256 dd[T];
-#pragma GCC unroll 8
-  for (int t = 0; t < T; ++t) {
-    float dx;
-    std::memcpy(&dx, xb[t] + q8_k::kD, sizeof(dx));
-    dd[t] = _mm256_mul_ps(w.d, _mm256_set1_ps(dx));
-  }
-#pragma GCC unroll 1
-  for (int m = 0; m < 8; ++m) {
-    __m256i lane[T];
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) lane[t] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-    for (int c = 0; c < 8; ++c) {
-      const __m256i q = w.q[8 * c + m];
-      const __m256i s = w.scale[2 * c + m / 4];
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        const __m256i x = BroadcastDword(xb[t] + q8_k::kQs + 32 * c + 4 * m);
-        lane[t] = _mm256_add_epi32(
-            lane[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q, x), s));
-        KeepChain(lane[t]);
-      }
-    }
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      const __m256i bs = BroadcastDword(xb[t] + q8_k::kBsums + 4 * m);
-      const __m256i off =
-          _mm256_slli_epi32(_mm256_madd_epi16(w.offpair[m], bs), 5);
-      lane[t] = _mm256_sub_epi32(lane[t], off);
-      acc[t]->acc[m] =
-          _mm256_fmadd_ps(dd[t], _mm256_cvtepi32_ps(lane[t]), acc[t]->acc[m]);
-    }
-  }
-}
-
-// Tokens [tc, te) against super-block b, acc[t - tc].
-void StepTokens(const MatMulArgs& a, const HalfSb& w, int64_t tc, int64_t te,
-                int64_t b, Acc* acc) {
-  int64_t t = tc;
-  for (; t + kTokenTile <= te; t += kTokenTile) {
-    const std::byte* xb[kTokenTile];
-    Acc* ac[kTokenTile];
-    for (int i = 0; i < kTokenTile; ++i) {
-      xb[i] = a.x + (t + i) * a.x_row_bytes + b * q8_k::kBytes;
-      ac[i] = acc + (t + i - tc);
-    }
-    StepSb<kTokenTile>(w, xb, ac);
-  }
-  for (; t < te; ++t) {
-    const std::byte* xb = a.x + t * a.x_row_bytes + b * q8_k::kBytes;
-    Acc* ac = acc + (t - tc);
-    StepSb<1>(w, &xb, &ac);
-  }
-}
-
-// y[t, r0 .. r0 + num_rows) = ggml's 8-way sum of acc.
-void StoreRows(const MatMulArgs& a, int64_t t, int64_t r0, int num_rows,
-               const Acc& acc) {
-  const __m256* v = acc.acc;
-  const __m256 y = _mm256_add_ps(
-      _mm256_add_ps(_mm256_add_ps(v[0], v[4]), _mm256_add_ps(v[2], v[6])),
-      _mm256_add_ps(_mm256_add_ps(v[1], v[5]), _mm256_add_ps(v[3], v[7])));
-  float* out = a.y + t * a.y_stride + r0;
-  if (num_rows == kLanes) {
-    _mm256_storeu_ps(out, y);
-    return;
-  }
-  alignas(32) float tmp[kLanes];
-  _mm256_store_ps(tmp, y);
-  std::memcpy(out, tmp, num_rows * sizeof(float));
-}
-
-// Rows [r0, r0 + num_rows) (num_rows <= 8) for tokens [tc, te).
-void RowsTokens(const MatMulArgs& a, int64_t r0, int num_rows, int64_t tc,
-                int64_t te, Acc* acc, HalfSb* w) {
-  const int64_t nb = a.cols / kBlockK;
-  const std::byte* rows = a.w + r0 * a.w_row_bytes;
-  Acc zero;
-  for (__m256& v : zero.acc) v = _mm256_setzero_ps();
-  std::fill(acc, acc + (te - tc), zero);
-  for (int64_t b = 0; b < nb; ++b) {
-    if (b + kPrefetchSbs < nb) {  // 8 row streams: help the prefetchers
-      const char* ahead = reinterpret_cast<const char*>(
-          rows + (b + kPrefetchSbs) * q6_k::kBytes);
-      for (int r = 0; r < num_rows; ++r) {
-        for (int line = 0; line < q6_k::kBytes; line += 64) {
-          _mm_prefetch(ahead + r * a.w_row_bytes + line, _MM_HINT_T0);
-        }
-      }
-    }
-    PackHalfSb(rows + b * q6_k::kBytes, a.w_row_bytes, num_rows, w);
-    StepTokens(a, *w, tc, te, b, acc);
-  }
-  for (int64_t t = tc; t < te; ++t) StoreRows(a, t, r0, num_rows, acc[t - tc]);
-}
-
 // One token (decode): a row at a time, one sequential stream. Q6_K's
 // float lanes are a row's own (lane m = values 32c + 4m .. + 3), so the 8
 // lanes of one ymm per row hold them without a transpose: register c of
@@ -276,19 +128,7 @@ inline __attribute__((always_inline)) void UnpackRegs(const std::byte* blk,
                          _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
 }
 
-// Register c's scales: int16 k = 2 (c % 4) of `src` (the block's 8 low or
-// high scales in both lanes) in the low lane, k + 1 in the high one.
-inline __m256i RegScales(__m256i src, int c) {
-  const int8_t k = static_cast<int8_t>(2 * (c % 4));
-  const int8_t lo0 = 2 * k, lo1 = 2 * k + 1, hi0 = 2 * k + 2, hi1 = 2 * k + 3;
-  return _mm256_shuffle_epi8(
-      src,
-      _mm256_setr_epi8(lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0,
-                       lo1, lo0, lo1, lo0, lo1, hi0, hi1, hi0, hi1, hi0, hi1,
-                       hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1));
-}
-
-float DecodeRow(const std::byte* w, const std::byte* x, int64_t nb) {
+float RowDot(const std::byte* w, const std::byte* x, int64_t nb) {
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const std::byte* blk = w + b * q6_k::kBytes;
@@ -310,8 +150,8 @@ float DecodeRow(const std::byte* w, const std::byte* x, int64_t nb) {
         const int c = 4 * n + i;
         const __m256i p16 =
             _mm256_maddubs_epi16(q[i], Load256(xb + q8_k::kQs + 32 * c));
-        lanes = _mm256_add_epi32(lanes,
-                                 _mm256_madd_epi16(p16, RegScales(sc8[n], c)));
+        lanes = _mm256_add_epi32(
+            lanes, _mm256_madd_epi16(p16, klanes8::RegScales(sc8[n], c)));
         KeepChain(lanes);
       }
     }
@@ -320,37 +160,38 @@ float DecodeRow(const std::byte* w, const std::byte* x, int64_t nb) {
     lanes = _mm256_sub_epi32(lanes, _mm256_slli_epi32(off, 5));
     float dx;
     std::memcpy(&dx, xb + q8_k::kD, sizeof(dx));
-    const float d = _cvtsh_ss(HalfBits(blk + q6_k::kD));
+    const float d = HalfAt(blk + q6_k::kD);
     acc =
         _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(lanes), acc);
   }
-  return HSum8(acc);
+  return HSum(acc);
 }
+
+struct Q6K : klanes8::Lanes8Type<Q6K> {
+  static constexpr int kBytes = q6_k::kBytes;
+  static constexpr bool kSigned = false;
+  using Sb = HalfSb;
+
+  static void Pack(const std::byte* p, size_t row_bytes, int num_rows, Sb* g) {
+    PackHalfSb(p, row_bytes, num_rows, g);
+  }
+  // Lane m - 32 * (scale[2m] * bsum[2m] + scale[2m + 1] * bsum[2m + 1]).
+  static __m256i LaneTerm(const Sb& w, int m, const std::byte* xb,
+                          __m256i lane) {
+    const __m256i bs = BroadcastDword(xb + q8_k::kBsums + 4 * m);
+    return _mm256_sub_epi32(
+        lane, _mm256_slli_epi32(_mm256_madd_epi16(w.offpair[m], bs), 5));
+  }
+  static float DecodeRow(const std::byte* w, const std::byte* x, int64_t nb) {
+    return RowDot(w, x, nb);
+  }
+};
 
 }  // namespace
 
 void MatMulRowsQ6KAvx2(const MatMulArgs& a, int64_t row_begin,
                        int64_t row_end) {
-  if (a.num_tokens == 1) {
-    for (int64_t r = row_begin; r < row_end; ++r) {
-      a.y[r] = DecodeRow(a.w + r * a.w_row_bytes, a.x, a.cols / kBlockK);
-    }
-    return;
-  }
-  int64_t chunk = kXChunkBytes / static_cast<int64_t>(a.x_row_bytes);
-  chunk = std::clamp<int64_t>(chunk / kTokenTile * kTokenTile, kTokenTile,
-                              kMaxChunkTokens);
-  thread_local std::vector<Acc> acc;
-  thread_local std::vector<HalfSb> w(1);
-  acc.resize(chunk);
-  for (int64_t tc = 0; tc < a.num_tokens; tc += chunk) {
-    const int64_t te = std::min(tc + chunk, a.num_tokens);
-    for (int64_t r0 = row_begin; r0 < row_end; r0 += kLanes) {
-      const int rows =
-          static_cast<int>(std::min<int64_t>(kLanes, row_end - r0));
-      RowsTokens(a, r0, rows, tc, te, acc.data(), w.data());
-    }
-  }
+  klanes8::MatMulRows<Q6K>(a, row_begin, row_end);
 }
 
 }  // namespace kvault::kernels
