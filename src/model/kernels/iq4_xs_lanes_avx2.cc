@@ -114,12 +114,14 @@ struct Iq4xs : klanes8::Lanes8Type<Iq4xs> {
         // Registers 2k, 2k + 1: the low nibbles of 16 bytes, then the high.
         const __m256i qs = Load256(blk + iq4_xs::kQs + 32 * k);
         const __m256i lo = LevelsOf(qs, 0), hi = LevelsOf(qs, 1);
+        // (The permute's selector must be a literal for clang.)
+        const __m256i regs[2] = {_mm256_permute2x128_si256(lo, hi, 0x20),
+                                 _mm256_permute2x128_si256(lo, hi, 0x31)};
 #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
           const int c = 2 * k + h;
           klanes8::AddReg<true>(
-              _mm256_permute2x128_si256(lo, hi, h ? 0x31 : 0x20),
-              Load256(xb + q8_k::kQs + 32 * c),
+              regs[h], Load256(xb + q8_k::kQs + 32 * c),
               _mm256_permutevar8x32_epi32(sc, _mm256_set1_epi32(c)), lanes);
         }
       }
