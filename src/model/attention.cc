@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <cstdlib>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -13,6 +13,7 @@
 
 #include "core/float16.h"
 #include "model/attention_batched.h"
+#include "model/portable_tanh.h"
 
 namespace kvault {
 namespace {
@@ -106,8 +107,7 @@ inline float RoundToHalf(float x) {
 // gives the same bits as the scalar RoundToHalf (as FloatToHalfRow's F16C
 // path does) at 8 values per instruction; the scalar loop cost ~37% of a
 // prefill before.
-__attribute__((target("avx,f16c"))) void RoundToHalfF16c(float* x,
-                                                         size_t n) {
+__attribute__((target("avx,f16c"))) void RoundToHalfF16c(float* x, size_t n) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m128i h =
@@ -167,7 +167,7 @@ void AttendGroup(const KvStorage& storage, uint32_t layer,
     for (uint32_t j = 0; j < n_gqa; ++j) {
       float* acc = out + uint64_t{j} * dv;
       float score = k_slice.Dot(k_row, &qs[uint64_t{j} * dk]) * s.scale;
-      if (s.softcap != 0.0f) score = s.softcap * std::tanh(score);
+      if (s.softcap != 0.0f) score = s.softcap * PortableTanh(score);
       float old_scale = 1.0f, weight = 1.0f;
       if (score > max[j]) {
         old_scale = std::exp(max[j] - score);

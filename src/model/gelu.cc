@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/float16.h"
+#include "model/portable_tanh.h"
 
 namespace kvault {
 namespace {
@@ -14,7 +15,8 @@ float GeluTanh(float x) {
   constexpr float kCoefA = 0.044715f;
   constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
   return 0.5f * x *
-         (1.0f + std::tanh(kSqrt2OverPi * x * std::fma(kCoefA * x, x, 1.0f)));
+         (1.0f +
+          PortableTanh(kSqrt2OverPi * x * std::fma(kCoefA * x, x, 1.0f)));
 }
 
 // table[h] = fp16(GeluTanh(fp16 value h)) for every fp16 bit pattern.

@@ -13,6 +13,7 @@
 #include "model/gelu.h"
 #include "model/ggml_compat.h"
 #include "model/moe_ffn.h"
+#include "model/portable_tanh.h"
 #include "model/quantize.h"
 #include "model/rope.h"
 
@@ -424,7 +425,7 @@ class ForwardPass {
       // ggml_scale by 1 / cap, ggml_tanh, ggml_scale by cap.
       const float cap = h_.final_softcap;
       const float inv = 1.0f / cap;
-      for (float& v : logits) v = std::tanh(v * inv) * cap;
+      for (float& v : logits) v = PortableTanh(v * inv) * cap;
     }
     return logits;
   }
