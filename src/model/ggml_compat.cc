@@ -19,9 +19,6 @@
 namespace kvault::ggml_compat {
 namespace {
 
-using dot::UsesAvx2;
-using dot::UsesAvx512;
-
 // ggml_v_expf for one value: a degree-5 polynomial on a reduced argument,
 // scaled by 2^n built in the exponent bits.
 float VExpf(float x) {
@@ -97,8 +94,8 @@ KV_GGML_AVX2 __m256 VExpf8(__m256 x) {
   return _mm256_fmadd_ps(k, j, k);
 }
 
-KV_GGML_AVX2 int64_t SwiGluAvx2(const float* gate, const float* up, int64_t n,
-                                float* out) {
+KV_GGML_AVX2 int64_t SwiGlu8Lanes(const float* gate, const float* up, int64_t n,
+                                  float* out) {
   const __m256 one = _mm256_set1_ps(1.0f);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -142,8 +139,8 @@ KV_GGML_AVX512 __m512 VExpf16(__m512 x) {
 }
 #pragma GCC diagnostic pop
 
-KV_GGML_AVX512 int64_t SwiGluAvx512(const float* gate, const float* up,
-                                    int64_t n, float* out) {
+KV_GGML_AVX512 int64_t SwiGlu16Lanes(const float* gate, const float* up,
+                                     int64_t n, float* out) {
   const __m512 one = _mm512_set1_ps(1.0f);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -158,6 +155,23 @@ KV_GGML_AVX512 int64_t SwiGluAvx512(const float* gate, const float* up,
 #endif  // KVAULT_GGML_X86
 
 }  // namespace
+
+#ifdef KVAULT_GGML_X86
+namespace dot {
+
+int64_t SwiGluAvx2(const float* gate, const float* up, int64_t n,
+                   GgmlBuild build, float* out) {
+  return build == GgmlBuild::kAvx2 ? SwiGlu8Lanes(gate, up, n, out) : 0;
+}
+
+int64_t SwiGluAvx512(const float* gate, const float* up, int64_t n,
+                     GgmlBuild build, float* out) {
+  return build == GgmlBuild::kAvx512 ? SwiGlu16Lanes(gate, up, n, out)
+                                     : SwiGluAvx2(gate, up, n, build, out);
+}
+
+}  // namespace dot
+#endif  // KVAULT_GGML_X86
 
 void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
              float* out) {
@@ -179,15 +193,7 @@ GgmlBuild NativeGgmlBuild() {
 void SwiGlu(const float* gate, const float* up, int64_t n, GgmlBuild build,
             kernels::Isa isa, float* out) {
   const int64_t block = build == GgmlBuild::kAvx512 ? 16 : 8;
-  int64_t i = 0;
-#ifdef KVAULT_GGML_X86
-  if (build == GgmlBuild::kAvx2 && UsesAvx2(isa)) {
-    i = SwiGluAvx2(gate, up, n, out);
-  }
-  if (build == GgmlBuild::kAvx512 && UsesAvx512(isa)) {
-    i = SwiGluAvx512(gate, up, n, out);
-  }
-#endif
+  int64_t i = dot::TableFor(isa).ggml_swiglu(gate, up, n, build, out);
   for (; i + block <= n; i += block) {
     for (int64_t j = i; j < i + block; ++j) {
       const float g = gate[j];

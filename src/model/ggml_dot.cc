@@ -88,4 +88,17 @@ float GemmPortable(const std::byte* row, bool f16, const float* x, int64_t k,
   return lanes == 16 ? Reduce16(acc) : Hsum8(acc);
 }
 
+void Gemv2Portable(const std::byte* const* rows, bool f16, const float* x,
+                   int64_t k, GgmlBuild build, float* y) {
+  for (int i = 0; i < 2; ++i) y[i] = GemvPortable(rows[i], f16, x, k, build);
+}
+
+int64_t GemmRowsPortable(const kernels::GgmlGemmArgs&, int64_t r0, int64_t) {
+  return r0;
+}
+
+int64_t SwiGluPortable(const float*, const float*, int64_t, GgmlBuild, float*) {
+  return 0;
+}
+
 }  // namespace kvault::ggml_compat::dot

@@ -15,16 +15,12 @@
 #include <cstring>
 #include <span>
 
+#include "core/check.h"
 #include "core/float16.h"
 #include "model/ggml_compat.h"
+#include "model/ggml_dot_entries.h"
+#include "model/kernels/kernel_table.h"
 #include "model/kernels/kernels.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define KVAULT_GGML_X86 1
-#define KV_GGML_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define KV_GGML_AVX512 \
-  __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma,f16c")))
-#endif
 
 namespace kvault::ggml_compat::dot {
 
@@ -41,18 +37,12 @@ constexpr bool GemmServes(GgmlBuild build, int64_t rows, int64_t k) {
   return k % Lanes(build) == 0 && rows % 4 == 0;
 }
 
-// Returns whether `isa` (one of kernels::SupportedIsas()) runs the AVX2
-// forms, and the AVX-512 ones on top of them.
-inline bool UsesAvx2(kernels::Isa isa) {
-#ifdef KVAULT_GGML_X86
-  return isa == kernels::Isa::kAvx2 || isa == kernels::Isa::kAvx512;
-#else
-  (void)isa;
-  return false;
-#endif
-}
-inline bool UsesAvx512(kernels::Isa isa) {
-  return UsesAvx2(isa) && isa == kernels::Isa::kAvx512;
+// Returns the kernel table of `isa` (one of kernels::SupportedIsas()),
+// whose ggml_* entries are the forms below in that set.
+inline const kernels::KernelTable& TableFor(kernels::Isa isa) {
+  const kernels::KernelTable* table = kernels::KernelTableFor(isa);
+  KV_CHECK(table != nullptr) << "kernel set not supported here";
+  return *table;
 }
 
 // Returns value i of a weight row.
@@ -80,13 +70,6 @@ inline float WithTail(float head, const std::byte* row, bool f16,
   return begin == end ? head : AddTail(head, row, f16, x, begin, end);
 }
 
-// Returns row . x over k values in `build`'s kGemv order
-// (ggml_vec_dot_f32/f16): four accumulators of Lanes(build) lanes over
-// steps of 4 * Lanes(build) values, reduced as that build reduces them,
-// then the tail (AddTail).
-float GemvPortable(const std::byte* row, bool f16, const float* x, int64_t k,
-                   GgmlBuild build);
-
 // Returns row . x over k values in `build`'s kGemm order (tinyBLAS): one
 // accumulator of Lanes(build) lanes, then its horizontal sum. Requires
 // k % Lanes(build) == 0.
@@ -97,16 +80,6 @@ float GemmPortable(const std::byte* row, bool f16, const float* x, int64_t k,
 
 // ---- AVX2 (ggml_dot_avx2.cc) ----
 
-// Returns GemvPortable's value.
-KV_GGML_AVX2 float GemvAvx2(const std::byte* row, bool f16, const float* x,
-                            int64_t k, GgmlBuild build);
-
-// y[i] = GemvPortable(rows[i], ...) for i < 2, the rows' FMA chains
-// interleaved (one row's four chains leave FMA units idle).
-KV_GGML_AVX2 void Gemv2Avx2(const std::byte* const* rows, bool f16,
-                            const float* x, int64_t k, GgmlBuild build,
-                            float* y);
-
 // y[t, r] = GemmPortable(row r, x[t]) for the tokens in gemm and rows
 // [r0, r0 + 4 g), g = (r1 - r0) / 4; returns r0 + 4 g. Requires
 // k % Lanes(build) == 0.
@@ -116,12 +89,6 @@ KV_GGML_AVX2 int64_t GemmGroupsAvx2(const kernels::MatrixView& w,
                                     int64_t r1, GgmlBuild build, float* y);
 
 // ---- AVX-512 (ggml_matmul_avx512.cc) ----
-
-// Gemv2Avx2's results for the AVX-512 build's order, with AVX-512's
-// registers (F16 rows through zmm, F32 rows through ymm halves: the faster
-// of the two for each on a Zen 5 EPYC).
-KV_GGML_AVX512 void Gemv2Avx512(const std::byte* const* rows, bool f16,
-                                const float* x, int64_t k, float* y);
 
 // GemmGroupsAvx2's results for rows [r0, r1) in tiles of 8 (kAvx2) or 4
 // (kAvx512) rows by up to 6 tokens in 24 zmm accumulators; returns the

@@ -8,6 +8,7 @@
 
 #include "core/float16.h"
 #include "model/ggml_dot.h"
+#include "model/kernels/kernels.h"
 
 #ifdef KVAULT_GGML_X86
 #include <immintrin.h>
@@ -253,7 +254,7 @@ int64_t GemmGroupsAvx2(const kernels::MatrixView& w, const float* x,
   // sums stay in L2 while every row group passes over them: a whole
   // pp512 batch's chunk (1 MiB) was re-read from L3 once per group. Each
   // element's FMA sequence is the same whatever the span.
-  constexpr size_t kTokenSpan = 48;  // a multiple of Gemm4Group's 3 tokens
+  constexpr size_t kTokenSpan = 48;       // a multiple of Gemm4Group's 3 tokens
   thread_local std::vector<float> state;  // [group, token, row, lane]
   for (size_t s0 = 0; s0 < gemm.size(); s0 += kTokenSpan) {
     const std::span<const uint32_t> span =
@@ -271,6 +272,13 @@ int64_t GemmGroupsAvx2(const kernels::MatrixView& w, const float* x,
     }
   }
   return r0 + 4 * num_groups;
+}
+
+int64_t GemmRowsAvx2(const kernels::GgmlGemmArgs& args, int64_t r0,
+                     int64_t r1) {
+  return GemmGroupsAvx2(*args.w, args.x,
+                        std::span(args.tokens, args.num_tokens), r0, r1,
+                        args.build, args.y);
 }
 
 }  // namespace kvault::ggml_compat::dot

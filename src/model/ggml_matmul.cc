@@ -17,34 +17,18 @@ struct Product {
   kernels::MatrixView w;
   const float* x;  // [tokens, w.cols]; fp16-exact for F16 weights
   GgmlBuild build;
-  kernels::Isa isa;
-  float* y;  // [tokens, w.rows]
+  const kernels::KernelTable* table;  // the set whose forms run
+  float* y;                           // [tokens, w.rows]
 };
 
 // y[i] = the kGemv of rows[i] (i < num_rows <= 2) with x.
 void GemvRowsAtOnce(const Product& p, const std::byte* const* rows,
                     int num_rows, const float* x, float* y) {
   const bool f16 = p.w.type == GgmlType::kF16;
-  const int64_t k = p.w.cols;
-#ifdef KVAULT_GGML_X86
-  if (num_rows == 2 && p.build == GgmlBuild::kAvx512 &&
-      dot::UsesAvx512(p.isa)) {
-    dot::Gemv2Avx512(rows, f16, x, k, y);
-    return;
-  }
-  if (num_rows == 2 && dot::UsesAvx2(p.isa)) {
-    dot::Gemv2Avx2(rows, f16, x, k, p.build, y);
-    return;
-  }
-  if (dot::UsesAvx2(p.isa)) {
-    for (int i = 0; i < num_rows; ++i) {
-      y[i] = dot::GemvAvx2(rows[i], f16, x, k, p.build);
-    }
-    return;
-  }
-#endif
-  for (int i = 0; i < num_rows; ++i) {
-    y[i] = dot::GemvPortable(rows[i], f16, x, k, p.build);
+  if (num_rows == 2) {
+    p.table->ggml_gemv2(rows, f16, x, p.w.cols, p.build, y);
+  } else {
+    y[0] = p.table->ggml_gemv(rows[0], f16, x, p.w.cols, p.build);
   }
 }
 
@@ -76,14 +60,9 @@ void GemvRows(const Product& p, std::span<const uint32_t> gemv, int64_t r0,
 // y[t, r] for rows [r0, r1) and the tokens listed in gemm (kGemm order).
 void GemmRows(const Product& p, std::span<const uint32_t> gemm, int64_t r0,
               int64_t r1) {
-#ifdef KVAULT_GGML_X86
-  if (dot::UsesAvx512(p.isa)) {
-    r0 = dot::GemmTiles512(p.w, p.x, gemm, r0, r1, p.build, p.y);
-  }
-  if (dot::UsesAvx2(p.isa) && r0 < r1) {
-    r0 = dot::GemmGroupsAvx2(p.w, p.x, gemm, r0, r1, p.build, p.y);
-  }
-#endif
+  const kernels::GgmlGemmArgs args{&p.w,        p.x,     gemm.data(),
+                                   gemm.size(), p.build, p.y};
+  r0 = p.table->ggml_gemm_rows(args, r0, r1);
   const kernels::MatrixView& w = p.w;
   const bool f16 = w.type == GgmlType::kF16;
   for (int64_t r = r0; r < r1; ++r) {
@@ -128,7 +107,7 @@ void MatMul(const kernels::MatrixView& w, const float* x,
     const bool tiled = order[t] == DotOrder::kGemm && gemm_serves;
     (tiled ? gemm : gemv).push_back(static_cast<uint32_t>(t));
   }
-  const Product product{w, x, build, isa, y};
+  const Product product{w, x, build, &dot::TableFor(isa), y};
   constexpr int64_t kRowsPerTask = 64;  // a multiple of the 8-row tiles
   const size_t num_tasks = (w.rows + kRowsPerTask - 1) / kRowsPerTask;
   auto task = [&](size_t i) {
@@ -150,10 +129,7 @@ void MatMul(const kernels::MatrixView& w, const float* x,
 
 float DotF16(const std::byte* k, const float* q, int64_t n, GgmlBuild build,
              kernels::Isa isa) {
-#ifdef KVAULT_GGML_X86
-  if (dot::UsesAvx2(isa)) return dot::GemvAvx2(k, /*f16=*/true, q, n, build);
-#endif
-  return dot::GemvPortable(k, /*f16=*/true, q, n, build);
+  return dot::TableFor(isa).ggml_gemv(k, /*f16=*/true, q, n, build);
 }
 
 }  // namespace kvault::ggml_compat

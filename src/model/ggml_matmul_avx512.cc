@@ -325,7 +325,11 @@ KV_GGML_AVX512 void Tiles(const kernels::MatrixView& w, const float* x,
 }  // namespace
 
 void Gemv2Avx512(const std::byte* const* rows, bool f16, const float* x,
-                 int64_t k, float* y) {
+                 int64_t k, GgmlBuild build, float* y) {
+  if (build != GgmlBuild::kAvx512) {
+    Gemv2Avx2(rows, f16, x, k, build, y);
+    return;
+  }
   // Measured on a Zen 5 EPYC (BM_GgmlMatMul, 2048 x 2048, one thread):
   // F16 rows 30-39 GB/s through zmm, 22 GB/s through halves; F32 rows
   // 32-36 GB/s through halves, 16-27 GB/s through zmm (whether rows are
@@ -348,6 +352,13 @@ int64_t GemmTiles512(const kernels::MatrixView& w, const float* x,
   const int64_t num_tiles = (r1 - r0) / TileRows<8>();
   Tiles<8>(w, x, gemm, r0, num_tiles, y);
   return r0 + num_tiles * TileRows<8>();
+}
+
+int64_t GemmRowsAvx512(const kernels::GgmlGemmArgs& args, int64_t r0,
+                       int64_t r1) {
+  r0 = GemmTiles512(*args.w, args.x, std::span(args.tokens, args.num_tokens),
+                    r0, r1, args.build, args.y);
+  return r0 < r1 ? GemmRowsAvx2(args, r0, r1) : r0;
 }
 
 }  // namespace kvault::ggml_compat::dot

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
-#include <optional>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -130,6 +130,18 @@ constexpr Fallback kFallbacks[] = {
     {Isa::kAvx512, "quantize_q8_0", Isa::kAvx2},
     {Isa::kAvx512, "quantize_q8_1", Isa::kScalar},
     {Isa::kAvx512, "exp", Isa::kAvx2},
+    // ggml_vec_dot's one-row kGemv is the AVX2 form in both orders.
+    {Isa::kAvx512, "ggml_gemv", Isa::kAvx2},
+    // ggml_compat's forms reproduce x86 builds' orders; on aarch64 the
+    // portable forms give those bits.
+    {Isa::kNeon, "ggml_gemv", Isa::kScalar},
+    {Isa::kNeon, "ggml_gemv2", Isa::kScalar},
+    {Isa::kNeon, "ggml_gemm_rows", Isa::kScalar},
+    {Isa::kNeon, "ggml_swiglu", Isa::kScalar},
+    {Isa::kNeonDot, "ggml_gemv", Isa::kScalar},
+    {Isa::kNeonDot, "ggml_gemv2", Isa::kScalar},
+    {Isa::kNeonDot, "ggml_gemm_rows", Isa::kScalar},
+    {Isa::kNeonDot, "ggml_swiglu", Isa::kScalar},
     // aarch64 never picks the kGroups16 layouts (PrefersGroups16), whose
     // kernels stay scalar there; NEON-dotprod has its own integer dot
     // products, and its float, vector and quantizer kernels are NEON's.
@@ -165,7 +177,7 @@ std::optional<Isa> FallbackSource(Isa isa, std::string_view entry) {
 TEST(KernelsTest, EveryEntryIsTheSetsOwnOrItsDocumentedFallback) {
   for (Isa isa : SupportedIsas()) {
     const std::vector<KernelEntry> entries = KernelEntries(isa);
-    EXPECT_EQ(entries.size(), size_t{kNumWeightKinds} + 11);
+    EXPECT_EQ(entries.size(), size_t{kNumWeightKinds} + 15);
     int num_own = 0;
     for (const KernelEntry& e : entries) {
       SCOPED_TRACE(std::string(IsaName(isa)) + " " + e.name);

@@ -15,9 +15,9 @@ namespace {
 
 // The weight kinds' names, by WeightKind.
 constexpr const char* kWeightKindNames[kNumWeightKinds] = {
-    "f32",   "f16",   "bf16",  "q8_0",   "q4_0",          "q4_1",
-    "q5_0",  "q5_1",  "iq4_nl", "q2_k",  "q3_k",          "q4_k",
-    "q5_k",  "q6_k",  "iq4_xs", "q4_k/groups16", "q4_0/groups16"};
+    "f32",  "f16",  "bf16",   "q8_0",          "q4_0",         "q4_1",
+    "q5_0", "q5_1", "iq4_nl", "q2_k",          "q3_k",         "q4_k",
+    "q5_k", "q6_k", "iq4_xs", "q4_k/groups16", "q4_0/groups16"};
 
 // Calls fn(name, t.entry...) for every entry of the tables `t`, in one
 // order, so code that walks a table names each entry once.
@@ -37,6 +37,10 @@ void VisitEntries(Fn&& fn, Tables&... t) {
   fn(std::string_view("quantize_q8_1"), t.quantize_q8_1...);
   fn(std::string_view("quantize_q8_k"), t.quantize_q8_k...);
   fn(std::string_view("exp"), t.exp...);
+  fn(std::string_view("ggml_gemv"), t.ggml_gemv...);
+  fn(std::string_view("ggml_gemv2"), t.ggml_gemv2...);
+  fn(std::string_view("ggml_gemm_rows"), t.ggml_gemm_rows...);
+  fn(std::string_view("ggml_swiglu"), t.ggml_swiglu...);
 }
 
 // Fills the null entries of `t` from `base` (see KernelTable).
@@ -90,8 +94,8 @@ const KernelTable* MergedNeonDotTable() {
 }
 
 // Lowest first within each family (SupportedIsas keeps this order).
-constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512,
-                            Isa::kNeon, Isa::kNeonDot};
+constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon,
+                            Isa::kNeonDot};
 
 }  // namespace
 

@@ -13,6 +13,10 @@
 
 #include "model/kernels/dot_order.h"
 
+namespace kvault::ggml_compat {
+enum class GgmlBuild : uint8_t;  // ggml_compat.h
+}  // namespace kvault::ggml_compat
+
 namespace kvault::kernels {
 
 // Weight kinds a MatMul kernel exists for; the index into KernelTable::matmul.
@@ -60,6 +64,19 @@ struct MatMulArgs {
 using MatMulRowsFn = void (*)(const MatMulArgs& args, int64_t row_begin,
                               int64_t row_end);
 
+struct MatrixView;  // kernels.h
+
+// One ggml_compat kGemm product (model/ggml_matmul.cc): y[t, r] for the
+// listed tokens t, in `build`'s tinyBLAS order.
+struct GgmlGemmArgs {
+  const MatrixView* w = nullptr;  // F32 or F16 rows
+  const float* x = nullptr;       // [tokens, w->cols]
+  const uint32_t* tokens = nullptr;
+  size_t num_tokens = 0;
+  ggml_compat::GgmlBuild build{};
+  float* y = nullptr;  // [tokens, w->rows]
+};
+
 // One instruction set's kernels; signatures match kernels.h. A null entry
 // (a weight kind or vector kernel an ISA has no version of) is taken from
 // the next lower table: AVX-512 from AVX2, AVX2 from scalar; NEON-dotprod
@@ -79,6 +96,19 @@ struct KernelTable {
   void (*quantize_q8_1)(const float* x, int64_t n, std::byte* out);
   void (*quantize_q8_k)(const float* x, int64_t n, std::byte* out);
   void (*exp)(const float* x, int64_t n, float* out);
+  // ggml_compat's float forms (model/ggml_dot_entries.h), each giving the
+  // portable form's bits in `build`'s order: row . x in kGemv order; the
+  // same for two rows at once; the kGemm products of rows [r0, r1),
+  // returning the first row not done (the caller finishes with the
+  // portable form); SwiGLU over the leading whole vectors, returning how
+  // many values were done.
+  float (*ggml_gemv)(const std::byte* row, bool f16, const float* x, int64_t k,
+                     ggml_compat::GgmlBuild build);
+  void (*ggml_gemv2)(const std::byte* const* rows, bool f16, const float* x,
+                     int64_t k, ggml_compat::GgmlBuild build, float* y);
+  int64_t (*ggml_gemm_rows)(const GgmlGemmArgs& args, int64_t r0, int64_t r1);
+  int64_t (*ggml_swiglu)(const float* gate, const float* up, int64_t n,
+                         ggml_compat::GgmlBuild build, float* out);
 };
 
 enum class Isa : uint8_t;  // kernels.h

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "model/ggml_dot_entries.h"
 #include "model/kernels/kquant_kernels.h"
 
 // GCC 12's avx512fintrin.h builds "undefined" vectors from self-initialised
@@ -339,6 +340,10 @@ constexpr KernelTable kAvx512Table = {
     nullptr,
     QuantizeRowQ8_KAvx512,
     nullptr,
+    nullptr,  // ggml_gemv: the AVX2 form (ggml_vec_dot is memory-bound)
+    ggml_compat::dot::Gemv2Avx512,
+    ggml_compat::dot::GemmRowsAvx512,
+    ggml_compat::dot::SwiGluAvx512,
 };
 
 }  // namespace

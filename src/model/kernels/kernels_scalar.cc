@@ -7,6 +7,7 @@
 
 #include "core/float16.h"
 #include "kv/kv_dtype.h"
+#include "model/ggml_dot_entries.h"
 #include "model/kernels/kernel_table.h"
 #include "model/kernels/quant_blocks.h"
 #include "model/kernels/quant_scalar.h"
@@ -218,6 +219,10 @@ constexpr KernelTable kScalarTable = {
     QuantizeRowQ8_1,
     QuantizeRowQ8_K,
     Exp,
+    ggml_compat::dot::GemvPortable,
+    ggml_compat::dot::Gemv2Portable,
+    ggml_compat::dot::GemmRowsPortable,
+    ggml_compat::dot::SwiGluPortable,
 };
 
 }  // namespace
