@@ -194,7 +194,8 @@ TEST(QuantKernelsTest, RowLaneKernelsMatchScalarOnPartialGroups) {
                             std::pair{"q5_k_m", GgmlType::kQ5_K},
                             std::pair{"q3_k_m", GgmlType::kQ3_K},
                             std::pair{"q2_k", GgmlType::kQ2_K},
-                            std::pair{"iq4_xs", GgmlType::kIQ4_XS}}) {
+                            std::pair{"iq4_xs", GgmlType::kIQ4_XS},
+                            std::pair{"iq4_nl", GgmlType::kIQ4_NL}}) {
     auto file = OpenOrNull(stem);
     if (file == nullptr) GTEST_SKIP() << "no " << kDir;
     const GgufTensorInfo* t = nullptr;  // the first with 32 * 3 rows

@@ -239,7 +239,7 @@ constexpr KernelTable kAvx2Table = {
      MatMulRowsTiled<FloatKernel<F16Weights<Avx2Lanes>>>,
      MatMulRowsTiled<FloatKernel<Bf16Weights<Avx2Lanes>>>,
      MatMulRowsTiled<Q8_0Kernel>, MatMulRowsQ4_0LanesAvx2, MatMulRowsQ4_1Avx2,
-     MatMulRowsQ5_0Avx2, MatMulRowsQ5_1Avx2, MatMulRowsIq4nlAvx2,
+     MatMulRowsQ5_0Avx2, MatMulRowsQ5_1Avx2, MatMulRowsIq4nlLanesAvx2,
      MatMulRowsQ2KAvx2, MatMulRowsQ3KAvx2, MatMulRowsQ4KAvx2, MatMulRowsQ5KAvx2,
      MatMulRowsQ6KAvx2, MatMulRowsIq4xsAvx2, MatMulRowsQ4KGroups16Avx2,
      MatMulRowsQ4_0Groups16Avx2},

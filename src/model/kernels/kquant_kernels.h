@@ -1,7 +1,7 @@
 // MatMul kernels defined outside kernels_avx512.cc / kernels_avx2.cc (the
-// K-quants in kquants_avx512.cc and the *_lanes_avx2.cc files, Q4_0 and Q4_K with 16
-// rows in the lanes), declared for those files' tables. Declarations only
-// (see kernel_table.h).
+// K-quants in kquants_avx512.cc and the *_lanes_avx2.cc files, Q4_0 and Q4_K
+// with 16 rows in the lanes), declared for those files' tables. Declarations
+// only (see kernel_table.h).
 #ifndef KVAULT_MODEL_KERNELS_KQUANT_KERNELS_H_
 #define KVAULT_MODEL_KERNELS_KQUANT_KERNELS_H_
 
@@ -67,18 +67,19 @@ void MatMulRowsQ4_0LanesAvx2(const MatMulArgs& a, int64_t row_begin,
                              int64_t row_end);
 void MatMulRowsQ4_0Groups16Avx2(const MatMulArgs& a, int64_t row_begin,
                                 int64_t row_end);
+// IQ4_NL with 8 rows in the lanes (q4_0_lanes_avx2.cc, kRows).
+void MatMulRowsIq4nlLanesAvx2(const MatMulArgs& a, int64_t row_begin,
+                              int64_t row_end);
 // Q8_K activations as QuantizeRowQ8_K makes them, bit for bit
 // (q8_k_quantize_avx2.cc).
 void QuantizeRowQ8_KAvx2(const float* x, int64_t n, std::byte* out);
-// Q4_1, Q5_0, Q5_1 and IQ4_NL with AVX2 (legacy_quants_avx2.cc).
+// Q4_1, Q5_0 and Q5_1 with AVX2 (legacy_quants_avx2.cc).
 void MatMulRowsQ4_1Avx2(const MatMulArgs& a, int64_t row_begin,
                         int64_t row_end);
 void MatMulRowsQ5_0Avx2(const MatMulArgs& a, int64_t row_begin,
                         int64_t row_end);
 void MatMulRowsQ5_1Avx2(const MatMulArgs& a, int64_t row_begin,
                         int64_t row_end);
-void MatMulRowsIq4nlAvx2(const MatMulArgs& a, int64_t row_begin,
-                         int64_t row_end);
 
 }  // namespace kvault::kernels
 

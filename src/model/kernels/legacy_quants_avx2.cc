@@ -1,12 +1,12 @@
-// AVX2 MatMul kernels for Q4_1, Q5_0, Q5_1 (llama.cpp's vec_dot order) and
-// IQ4_NL (its repacked order). Compiled with -mavx2 -mfma -mf16c and
+// AVX2 MatMul kernels for Q4_1, Q5_0 and Q5_1 (llama.cpp's vec_dot order;
+// IQ4_NL is in q4_0_lanes_avx2.cc). Compiled with -mavx2 -mfma -mf16c and
 // called only after CPU detection (intrinsics and internal-linkage helpers
 // only; see kernel_table.h). The AVX-512 table takes them too.
 //
 // A 32-value block is one ymm in natural order; vpmaddubsw + vpmaddwd make
 // int32 lane l the exact sum of values 4l .. 4l + 3 times x, then the float
-// steps are Dot32's and DotIq4nlSequential's (quant_scalar.cc), so the
-// results are the scalar references' bit for bit.
+// steps are Dot32's (quant_scalar.cc), so the results are the scalar
+// references' bit for bit.
 #include "model/kernels/kernel_table.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -23,7 +23,7 @@
 namespace kvault::kernels {
 namespace {
 
-enum class LType { kQ4_1, kQ5_0, kQ5_1, kIQ4_NL };
+enum class LType { kQ4_1, kQ5_0, kQ5_1 };
 
 #include "model/kernels/helpers_avx2.inc"
 
@@ -49,7 +49,7 @@ inline __m256i FifthBits(const std::byte* qh) {
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
-// The block's values: unsigned for Q4_1/Q5_1, signed otherwise.
+// The block's values: unsigned for Q4_1/Q5_1, signed for Q5_0.
 template <LType kType>
 inline __m256i Values(const std::byte* blk) {
   if constexpr (kType == LType::kQ4_1) {
@@ -57,14 +57,10 @@ inline __m256i Values(const std::byte* blk) {
   } else if constexpr (kType == LType::kQ5_1) {
     return _mm256_or_si256(Nibbles(blk + q5_1::kQs),
                            FifthBits(blk + q5_1::kQh));
-  } else if constexpr (kType == LType::kQ5_0) {
+  } else {
     return _mm256_sub_epi8(
         _mm256_or_si256(Nibbles(blk + q5_0::kQs), FifthBits(blk + q5_0::kQh)),
         _mm256_set1_epi8(16));
-  } else {
-    const __m256i levels = _mm256_broadcastsi128_si256(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
-    return _mm256_shuffle_epi8(levels, Nibbles(blk + iq4_nl::kQs));
   }
 }
 
@@ -93,23 +89,9 @@ inline void PrefetchNextRows(const std::byte* const* w, size_t row_bytes,
   }
 }
 
-// Lane i: the sum of v[i]'s eight lanes, i < 8 (exact).
-inline __m256i SumEachOf8(const __m256i v[8]) {
-  const __m256i a0 = _mm256_hadd_epi32(v[0], v[1]);
-  const __m256i a1 = _mm256_hadd_epi32(v[2], v[3]);
-  const __m256i a2 = _mm256_hadd_epi32(v[4], v[5]);
-  const __m256i a3 = _mm256_hadd_epi32(v[6], v[7]);
-  const __m256i b0 = _mm256_hadd_epi32(a0, a1);  // v0..v3: low | high half
-  const __m256i b1 = _mm256_hadd_epi32(a2, a3);  // v4..v7
-  return _mm256_add_epi32(_mm256_permute2x128_si256(b0, b1, 0x20),
-                          _mm256_permute2x128_si256(b0, b1, 0x31));
-}
-
 // Rows [r0, r0 + R) times tokens [t0, t0 + T), each weight block unpacked
-// once for the T tokens (matmul_tiling.inc drives it). Q4_1, Q5_0 and Q5_1
-// keep Dot32's 8 float lanes per element; IQ4_NL's sequential order needs
-// each block's integer sum, so the R * T lane vectors are summed together
-// (SumEachOf8) and element (r, t) steps in float lane r * T + t.
+// once for the T tokens (matmul_tiling.inc drives it), in Dot32's 8 float
+// lanes per element.
 template <LType kType, int kBytes>
 struct LegacyKernel {
   static constexpr int kRowTile = 2;
@@ -117,11 +99,9 @@ struct LegacyKernel {
   static constexpr bool kQ8_1 = kType == LType::kQ4_1 || kType == LType::kQ5_1;
   static constexpr int kXBytes = kQ8_1 ? q8_1::kBytes : 34;
   static constexpr int kXQs = kQ8_1 ? q8_1::kQs : 2;
-  static constexpr bool kSequential = kType == LType::kIQ4_NL;
 
   template <int R, int T>
   static void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) {
-    static_assert(R * T <= 8, "one float lane per element");
     const std::byte* w[R];
     const std::byte* x[T];
 #pragma GCC unroll 8
@@ -130,7 +110,6 @@ struct LegacyKernel {
     for (int t = 0; t < T; ++t) x[t] = a.x + (t0 + t) * a.x_row_bytes;
     __m256 acc8[R][T];
     float summs[R][T];
-    __m256 acc_seq = _mm256_setzero_ps();
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
@@ -142,16 +121,16 @@ struct LegacyKernel {
     const int64_t nb = a.cols / kBlock32;
     for (int64_t b = 0; b < nb; ++b) {
       if constexpr (T == 1) PrefetchNextRows<R>(w, a.w_row_bytes, b * kBytes);
-      Step<R, T>(w, x, b, acc8, summs, &acc_seq);
+      Step<R, T>(w, x, b, acc8, summs);
     }
-    Store<R, T>(a, r0, t0, acc8, summs, acc_seq);
+    Store<R, T>(a, r0, t0, acc8, summs);
   }
 
   // Block b of the tile into the accumulators.
   template <int R, int T>
   static inline __attribute__((always_inline)) void Step(
       const std::byte* const* w, const std::byte* const* x, int64_t b,
-      __m256 (&acc8)[R][T], float (&summs)[R][T], __m256* acc_seq) {
+      __m256 (&acc8)[R][T], float (&summs)[R][T]) {
     __m256i q[R];
     float dw[R];
 #pragma GCC unroll 8
@@ -159,27 +138,6 @@ struct LegacyKernel {
       const std::byte* blk = w[r] + b * kBytes;
       q[r] = Values<kType>(blk);
       dw[r] = HalfAt(blk);
-    }
-    if constexpr (kSequential) {
-      __m256i lanes[8];
-      alignas(32) float dd[8] = {};
-#pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) lanes[i] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        const std::byte* xb = x[t] + b * kXBytes;
-        const __m256i xq =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + kXQs));
-        const float dx = HalfAt(xb);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          lanes[r * T + t] = Lanes<kType>(q[r], xq);
-          dd[r * T + t] = dw[r] * dx;
-        }
-      }
-      *acc_seq = _mm256_fmadd_ps(_mm256_cvtepi32_ps(SumEachOf8(lanes)),
-                                 _mm256_load_ps(dd), *acc_seq);
-      return;
     }
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
@@ -203,18 +161,13 @@ struct LegacyKernel {
 
   template <int R, int T>
   static void Store(const MatMulArgs& a, int64_t r0, int64_t t0,
-                    const __m256 (&acc8)[R][T], const float (&summs)[R][T],
-                    __m256 acc_seq) {
-    alignas(32) float seq[8];
-    _mm256_store_ps(seq, acc_seq);
+                    const __m256 (&acc8)[R][T], const float (&summs)[R][T]) {
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         float& y = a.y[(t0 + t) * a.y_stride + r0 + r];
-        if constexpr (kSequential) {
-          y = seq[r * T + t];
-        } else if constexpr (kQ8_1) {
+        if constexpr (kQ8_1) {
           y = HSum(acc8[r][t]) + summs[r][t];
         } else {
           y = HSum(acc8[r][t]);
@@ -236,9 +189,6 @@ void MatMulRowsQ5_0Avx2(const MatMulArgs& a, int64_t b, int64_t e) {
 }
 void MatMulRowsQ5_1Avx2(const MatMulArgs& a, int64_t b, int64_t e) {
   MatMulRowsTiled<LegacyKernel<LType::kQ5_1, q5_1::kBytes>>(a, b, e);
-}
-void MatMulRowsIq4nlAvx2(const MatMulArgs& a, int64_t b, int64_t e) {
-  MatMulRowsTiled<LegacyKernel<LType::kIQ4_NL, iq4_nl::kBytes>>(a, b, e);
 }
 
 }  // namespace kvault::kernels
