@@ -119,6 +119,13 @@ struct Q8_0Kernel {
     for (int64_t b = 0; b < num_blocks; ++b) {
       for (int r = 0; r < R; ++r) {
         const std::byte* blk = a.w + (r0 + r) * a.w_row_bytes + b * kQ8Bytes;
+        // The next row tile's block, into L2: its PrepareRows then finds
+        // it there rather than stalling on memory (a row tile's token
+        // tiles read only L1/L2, so the hardware prefetchers lose the
+        // weight stream between calls). kernels_bench BM_MatMul/3/2048/
+        // 64/1/1: 70.7-75.4 -> 76.2-77.1 GFLOP/s.
+        _mm_prefetch(reinterpret_cast<const char*>(blk + R * a.w_row_bytes),
+                     _MM_HINT_T1);
         const __m256i wq =
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
         rows.abs[b * R + r].v = _mm256_sign_epi8(wq, wq);
