@@ -15,6 +15,7 @@
 
 #include "apps/commands.h"
 #include "apps/serve_options.h"
+#include "core/allocator_tuning.h"
 #include "core/cpu_features.h"
 #include "core/embedded_file.h"
 #include "core/log.h"
@@ -103,6 +104,7 @@ int Fail(const Status& status) {
 }
 
 int Serve(ServeOptions o) {
+  TuneAllocatorForServing();
   const sigset_t stop_signals = BlockStopSignals();
   if (!o.server.slot_save_path.empty()) {
     Status dir = PrepareSlotSaveDir(Env::Default(), o.server.slot_save_path);

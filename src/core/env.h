@@ -88,7 +88,8 @@ class Env {
 
   // Returns true when `path` names an existing file or directory.
   virtual bool FileExists(const std::string& path) = 0;
-  // Returns the size in bytes of the file `path`.
+  // Returns the size in bytes of the regular file `path`; FailedPrecondition
+  // (reason not_regular_file) for a directory, FIFO, socket or device.
   virtual StatusOr<uint64_t> GetFileSize(const std::string& path) = 0;
   // Returns the sorted names (not paths) of the entries of directory `dir`,
   // without "." and "..".

@@ -252,6 +252,10 @@ class PosixEnv final : public Env {
   StatusOr<uint64_t> GetFileSize(const std::string& path) override {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return ErrnoError("stat", path, errno);
+    if (!S_ISREG(st.st_mode)) {
+      return FailedPreconditionError(path + " is not a regular file")
+          .WithReason(kReasonNotRegularFile);
+    }
     return static_cast<uint64_t>(st.st_size);
   }
 

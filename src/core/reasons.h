@@ -30,6 +30,8 @@ inline constexpr char kReasonInvalidToken[] = "invalid_token";
 inline constexpr char kReasonPromptTooLong[] = "prompt_too_long";
 inline constexpr char kReasonInvalidTools[] = "invalid_tools";
 inline constexpr char kReasonInvalidGrammar[] = "invalid_grammar";
+inline constexpr char kReasonGrammarLimitExceeded[] = "grammar_limit_exceeded";
+inline constexpr char kReasonGrammarDeadEnd[] = "grammar_dead_end";
 inline constexpr char kReasonInvalidJsonSchema[] = "invalid_json_schema";
 inline constexpr char kReasonUnsupportedSchema[] = "unsupported_schema";
 inline constexpr char kReasonTemplateError[] = "template_error";
@@ -97,7 +99,7 @@ inline constexpr char kReasonMethodNotAllowed[] = "method_not_allowed";
 inline constexpr char kReasonNoSlotAvailable[] = "no_slot_available";
 
 // Every reason above, for checks over the catalogue.
-inline constexpr std::array<std::string_view, 74> kAllReasons = {
+inline constexpr std::array<std::string_view, 76> kAllReasons = {
     kReasonMalformedJson,
     kReasonJsonTooLarge,
     kReasonJsonTooDeep,
@@ -115,6 +117,8 @@ inline constexpr std::array<std::string_view, 74> kAllReasons = {
     kReasonPromptTooLong,
     kReasonInvalidTools,
     kReasonInvalidGrammar,
+    kReasonGrammarLimitExceeded,
+    kReasonGrammarDeadEnd,
     kReasonInvalidJsonSchema,
     kReasonUnsupportedSchema,
     kReasonTemplateError,

@@ -75,6 +75,11 @@ void Generation::HandleLogits(Slot& slot, std::span<const float> row) {
   TokenEvent event;
   event.slot = slot.id;
   event.token = req.sampler.Sample(row);
+  if (!req.sampler.grammar_error().ok()) {
+    // Ending here would leave the output outside the grammar.
+    Fail(slot, req.sampler.grammar_error());
+    return;
+  }
   if (!req.params.ignore_eos &&
       tokenizer_->vocab().IsEndOfGeneration(event.token)) {
     req.result.final_text = FlushText(req);

@@ -164,6 +164,13 @@ class RestoreSlotJob final : public SlotJob {
       if (!fetched.ok() && !fetched.IsNotFound()) {
         KV_LOG(WARNING) << where() << ": shared store: " << fetched;
       }
+      // A value that is not a valid slot file (or is too large) is the
+      // answer; a store that cannot answer leaves the missing file's.
+      if (!fetched.ok() && !fetched.IsNotFound() &&
+          fetched.code() != StatusCode::kUnavailable) {
+        if (phase_ == kWhole) whole_ = fetched;
+        return fetched;
+      }
     }
     switch (phase_) {
       case kWhole:

@@ -1,9 +1,36 @@
 #include "grammar/grammar_builder.h"
 
 #include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace kvault {
+
+namespace {
+
+uint64_t ElementKey(const Element& e) {
+  return (uint64_t{static_cast<uint8_t>(e.kind)} << 32) | e.arg;
+}
+
+struct AlternativeHash {
+  size_t operator()(const Alternative& alt) const {
+    uint64_t h = 1469598103934665603ull;
+    for (const Element& e : alt) h = (h ^ ElementKey(e)) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+};
+
+struct AlternativeEqual {
+  bool operator()(const Alternative& a, const Alternative& b) const {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                      [](const Element& x, const Element& y) {
+                        return ElementKey(x) == ElementKey(y);
+                      });
+  }
+};
+
+}  // namespace
 
 std::string PosPrefix(SourcePos pos) {
   if (pos.line == 0) return "grammar: ";
@@ -163,6 +190,7 @@ StatusOr<Grammar> GrammarBuilder::Finish(std::string_view root) && {
                                 "' rule (the start rule)");
   }
   KV_RETURN_IF_ERROR(CheckLeftRecursion());
+  LeftFactor();
   Grammar g;
   g.root_ = root_it->second;
   g.classes_ = std::move(classes_);
@@ -178,6 +206,58 @@ StatusOr<Grammar> GrammarBuilder::Finish(std::string_view root) && {
     g.alts_.push_back(std::move(starts));
   }
   return g;
+}
+
+void GrammarBuilder::LeftFactor() {
+  // Rules added while factoring are visited too (their tails may share
+  // prefixes again).
+  for (uint32_t id = 0; id < rules_.size(); ++id) {
+    std::vector<Alternative> alts = FactorAlternatives(id);
+    rules_[id].alts = std::move(alts);
+  }
+}
+
+std::vector<Alternative> GrammarBuilder::FactorAlternatives(uint32_t id) {
+  std::vector<Alternative> alts = std::move(rules_[id].alts);
+  // Identical alternatives match the same text: keep the first of each.
+  std::unordered_set<Alternative, AlternativeHash, AlternativeEqual> seen;
+  std::erase_if(alts, [&seen](const Alternative& a) {
+    return !seen.insert(a).second;
+  });
+  // Groups of alternatives by first element, in order of first use.
+  std::vector<std::vector<size_t>> groups;
+  std::unordered_map<uint64_t, size_t> group_of;
+  std::vector<size_t> singles;  // alternatives that stay as they are
+  for (size_t i = 0; i < alts.size(); ++i) {
+    if (alts[i].empty()) {
+      groups.push_back({i});
+      continue;
+    }
+    auto [it, inserted] =
+        group_of.try_emplace(ElementKey(alts[i][0]), groups.size());
+    if (inserted) groups.emplace_back();
+    groups[it->second].push_back(i);
+  }
+  if (groups.size() == alts.size()) return alts;  // nothing shared
+  std::vector<Alternative> out;
+  out.reserve(groups.size());
+  for (const std::vector<size_t>& group : groups) {
+    if (group.size() == 1) {
+      out.push_back(std::move(alts[group[0]]));
+      continue;
+    }
+    const Element first = alts[group[0]][0];
+    std::vector<Alternative> tails;
+    tails.reserve(group.size());
+    for (size_t i : group) {
+      tails.emplace_back(alts[i].begin() + 1, alts[i].end());
+    }
+    const std::string base = rules_[id].name;
+    const uint32_t tail_rule = NewGenerated(base, rules_[id].pos);
+    rules_[tail_rule].alts = std::move(tails);
+    out.push_back({first, Element{ElementKind::kRuleRef, tail_rule}});
+  }
+  return out;
 }
 
 }  // namespace kvault

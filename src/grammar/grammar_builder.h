@@ -53,6 +53,15 @@ class GrammarBuilder {
   };
   Status CheckLeftRecursion() const;
   std::vector<bool> NullableRules() const;
+  // Rewrites every rule into an equivalent one whose alternatives start
+  // with distinct elements (duplicates dropped, a shared first element
+  // factored out into a generated rule of the tails), recursively: an
+  // alternation of n literals becomes a trie, so the matcher tracks one
+  // stack per distinct next character instead of one per alternative.
+  void LeftFactor();
+  // LeftFactor for one rule; returns its new alternatives (it may add
+  // rules).
+  std::vector<Alternative> FactorAlternatives(uint32_t id);
 
   std::vector<Rule> rules_;
   std::unordered_map<std::string, uint32_t> ids_;

@@ -3,18 +3,20 @@
 #include <utility>
 
 #include "core/check.h"
+#include "core/reasons.h"
 #include "grammar/byte_automaton.h"
 
 namespace kvault {
 namespace {
 
 Status LimitError(const MatchLimits& limits) {
-  return ResourceExhaustedError(
-      "grammar matcher limit hit: more than " +
+  return InvalidArgumentError(
+             "grammar matcher limit hit: more than " +
       std::to_string(limits.max_stacks) +
       " parse stacks, nesting deeper than " + std::to_string(limits.max_depth) +
       " or more than " + std::to_string(limits.max_work) +
-      " expansions in one step");
+      " expansions in one step")
+      .WithReason(kReasonGrammarLimitExceeded);
 }
 
 }  // namespace

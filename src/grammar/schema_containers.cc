@@ -1,6 +1,7 @@
 // SchemaConverter's rules for objects, arrays, strings and integers, and
 // the merge of allOf.
 #include <cmath>
+#include <unordered_set>
 #include <utility>
 
 #include "grammar/gbnf_parser.h"
@@ -111,6 +112,8 @@ SchemaConverter::ObjectProperties(const json& schema, const std::string& path,
       required.push_back(r.get<std::string>());
     }
   }
+  const std::unordered_set<std::string> required_set(required.begin(),
+                                                     required.end());
   std::vector<ObjectProp> list;
   const std::string ws = Fixed("ws");
   auto add = [&](const std::string& key, const std::string& value) {
@@ -118,7 +121,7 @@ SchemaConverter::ObjectProperties(const json& schema, const std::string& path,
         json(key).dump(-1, ' ', false, json::error_handler_t::replace);
     list.push_back(
         {Seq({GbnfLiteral(quoted), ws, "\":\"", ws, value}),
-         std::find(required.begin(), required.end(), key) != required.end()});
+         required_set.count(key) > 0});
   };
   for (const auto& [key, sub] : props.items()) {
     KV_ASSIGN_OR_RETURN(std::string value,

@@ -1,6 +1,7 @@
 #include "grammar/schema_converter.h"
 
 #include <cmath>
+#include <unordered_set>
 #include <utility>
 
 #include "grammar/grammar.h"
@@ -316,6 +317,7 @@ StatusOr<std::string> SchemaConverter::VisitEnum(const json& schema,
     }
   }
   std::string alts;
+  std::unordered_set<std::string> seen;  // each value once
   for (const json& v : values) {
     bool typed = types.empty();
     for (const std::string& t : types) typed = typed || MatchesType(v, t);
@@ -327,8 +329,9 @@ StatusOr<std::string> SchemaConverter::VisitEnum(const json& schema,
     const std::string text =
         v.dump(-1, ' ', false, json::error_handler_t::replace);
     const std::string lit = GbnfLiteral(text);
-    if (alts.find(lit) == std::string::npos) {
-      alts += (alts.empty() ? "" : " | ") + lit;
+    if (seen.insert(lit).second) {
+      if (!alts.empty()) alts += " | ";
+      alts += lit;
     }
   }
   if (alts.empty()) {
@@ -353,8 +356,9 @@ std::string SchemaConverter::FreshName(const std::string& hint) {
   if (base.empty()) base = "r";
   if (base.size() > 48) base.resize(48);
   std::string name = base;
-  for (int n = 1; IsFixedRuleName(name) || names_.count(name); ++n) {
-    name = base + "-" + std::to_string(n);
+  int& n = last_suffix_[base];
+  while (IsFixedRuleName(name) || names_.count(name)) {
+    name = base + "-" + std::to_string(++n);
   }
   names_.insert(name);
   return name;

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/status_or.h"
@@ -77,6 +78,9 @@ class SchemaConverter {
   std::vector<std::pair<std::string, std::string>> rules_;  // name, body
   std::map<std::string, std::string> by_body_;
   std::set<std::string> names_;
+  // Per FreshName base, the last suffix it tried: a schema with thousands
+  // of rules of one hint gets fresh names in linear time, not quadratic.
+  std::unordered_map<std::string, int> last_suffix_;
   std::map<std::string, std::string> ref_rules_;  // "$ref" -> rule name
 };
 

@@ -62,8 +62,20 @@ Status Interpreter::Charge(uint64_t ops) {
 }
 
 Status Interpreter::ChargeItems(uint64_t n) {
+  if (n > ItemsLeft()) {
+    items_ = options_.max_items;
+    return JinjaError(ErrorKind::kLimit,
+                      "template built more than " +
+                          std::to_string(options_.max_items) +
+                          " container items (the item limit)");
+  }
+  items_ += n;
   if (n > options_.max_operations) return Charge(options_.max_operations + 1);
   return Charge(n * kOpsPerItem);
+}
+
+uint64_t Interpreter::ItemsLeft() const {
+  return options_.max_items > items_ ? options_.max_items - items_ : 0;
 }
 
 Status Interpreter::ChargeBytes(size_t bytes) {

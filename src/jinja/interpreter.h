@@ -57,6 +57,8 @@ class Interpreter {
   // than a step so that the budget also bounds memory: at most
   // max_operations / kOpsPerItem items are ever created.
   Status ChargeItems(uint64_t n);
+  // Returns how many more items ChargeItems would allow.
+  uint64_t ItemsLeft() const;
   // Spends the budget for building a string of `bytes` (one step per
   // kBytesPerOp), so repeated concatenation is bounded in total bytes.
   Status ChargeBytes(size_t bytes);
@@ -120,6 +122,7 @@ class Interpreter {
   RenderOptions options_;
   ScopePtr globals_;
   uint64_t ops_ = 0;
+  uint64_t items_ = 0;  // container items charged so far
   int depth_ = 0;
   // Scopes that macros close over: macros hold them by raw pointer (no
   // ownership cycle through the scope that stores the macro).

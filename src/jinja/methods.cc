@@ -147,12 +147,40 @@ StatusOr<Value> StrJoin(Interpreter& ip, const std::string& sep,
   return Value::String(std::move(out));
 }
 
-StatusOr<Value> StrSplitLike(const std::string& name, const std::string& s,
-                             const CallArgs& args) {
+// The item limit's error for a split into more than `left` pieces.
+Status TooManyPieces(const std::string& name, uint64_t left) {
+  return JinjaError(ErrorKind::kLimit,
+                    name + " would build more than the " +
+                        std::to_string(left) +
+                        " container items left under the item limit");
+}
+
+// Returns an upper bound of the lines splitlines makes of `s`: one more
+// than its line breaks (\r\n counted twice).
+uint64_t MaxLines(std::string_view s) {
+  uint64_t n = 1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const std::string_view rest = s.substr(i);
+    n += c == '\n' || c == '\r' || c == '\x0b' || c == '\x0c' ||
+         (c >= '\x1c' && c <= '\x1e') || rest.starts_with("\xc2\x85") ||
+         rest.starts_with("\xe2\x80\xa8") || rest.starts_with("\xe2\x80\xa9");
+  }
+  return n;
+}
+
+// str.split and its kin, bounded by the render's item limit: pieces are
+// counted (or maxsplit capped) before any is built.
+StatusOr<Value> StrSplitLike(Interpreter& ip, const std::string& name,
+                             const std::string& s, const CallArgs& args) {
+  const uint64_t left = ip.ItemsLeft();
   if (name == "splitlines") {
     ArgReader r(name, args, {"keepends"});
     KV_RETURN_IF_ERROR(r.status());
-    return Strings(PySplitLines(s, r.GetBool(0, false)));
+    if (MaxLines(s) > left) return TooManyPieces(name, left);
+    const std::vector<std::string> lines = PySplitLines(s, r.GetBool(0, false));
+    KV_RETURN_IF_ERROR(ip.ChargeItems(lines.size()));
+    return Strings(lines);
   }
   if (name == "partition" || name == "rpartition") {
     ArgReader r(name, args, {"sep"});
@@ -174,8 +202,13 @@ StatusOr<Value> StrSplitLike(const std::string& name, const std::string& s,
   KV_RETURN_IF_ERROR(r.status());
   KV_ASSIGN_OR_RETURN(std::optional<std::string> sep, OptionalString(r, 0));
   KV_ASSIGN_OR_RETURN(int64_t maxsplit, r.GetInt(1, -1));
+  // At most `left` splits: more pieces than that means over the limit.
+  const bool capped = maxsplit < 0 || static_cast<uint64_t>(maxsplit) > left;
+  const int64_t bounded = capped ? static_cast<int64_t>(left) : maxsplit;
   KV_ASSIGN_OR_RETURN(std::vector<std::string> parts,
-                      PySplit(s, sep, maxsplit, name == "rsplit"));
+                      PySplit(s, sep, bounded, name == "rsplit"));
+  if (capped && parts.size() > left) return TooManyPieces(name, left);
+  KV_RETURN_IF_ERROR(ip.ChargeItems(parts.size()));
   return Strings(parts);
 }
 
@@ -192,7 +225,7 @@ StatusOr<Value> StrMethod(Interpreter& ip, const Value& self,
   }
   if (name == "split" || name == "rsplit" || name == "splitlines" ||
       name == "partition" || name == "rpartition") {
-    return StrSplitLike(name, s, args);
+    return StrSplitLike(ip, name, s, args);
   }
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     ArgReader r(name, args, {"chars"});

@@ -27,6 +27,10 @@ struct RenderOptions {
   // Budget of evaluation steps (expressions, statements, loop iterations and
   // items of built containers); exceeding it fails the render.
   uint64_t max_operations = 10'000'000;
+  // Most container items built in one render (lists, tuples, dict
+  // entries, the pieces of a split): bounds a render's memory (a value is
+  // ~100 bytes, so about 100 MiB) whatever the operation budget allows.
+  uint64_t max_items = 1'000'000;
   // Deepest evaluation nesting, macro recursion included.
   int max_depth = 256;
   // The wall-clock time strftime_now formats (a broken-down local time).

@@ -61,8 +61,10 @@ Status DiskPageStore::Rebuild() {
     if (!key) continue;  // not ours: left alone
     StatusOr<uint64_t> size = env_->GetFileSize(JoinPath(dir_, name));
     if (!size.ok()) {
+      // A directory or FIFO with a record's name, say: not a record.
       KV_LOG(WARNING) << where << ": skipping " << name << ": "
                       << size.status();
+      ++stats_.foreign_entries;
       continue;
     }
     lru_.push_back(*key);
@@ -96,8 +98,15 @@ Status DiskPageStore::Put(const PageKey& key, std::string record) {
     KV_RETURN_IF_ERROR(out->Append(record));
     return record.size();
   };
-  KV_RETURN_IF_ERROR(
-      WriteFileAtomically(env_, PathOf(key), write, sync_).status());
+  Status written = WriteFileAtomically(env_, PathOf(key), write, sync_).status();
+  if (written.IsNotFound() && !env_->FileExists(dir_)) {
+    // The directory was removed under the running server: make it again
+    // (its records went with it; Get forgets each on its first miss).
+    KV_LOG(WARNING) << "page store " << dir_ << " vanished; recreating it";
+    KV_RETURN_IF_ERROR(env_->CreateDir(dir_));
+    written = WriteFileAtomically(env_, PathOf(key), write, sync_).status();
+  }
+  KV_RETURN_IF_ERROR(written);
   lru_.push_back(key);
   index_[key] = Entry{record.size(), std::prev(lru_.end())};
   stats_.used_bytes += record.size();
@@ -162,7 +171,14 @@ Status DiskPageStore::EvictFor(uint64_t incoming) {
 Status DiskPageStore::Drop(const PageKey& key) {
   auto it = index_.find(key);
   const Status removed = env_->RemoveFile(PathOf(key));
-  if (!removed.ok() && !removed.IsNotFound()) return removed;
+  if (!removed.ok() && !removed.IsNotFound()) {
+    // Not removable (replaced by a directory, say): forget it rather than
+    // let one foreign entry block every eviction after it.
+    KV_LOG(WARNING) << "page store " << dir_ << ": cannot remove "
+                    << PageRecordFileName(key) << " (" << removed
+                    << "); forgetting it";
+    ++stats_.foreign_entries;
+  }
   stats_.used_bytes -= it->second.num_bytes;
   lru_.erase(it->second.lru);
   index_.erase(it);

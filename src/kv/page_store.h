@@ -31,6 +31,9 @@ struct PageStoreStats {
   uint64_t misses = 0;      // Get did not
   uint64_t evictions = 0;   // records dropped for the budget
   uint64_t removals = 0;    // records removed by Remove (e.g. found corrupt)
+  // Local stores: entries with a record's name that are not records (a
+  // directory, a FIFO), skipped or left where they are.
+  uint64_t foreign_entries = 0;
   // Remote stores only (0 for local ones):
   uint64_t errors = 0;          // commands that failed (down, slow, refused)
   uint64_t read_bytes = 0;      // record bytes fetched by Get

@@ -240,6 +240,32 @@ StatusOr<bool> RedisConnection::Exists(std::string_view key) {
   return r->integer > 0;
 }
 
+StatusOr<uint64_t> RedisConnection::StrLen(std::string_view key) {
+  const std::string_view argv[] = {"STRLEN", key};
+  KV_ASSIGN_OR_RETURN(void* raw, Command(argv));
+  ReplyPtr r = Own(raw);
+  KV_RETURN_IF_ERROR(ReplyError(*r, "STRLEN"));
+  if (r->type != REDIS_REPLY_INTEGER || r->integer < 0) {
+    return Fail("STRLEN answered reply type " + std::to_string(r->type));
+  }
+  return static_cast<uint64_t>(r->integer);
+}
+
+StatusOr<RedisValue> RedisConnection::GetRange(std::string_view key,
+                                               uint64_t begin, uint64_t end) {
+  if (end <= begin) return InvalidArgumentError("GETRANGE of an empty range");
+  const std::string first = std::to_string(begin);
+  const std::string last = std::to_string(end - 1);  // GETRANGE is inclusive
+  const std::string_view argv[] = {"GETRANGE", key, first, last};
+  KV_ASSIGN_OR_RETURN(void* raw, Command(argv));
+  ReplyPtr r = Own(raw);
+  KV_RETURN_IF_ERROR(ReplyError(*r, "GETRANGE"));
+  if (r->type != REDIS_REPLY_STRING) {
+    return Fail("GETRANGE answered reply type " + std::to_string(r->type));
+  }
+  return RedisValue(r.release());
+}
+
 Status RedisConnection::Del(std::string_view key) {
   const std::string_view argv[] = {"DEL", key};
   KV_ASSIGN_OR_RETURN(void* raw, Command(argv));

@@ -79,6 +79,12 @@ class RedisConnection {
       std::span<const std::string> keys);
   // Returns whether `key` exists.
   StatusOr<bool> Exists(std::string_view key);
+  // Returns the length of `key`'s value (0 when absent).
+  StatusOr<uint64_t> StrLen(std::string_view key);
+  // Returns bytes [begin, end) of `key`'s value (fewer past its end; empty
+  // when absent): a large value read in bounded pieces.
+  StatusOr<RedisValue> GetRange(std::string_view key, uint64_t begin,
+                                uint64_t end);
   // Deletes `key` (OK when absent).
   Status Del(std::string_view key);
   // Sets each (key, value) pair, sent as one pipeline. With `only_new`

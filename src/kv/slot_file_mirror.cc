@@ -1,9 +1,12 @@
 #include "kv/slot_file_mirror.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
 #include "core/log.h"
+#include "kv/slot_file.h"
+#include "kv/state_file.h"
 #include "kv/temp_files.h"
 
 namespace kvault {
@@ -98,23 +101,53 @@ void SlotFileMirror::Flush() {
   while (!queue_.empty() || busy_) idle_cv_.Wait(&mu_);
 }
 
+// Checks the fetched file at `tmp` as a restore would before reading any
+// KV: the slot file's token header, then the state file's header, length
+// and trailer (checks 1-7).
+Status CheckFetched(Env* env, const std::string& tmp) {
+  KV_ASSIGN_OR_RETURN(OpenedSlotFile opened, OpenSlotFile(env, tmp));
+  return ReadStateHeader(*opened.state).status();
+}
+
+Status SlotFileMirror::FetchTo(const std::string& key,
+                               const std::string& tmp) {
+  MutexLock lock(&fetch_mu_);
+  KV_ASSIGN_OR_RETURN(uint64_t len, fetch_conn_.StrLen(key));
+  if (len == 0) return NotFoundError("not in the shared store");
+  if (len > kMaxFileBytes) {
+    return CorruptionError(
+        "the shared store's value is " + std::to_string(len) +
+        " bytes, over the largest slot file mirrored (" +
+        std::to_string(kMaxFileBytes) + ")");
+  }
+  KV_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> out,
+                      env_->NewWritableFile(tmp));
+  for (uint64_t begin = 0; begin < len; begin += kFetchPieceBytes) {
+    const uint64_t end = std::min(len, begin + kFetchPieceBytes);
+    KV_ASSIGN_OR_RETURN(RedisValue piece,
+                        fetch_conn_.GetRange(key, begin, end));
+    if (piece.bytes().size() != end - begin) {
+      return CorruptionError("the shared store's value changed while fetched")
+          .WithReason(kReasonTruncated);
+    }
+    KV_RETURN_IF_ERROR(out->Append(std::as_bytes(std::span(piece.bytes()))));
+  }
+  return out->Close();
+}
+
 Status SlotFileMirror::FetchIfMissing(const std::string& path) {
   if (env_->FileExists(path)) return Status::Ok();
-  StatusOr<std::optional<RedisValue>> value = [&] {
-    MutexLock lock(&fetch_mu_);
-    return fetch_conn_.Get(KeyFor(model_, FileName(path)));
-  }();
-  Status s = value.status();
-  if (s.ok() && !value->has_value()) {
+  // Streamed aside, checked, then renamed: a restore never sees half a
+  // file, and a value that is not a slot file never reaches the directory.
+  const std::string tmp = TempPathFor(path);
+  Status s = FetchTo(KeyFor(model_, FileName(path)), tmp);
+  if (s.IsNotFound()) {
     s = NotFoundError(path + ": not on this instance nor in the shared store");
-  }
-  if (s.ok()) {
-    // Written aside and renamed, so a restore never sees half a file.
-    const std::string tmp = TempPathFor(path);
-    s = WriteStringToFile(env_, (*value)->bytes(), tmp, /*sync=*/false);
+  } else if (s.ok()) {
+    s = CheckFetched(env_, tmp).WithContext("fetched " + FileName(path));
     if (s.ok()) s = env_->RenameFile(tmp, path);
-    if (!s.ok()) (void)env_->RemoveFile(tmp);
   }
+  if (!s.ok()) (void)env_->RemoveFile(tmp);
   MutexLock lock(&mu_);
   if (s.ok()) {
     ++stats_.fetches;

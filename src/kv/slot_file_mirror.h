@@ -7,10 +7,11 @@
 // local disk, and the mirror is written afterwards by a writer thread that
 // reads the saved file (queue bounded; a dropped or failed upload is
 // counted and logged, never an error of the save). A restore whose file is
-// missing locally fetches the value into the save directory (a temporary
-// file renamed into place) and then restores it like any local file, with
-// every state-file check, so a damaged or foreign value is refused as a
-// damaged or foreign file would be.
+// missing locally streams the value (in bounded pieces, at most
+// kMaxFileBytes) into a temporary file, checks it as a slot file (token
+// header, state header and trailer) and only then renames it into the save
+// directory, so a value that is not a slot file never lands there; the
+// restore then runs every state-file check as for any local file.
 //
 // Keys: "kvault:v1:slot:<model fingerprint hex>:<file name>": instances of
 // other models never see the name. Thread-safe.
@@ -41,6 +42,8 @@ class SlotFileMirror {
  public:
   // Files at most this large are mirrored (Redis's value limit is 512 MiB).
   static constexpr uint64_t kMaxFileBytes = uint64_t{500} << 20;
+  // A fetch reads a value in pieces of this many bytes.
+  static constexpr uint64_t kFetchPieceBytes = uint64_t{8} << 20;
   // Uploads waiting before new ones are dropped.
   static constexpr size_t kMaxQueued = 16;
 
@@ -57,7 +60,10 @@ class SlotFileMirror {
   void Upload(const std::string& path);
   // When `path` does not exist, fetches its file name from the store into
   // `path`. OK when the file exists afterwards; NotFound when neither has
-  // it; Unavailable when the store cannot answer; the local write's error.
+  // it; Unavailable when the store cannot answer; ResourceExhausted for a
+  // value over kMaxFileBytes; the slot-file check's error for a value that
+  // is not a slot file (nothing is left in the directory); the local
+  // write's error.
   Status FetchIfMissing(const std::string& path);
   // Blocks until every queued upload has been tried.
   void Flush();
@@ -72,6 +78,9 @@ class SlotFileMirror {
   void WriterLoop();
   // Reads `path` and SETs it; false (logged) when it cannot.
   bool UploadNow(const std::string& path);
+  // Streams `key`'s value into the new file `tmp` (see FetchIfMissing).
+  Status FetchTo(const std::string& key, const std::string& tmp)
+      EXCLUDES(fetch_mu_);
 
   const ModelFingerprint model_;
   Env* const env_;

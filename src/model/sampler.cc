@@ -229,7 +229,10 @@ TokenId Sampler::Sample(std::span<const float> logits) {
   // As llama.cpp: only a rejected pick pays for the mask, and the chain
   // (its random draw included) runs again over the allowed tokens.
   masked_.assign(logits.begin(), logits.end());
-  if (!grammar_->Mask(masked_)) return end_token_.value_or(id);
+  if (!grammar_->Mask(masked_)) {
+    grammar_error_ = grammar_->StuckError();
+    return end_token_.value_or(id);
+  }
   return RunChain(masked_);
 }
 

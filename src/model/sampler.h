@@ -107,9 +107,12 @@ class Sampler {
 
   // Returns the next token for `logits` (one per vocabulary entry). Does
   // not record it: call Accept. Precondition: !logits.empty(). With a
-  // grammar: a token it allows, or the end-of-generation token when it
-  // allows none.
+  // grammar: a token it allows; when it allows none, the end-of-generation
+  // token, and grammar_error() says why (the caller fails the request).
   TokenId Sample(std::span<const float> logits);
+  // Returns OK, or why the last Sample() found no token the grammar allows
+  // (grammar_limit_exceeded or grammar_dead_end).
+  const Status& grammar_error() const { return grammar_error_; }
   // Records `token` in the samplers' histories (penalties, DRY, adaptive-p):
   // the prompt's tokens.
   void Accept(TokenId token);
@@ -147,6 +150,7 @@ class Sampler {
   std::optional<TokenId> end_token_;  // when the grammar allows none; after
                                       // a scripted reply
   size_t scripted_at_ = 0;            // next of params_.scripted_tokens
+  Status grammar_error_;              // see grammar_error()
   std::vector<float> masked_;                // grammar-masked logits, reused
   std::vector<std::unique_ptr<sampling::Stage>> stages_;
   std::vector<sampling::Candidate> candidates_;  // [n_vocab], reused

@@ -43,6 +43,14 @@ bool SamplerGrammar::Mask(std::span<float> logits) const {
   return any;
 }
 
+Status SamplerGrammar::StuckError() const {
+  if (!matcher_.status().ok()) return matcher_.status();
+  return InvalidArgumentError(
+             "the grammar is incomplete here and no token of the vocabulary "
+             "continues it")
+      .WithReason(kReasonGrammarDeadEnd);
+}
+
 void SamplerGrammar::Accept(TokenId token) {
   if (vocab_->IsEndOfGeneration(token)) return;
   // A token the chain was forced to (every logit masked) may not fit; the

@@ -38,6 +38,9 @@ class SamplerGrammar {
   // Advances over `token` (as Allows must have said yes to it); an
   // end-of-generation token ends the grammar's input.
   void Accept(TokenId token);
+  // Returns why no token was allowed after Mask returned false: the
+  // matcher's limit error (grammar_limit_exceeded), or grammar_dead_end.
+  Status StuckError() const;
 
  private:
   GrammarMatcher matcher_;

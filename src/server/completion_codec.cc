@@ -4,6 +4,7 @@
 
 #include "model/unicode_text.h"
 #include "model/sampler_vocab.h"
+#include "server/http_error.h"
 #include "server/json_fields.h"
 #include "server/unsupported_fields.h"
 #include "server/sampling_fields.h"
@@ -429,7 +430,8 @@ std::string CompletionStreamFormatter::Done(const CompletionResult& result) {
   return SseData(j);
 }
 
-StatusOr<json> HandleTokenize(const json& body, const Tokenizer& tokenizer) {
+StatusOr<std::string> HandleTokenize(const json& body,
+                                     const Tokenizer& tokenizer) {
   bool add_special = false;
   bool parse_special = true;
   bool with_pieces = false;
@@ -449,10 +451,15 @@ StatusOr<json> HandleTokenize(const json& body, const Tokenizer& tokenizer) {
     KV_ASSIGN_OR_RETURN(
         ids, TokenizePrompt(*content, tokenizer, add_special, "content"));
   }
-  if (!with_pieces) return json{{"tokens", ids}};
-  json tokens = json::array();
-  for (TokenId id : ids) {
-    std::string_view piece = tokenizer.TokenToPiece(id, true);
+  std::string out = "{\"tokens\":[";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) out += ',';
+    const std::string id = std::to_string(ids[i]);
+    if (!with_pieces) {
+      out += id;
+      continue;
+    }
+    std::string_view piece = tokenizer.TokenToPiece(ids[i], true);
     bool valid = true;
     for (size_t pos = 0; pos < piece.size() && valid;) {
       Utf8Decoded d = DecodeUtf8At(piece, pos);
@@ -460,11 +467,12 @@ StatusOr<json> HandleTokenize(const json& body, const Tokenizer& tokenizer) {
       pos += d.num_bytes;
     }
     // Like llama-server: a piece that is not valid UTF-8 is sent as bytes.
-    json p = valid ? json(std::string(piece))
-                   : json(std::vector<uint8_t>(piece.begin(), piece.end()));
-    tokens.push_back(json{{"id", id}, {"piece", std::move(p)}});
+    const json p = valid
+                       ? json(std::string(piece))
+                       : json(std::vector<uint8_t>(piece.begin(), piece.end()));
+    out += "{\"id\":" + id + ",\"piece\":" + DumpJson(p) + "}";
   }
-  return json{{"tokens", std::move(tokens)}};
+  return out + "]}";
 }
 
 StatusOr<json> HandleDetokenize(const json& body, const Tokenizer& tokenizer) {

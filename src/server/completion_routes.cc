@@ -360,7 +360,13 @@ void RegisterCompletionRoutes(HttpRouter& server, ServerState& state) {
       });
   RegisterPost(
       server, "/tokenize", state, [&state](const Request& req, Response& res) {
-        HandleTokenizerCall(state, req, res, IgnoringOrder(HandleTokenize));
+        StatusOr<json> body = ParseJsonObject(req.body);
+        if (!body.ok()) return ReplyStatus(res, body.status());
+        StatusOr<std::string> out =
+            HandleTokenize(*body, state.engine.load()->model().tokenizer());
+        if (!out.ok()) return ReplyStatus(res, out.status());
+        res.status = 200;
+        res.SetContent(std::move(*out), "application/json; charset=utf-8");
       });
   RegisterPost(server, "/detokenize", state,
                [&state](const Request& req, Response& res) {

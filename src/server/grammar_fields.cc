@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "grammar/grammar_matcher.h"
 #include "grammar/json_schema_to_gbnf.h"
 #include "server/json_fields.h"
 
@@ -99,6 +100,14 @@ Status ReadGrammarFields(const json& body, SamplingParams* s,
   StatusOr<Grammar> grammar = Grammar::Parse(gbnf);
   if (!grammar.ok()) return InvalidGrammar(field, grammar.status());
   s->grammar = std::make_shared<const Grammar>(std::move(*grammar));
+  // A grammar whose very start exceeds the matcher's bounds could only
+  // end the output at once, outside the grammar: refuse it now.
+  const GrammarMatcher probe(s->grammar);
+  if (!probe.status().ok()) {
+    return InvalidArgumentError("field '" + field + "': " +
+                                std::string(probe.status().message()))
+        .WithReason(kReasonGrammarLimitExceeded);
+  }
   s->grammar_text = std::move(gbnf);
   return Status::Ok();
 }

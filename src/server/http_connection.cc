@@ -130,17 +130,20 @@ HttpConnection::HttpConnection(int fd, const ConnectionOptions& options,
   parser_.Append(received);
 }
 
-void HttpConnection::Serve() {
-  bool first = true;
-  while (ServeOne(first)) first = false;
+int HttpConnection::Serve() {
+  while (ServeOne()) {
+    // Pipelined bytes are served here; an idle connection goes back.
+    if (parser_.pending().empty()) return socket_.Release();
+  }
   if (close_gracefully_) {
     socket_.CloseGracefully(stop_->stopping() ? milliseconds(0) : kLinger,
                             kLingerBytes);
   }
+  return -1;
 }
 
-bool HttpConnection::ServeOne(bool first) {
-  Status read = ReadHead(first);
+bool HttpConnection::ServeOne() {
+  Status read = ReadHead();
   if (!read.ok()) {
     ReplyToReadError(read);
     return false;
@@ -188,11 +191,7 @@ Status HttpConnection::ReadMore(HttpClock::time_point deadline) {
   return Status::Ok();
 }
 
-Status HttpConnection::ReadHead(bool first) {
-  if (!first && parser_.pending().empty()) {
-    // Keep-alive: the next request may take idle_timeout to begin.
-    KV_RETURN_IF_ERROR(ReadMore(HttpClock::now() + options_.idle_timeout));
-  }
+Status HttpConnection::ReadHead() {
   const HttpClock::time_point deadline =
       HttpClock::now() + options_.head_timeout;
   while (true) {

@@ -3,8 +3,10 @@
 // read (route, API key), answered in order on a keep-alive connection
 // (pipelined requests included: the parser keeps the bytes after a
 // request), and streamed responses are framed as chunked transfer. Every
-// wait has a deadline (whole head, whole body, keep-alive idle, write
-// progress) so a slow or silent client cannot keep the worker.
+// wait has a deadline (whole head, whole body, write progress) so a slow or
+// silent client cannot keep the worker, and a keep-alive connection with
+// nothing pending is handed back rather than waited on (the listener's
+// event loop holds idle connections, never a worker).
 #ifndef KVAULT_SERVER_HTTP_CONNECTION_H_
 #define KVAULT_SERVER_HTTP_CONNECTION_H_
 
@@ -27,7 +29,8 @@ struct ConnectionOptions {
   std::chrono::milliseconds head_timeout{10000};
   // The whole body must arrive within this after the head.
   std::chrono::milliseconds body_timeout{30000};
-  // A keep-alive connection waits this long for its next request.
+  // A keep-alive connection waits this long for its next request (in the
+  // listener's event loop).
   std::chrono::milliseconds idle_timeout{5000};
   // A write that makes no progress for this long drops the client.
   std::chrono::milliseconds write_timeout{60000};
@@ -58,14 +61,16 @@ class HttpConnection {
                  const HttpCallbacks& callbacks, const StopSignal* stop,
                  std::string_view received = {});
 
-  // Serves requests until the client or the server ends the connection,
-  // then closes it.
-  void Serve();
+  // Serves requests until the client or the server ends the connection
+  // (then closes it and returns -1), or until the connection is kept alive
+  // with no byte of a next request pending: then returns its descriptor,
+  // open, for the caller to wait on without a thread.
+  int Serve();
 
  private:
-  // Serves one request; returns true to wait for the next one.
-  bool ServeOne(bool first);
-  Status ReadHead(bool first);
+  // Serves one request; returns true to go on with the next one.
+  bool ServeOne();
+  Status ReadHead();
   Status ReadBody();
   Status ReadMore(HttpClock::time_point deadline);
   // Answers a failed read: the parser's error, or 408 for a timeout after

@@ -113,6 +113,9 @@ StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
   std::unique_ptr<HttpListener> l(new HttpListener(options, callbacks));
   l->options_.max_connections = std::max<uint32_t>(1, options.max_connections);
   KV_RETURN_IF_ERROR(l->stop_.Init());
+  KV_ASSIGN_OR_RETURN(EventFd parked_signal,
+                      EventFd::Create("the HTTP listener's wake-up"));
+  l->parked_signal_.emplace(std::move(parked_signal));
   RaiseDescriptorLimit();
   KV_RETURN_IF_ERROR(l->Bind());
   for (uint32_t i = 0; i < l->options_.max_connections; ++i) {
@@ -147,6 +150,8 @@ void HttpListener::Stop(milliseconds grace) {
     MutexLock lock(&mu_);
     for (const Ready& r : queue_) close(r.fd);
     queue_.clear();
+    for (int fd : parked_) close(fd);
+    parked_.clear();
   }
   if (listen_fd_ >= 0) close(listen_fd_);
   listen_fd_ = -1;
@@ -159,7 +164,9 @@ void HttpListener::AcceptLoop() {
     const bool paused = HttpClock::now() < accept_paused_until_;
     std::vector<pollfd> fds = {
         {listen_fd_, static_cast<short>(paused ? 0 : POLLIN), 0},
-        {stop_.fd(), POLLIN, 0}};
+        {stop_.fd(), POLLIN, 0},
+        {parked_signal_->fd(), POLLIN, 0}};
+    constexpr size_t kFirstClient = 3;
     HttpClock::time_point next =
         HttpClock::now() + (paused ? kAcceptPause : milliseconds(1000));
     for (const Lingering& l : lingering_) {
@@ -176,7 +183,7 @@ void HttpListener::AcceptLoop() {
          static_cast<int>(std::max<int64_t>(0, wait.count() + 1)));
     if (fds[1].revents != 0) break;
     std::vector<bool> readable;  // lingering, then waiting
-    for (size_t i = 2; i < fds.size(); ++i) {
+    for (size_t i = kFirstClient; i < fds.size(); ++i) {
       readable.push_back(fds[i].revents != 0);
     }
     const auto first_waiting =
@@ -185,6 +192,7 @@ void HttpListener::AcceptLoop() {
     readable.erase(first_waiting, readable.end());
     DrainLingering(readable);
     DispatchWaiting(waiting_readable);
+    if (fds[2].revents != 0) TakeParked();
     if (fds[0].revents != 0) AcceptReady();
   }
   for (const Lingering& l : lingering_) close(l.fd);
@@ -212,6 +220,24 @@ void HttpListener::AcceptReady() {
   }
 }
 
+void HttpListener::TakeParked() {
+  parked_signal_->Clear();
+  std::vector<int> parked;
+  {
+    MutexLock lock(&mu_);
+    parked.swap(parked_);
+  }
+  const HttpClock::time_point until =
+      HttpClock::now() + options_.connection.idle_timeout;
+  for (int fd : parked) {
+    if (waiting_.size() >= kMaxWaiting) {
+      close(fd);
+    } else {
+      waiting_.push_back({fd, until, "", /*idle=*/true});
+    }
+  }
+}
+
 void HttpListener::DispatchWaiting(const std::vector<bool>& readable) {
   // A complete head (or one at the size limit: the worker answers 431) goes
   // to a worker, or gets a fast 503; past the head deadline a connection
@@ -222,7 +248,14 @@ void HttpListener::DispatchWaiting(const std::vector<bool>& readable) {
     Waiting& w = waiting_[i];
     if (i < readable.size() && readable[i] && !ReadWaiting(w)) {
       close(w.fd);
-    } else if (w.received.find("\r\n\r\n") != std::string::npos ||
+      continue;
+    }
+    if (w.idle && !w.received.empty()) {
+      // The next request began: its head has head_timeout from now.
+      w.idle = false;
+      w.until = now + options_.connection.head_timeout;
+    }
+    if (w.received.find("\r\n\r\n") != std::string::npos ||
                w.received.size() >= options_.connection.limits.max_head_bytes) {
       Dispatch({w.fd, std::move(w.received)});
     } else if (now < w.until) {
@@ -313,11 +346,19 @@ void HttpListener::WorkerLoop() {
       ready = std::move(queue_.front());
       queue_.pop_front();
     }
-    HttpConnection(ready.fd, options_.connection, *callbacks_, &stop_,
-                   ready.received)
-        .Serve();
+    const int idle_fd = HttpConnection(ready.fd, options_.connection,
+                                       *callbacks_, &stop_, ready.received)
+                            .Serve();
+    trimmer_.MaybeTrim();
     MutexLock lock(&mu_);
     --busy_;
+    if (idle_fd < 0) continue;
+    if (stop_.stopping()) {
+      close(idle_fd);
+    } else {
+      parked_.push_back(idle_fd);
+      parked_signal_->Signal();
+    }
   }
 }
 

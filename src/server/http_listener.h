@@ -1,10 +1,13 @@
 // The connection server: one acceptor thread and a fixed pool of worker
-// threads, one connection per worker at a time. A new connection stays on
-// the acceptor's poll set (up to kMaxWaiting of them) while its request
-// head arrives; the acceptor reads the head (non-blocking, within the head
-// deadline, else 408) and hands the connection and its bytes to a worker.
-// So connections that send nothing, or a head a byte at a time, hold no
-// worker: /health keeps answering through a flood of them. When every worker is
+// threads, one request (or pipelined run of requests) per worker at a time.
+// A connection stays on the acceptor's poll set (up to kMaxWaiting of them)
+// while its request head arrives, both when new and when kept alive between
+// requests (a worker hands an idle keep-alive connection back; it waits
+// idle_timeout for its next request, then is closed); the acceptor reads
+// the head (non-blocking, within the head deadline, else 408) and hands the
+// connection and its bytes to a worker. So connections that send nothing,
+// idle keep-alive connections, or a head a byte at a time hold no worker:
+// /health keeps answering through thousands of them. When every worker is
 // busy, a connection with a request is answered at once with 503
 // too_many_connections (Connection: close) instead of waiting in a queue, so a
 // flood costs the flood, not the clients behind it. Stop closes idle and
@@ -17,12 +20,15 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/allocator_tuning.h"
 #include "core/mutex.h"
 #include "core/status_or.h"
+#include "server/event_fd.h"
 #include "server/http_connection.h"
 #include "server/http_socket.h"
 
@@ -62,6 +68,9 @@ class HttpListener {
     int fd;
     HttpClock::time_point until;
     std::string received;  // the head so far
+    // Kept alive after a request and silent since: `until` is the idle
+    // deadline, and the head deadline starts with the first byte.
+    bool idle = false;
   };
   // A connection for a worker, with the bytes already read from it.
   struct Ready {
@@ -82,6 +91,8 @@ class HttpListener {
   void Refuse(int fd, const std::string& response);
   void DrainLingering(const std::vector<bool>& readable);
   void DispatchWaiting(const std::vector<bool>& readable);
+  // Moves the connections workers handed back onto the poll set.
+  void TakeParked() EXCLUDES(mu_);
   void WorkerLoop() EXCLUDES(mu_);
 
   ListenerOptions options_;
@@ -98,6 +109,12 @@ class HttpListener {
   CondVar cv_;
   std::deque<Ready> queue_ GUARDED_BY(mu_);  // not yet taken by a worker
   uint32_t busy_ GUARDED_BY(mu_) = 0;        // queued + being served
+  // Idle keep-alive connections handed back by workers, for the acceptor;
+  // parked_signal_ wakes it.
+  std::vector<int> parked_ GUARDED_BY(mu_);
+  std::optional<EventFd> parked_signal_;
+  // Hands what requests freed back to the system, a few times a second.
+  MemoryTrimmer trimmer_{std::chrono::milliseconds(200)};
   Mutex stop_mu_;                            // serialises Stop
   bool stopped_ GUARDED_BY(stop_mu_) = false;
 };

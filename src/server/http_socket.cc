@@ -83,6 +83,12 @@ HttpSocket::~HttpSocket() {
   if (fd_ >= 0) close(fd_);
 }
 
+int HttpSocket::Release() {
+  const int fd = fd_;
+  fd_ = -1;
+  return fd;
+}
+
 Status HttpSocket::ReadSome(std::string* out, HttpClock::time_point deadline) {
   while (true) {
     pollfd fds[2] = {{fd_, POLLIN, 0}, {stop_->fd(), POLLIN, 0}};

@@ -70,6 +70,9 @@ class HttpSocket {
   // bytes, until `linger` passed or the server stops) before closing, so
   // the client reads the response instead of a reset caused by unread input.
   void CloseGracefully(std::chrono::milliseconds linger, size_t max);
+  // Gives up ownership: returns the descriptor, still open, which the
+  // destructor then leaves alone.
+  int Release();
 
  private:
   int fd_;

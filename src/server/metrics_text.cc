@@ -236,6 +236,10 @@ constexpr PrefixTierSeries kPrefixTierSeries[] = {
     {"kvault_prefix_store_evictions_total", "counter",
      "Records dropped, least recently used first, for the budget.",
      [](const T& t) { return double(t.store.evictions); }},
+    {"kvault_prefix_store_foreign_entries_total", "counter",
+     "Entries with a record's name that are not records (a directory, a "
+     "FIFO): skipped, never read or counted in the budget.",
+     [](const T& t) { return double(t.store.foreign_entries); }},
     {"kvault_prefix_store_read_bytes_total", "counter",
      "Record bytes fetched from a remote tier.",
      [](const T& t) { return double(t.store.read_bytes); }},

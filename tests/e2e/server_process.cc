@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <regex>
 
 namespace kvault::e2e {
@@ -132,6 +133,15 @@ std::string StopServer(ServerProcess* server) {
 
 std::string SharedPath(const std::string& rel) {
   return std::string(KVAULT_SOURCE_DIR) + "/../shared/" + rel;
+}
+
+long RssKb(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+  }
+  return -1;
 }
 
 bool FileExists(const std::string& path) {

@@ -68,6 +68,8 @@ std::string SharedPath(const std::string& rel);
 bool FileExists(const std::string& path);
 // Returns a fresh empty temporary directory.
 std::string MakeTempDir(const std::string& tag);
+// Returns the resident set size of `pid` in kB (VmRSS), or -1.
+long RssKb(pid_t pid);
 
 }  // namespace kvault::e2e
 

@@ -51,16 +51,6 @@ double SoakSeconds() {
   return env != nullptr ? std::atof(env) : 60.0;
 }
 
-// Returns the resident set size of `pid` in kB (VmRSS), or -1.
-long RssKb(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return -1;
-}
-
 // Opens a TCP connection to 127.0.0.1:`port`; -1 on failure.
 int Connect(uint16_t port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -108,6 +98,11 @@ class SoakClient {
  public:
   SoakClient(int id, uint16_t port, Tally* tally)
       : id_(id), port_(port), tally_(tally), rng_(1000 + id) {}
+  ~SoakClient() {
+    for (int fd : held_) close(fd);
+  }
+  SoakClient(const SoakClient&) = delete;
+  SoakClient& operator=(const SoakClient&) = delete;
 
   // Runs random operations until `until`.
   void Run(Clock::time_point until) {
@@ -118,7 +113,7 @@ class SoakClient {
         std::lock_guard<std::mutex> lock(tally_->mu);
         ++tally_->legit;
       } else {
-        Hostile(int(rng_() % 10));
+        Hostile(int(rng_() % 13));
         std::lock_guard<std::mutex> lock(tally_->mu);
         ++tally_->hostile;
       }
@@ -293,12 +288,68 @@ class SoakClient {
             "POST /completion HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
             "Content-Length: 40\r\n\r\n{}",
             "400");
-      default:
+      case 9:
         return ExpectRawStatus(
             "POST /completion HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n"
             "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
             "400");
+      case 10:
+        return HoldIdleKeepAlive();
+      case 11:
+        return SchemaBomb();
+      default:
+        return OversizeTokenize();
     }
+  }
+
+  // One request on a keep-alive connection, then the connection is held
+  // open and silent (up to 8 per client): it must hold no HTTP worker.
+  void HoldIdleKeepAlive() {
+    const int fd = Connect(port_);
+    const std::string get = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+    std::string reply;
+    if (fd >= 0 && send(fd, get.data(), get.size(), MSG_NOSIGNAL) > 0) {
+      char buf[4096];
+      ssize_t n;
+      while (reply.find("\"ok\"}") == std::string::npos &&
+             (n = recv(fd, buf, sizeof buf, 0)) > 0) {
+        reply.append(buf, size_t(n));
+      }
+    }
+    Expect(reply.rfind("HTTP/1.1 200", 0) == 0,
+           "keep-alive holder: " + reply.substr(0, 40));
+    if (fd < 0) return;
+    held_.push_back(fd);
+    if (held_.size() > 8) {
+      close(held_.front());
+      held_.erase(held_.begin());
+    }
+  }
+
+  // A JSON schema with a 20,000-value enum: compiled and obeyed.
+  void SchemaBomb() {
+    json values = json::array();
+    for (int i = 0; i < 20000; ++i) values.push_back("v" + std::to_string(i));
+    auto [status, reply] =
+        Post("/completion", json{{"prompt", "Once"},
+                                 {"n_predict", 8},
+                                 {"json_schema", {{"enum", values}}}}
+                                .dump());
+    const std::string content =
+        reply.is_object() ? reply.value("content", "") : "";
+    Expect(status == 200 && content.rfind("\"v", 0) == 0,
+           "schema bomb: " + std::to_string(status) + " " +
+               reply.dump().substr(0, 80));
+  }
+
+  // /tokenize of 1 MB with pieces: answered, in bounded memory.
+  void OversizeTokenize() {
+    auto [status, reply] =
+        Post("/tokenize", json{{"content", std::string(1 << 20, 'a')},
+                               {"with_pieces", true}}
+                              .dump());
+    Expect(status == 200 && reply.is_object() && !reply["tokens"].empty(),
+           "oversize tokenize: " + std::to_string(status));
   }
 
   int id_;
@@ -306,6 +357,7 @@ class SoakClient {
   Tally* tally_;
   std::mt19937 rng_;
   bool saved_ = false;
+  std::vector<int> held_;  // idle keep-alive connections (HoldIdleKeepAlive)
 };
 
 // The temperature-0 outputs of a few fixed prompts, in slot 0, no reuse.

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <ctime>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "test_grammars.h"
 
@@ -191,15 +193,84 @@ TEST(GrammarMatcherTest, PartialCharacterKeepsStacksApart) {
 }
 
 TEST(GrammarMatcherTest, StackLimitRejectsInsteadOfExploding) {
-  // Each "a" may promise a "b" or a "c" later: 2^n distinct stacks.
-  auto g = MustParse("root ::= \"a\" root \"b\" | \"a\" root \"c\" | \"\"\n");
+  // Each "a" may promise a "b" or a "c" later: 2^n distinct stacks (x and
+  // y both match "a" but are different rules, so nothing factors out).
+  auto g = MustParse(
+      "root ::= x root \"b\" | y root \"c\" | \"\"\n"
+      "x ::= \"a\"\ny ::= \"a\" | \"d\"\n");
   MatchLimits limits;
   limits.max_stacks = 8;
   GrammarMatcher m(g, limits);
   bool rejected = false;
   for (int i = 0; i < 200 && !rejected; ++i) rejected = !m.AcceptBytes("a");
   EXPECT_TRUE(rejected);
-  EXPECT_EQ(m.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(m.status().reason(), "grammar_limit_exceeded");
+}
+
+// Regression (issue 40): an alternation of thousands of literals started
+// with one parse stack per alternative, past the 4,096-stack bound, so the
+// output was empty. Left-factored, the start has one stack per distinct
+// first character, and the language is unchanged.
+TEST(GrammarMatcherTest, HugeAlternationsOfLiteralsStayWithinTheLimits) {
+  constexpr int kWords = 20000;
+  std::string gbnf = "root ::= ";
+  for (int i = 0; i < kWords; ++i) {
+    gbnf += (i ? " | \"w" : "\"w") + std::to_string(i) + "\"";
+  }
+  const auto start = std::clock();
+  auto g = MustParse(gbnf);
+  GrammarMatcher m(g);
+  std::printf("%d alternatives: parsed and started in %.3f s of CPU\n", kWords,
+              double(std::clock() - start) / CLOCKS_PER_SEC);
+  ASSERT_TRUE(m.status().ok()) << m.status();
+  for (int i : {0, 7, 1999, 12345, 19999}) {
+    GrammarMatcher w = m;
+    ASSERT_TRUE(w.AcceptBytes("w" + std::to_string(i))) << i;
+    EXPECT_TRUE(w.IsComplete()) << i;
+  }
+  GrammarMatcher w = m;
+  ASSERT_TRUE(w.AcceptBytes("w2000"));
+  EXPECT_FALSE(w.AcceptBytes("0"));  // w20000 is not a word
+  EXPECT_FALSE(m.CanAccept("x"));
+  std::mt19937 rng(7);
+  for (int n = 0; n < 300; ++n) {
+    const int v = static_cast<int>(rng() % 30000);
+    const std::string text = "w" + std::to_string(v);
+    EXPECT_EQ(g->Accepts(text), v < kWords) << text;
+  }
+}
+
+// Duplicated alternatives (a_i ::= a_{i+1} | a_{i+1}, 20 deep) used to
+// expand into 2^20 stacks: they collapse into one.
+TEST(GrammarMatcherTest, DuplicatedAlternativesCollapse) {
+  std::string gbnf = "root ::= a0\n";
+  for (int i = 0; i < 20; ++i) {
+    gbnf += "a" + std::to_string(i) + " ::= a" + std::to_string(i + 1) +
+            " | a" + std::to_string(i + 1) + "\n";
+  }
+  gbnf += "a20 ::= \"x\" | \"yz\"\n";
+  auto g = MustParse(gbnf);
+  GrammarMatcher m(g);
+  ASSERT_TRUE(m.status().ok()) << m.status();
+  EXPECT_TRUE(g->Accepts("x"));
+  EXPECT_TRUE(g->Accepts("yz"));
+  EXPECT_FALSE(g->Accepts("y"));
+  EXPECT_FALSE(g->Accepts("xx"));
+}
+
+// Factoring keeps alternatives that are prefixes of others, empty ones and
+// shared rule references apart from what follows them.
+TEST(GrammarMatcherTest, LeftFactoringKeepsTheLanguage) {
+  auto g = MustParse(
+      "root ::= \"ab\" | \"abc\" | \"a\" | \"\" | \"abd\" r | r \"q\" | "
+      "r\nr ::= [0-9] | [0-9] [0-9]\n");
+  const std::vector<std::string> yes = {"ab", "abc", "a", "", "abd1", "abd12",
+                                        "1q", "12q", "1", "12"};
+  const std::vector<std::string> no = {"b", "abdq", "abd", "q", "123",
+                                       "ac", "abcc", "12qq"};
+  for (const std::string& s : yes) EXPECT_TRUE(g->Accepts(s)) << s;
+  for (const std::string& s : no) EXPECT_FALSE(g->Accepts(s)) << s;
 }
 
 TEST(GrammarMatcherTest, DepthLimitStopsUnboundedNesting) {

@@ -62,6 +62,28 @@ TEST(JinjaLimitsTest, HostileTemplatesHitALimit) {
   }
 }
 
+// Regression (issue 40): a split into 8M pieces built them all (1.24 GB)
+// before anything was charged. Pieces are now bounded by the item limit
+// before they are built.
+TEST(JinjaLimitsTest, SplitsAreBoundedByTheItemLimit) {
+  EXPECT_EQ(KindOf("{{ (',' * 8000000).split(',')|length }}"),
+            ErrorKind::kLimit);
+  EXPECT_EQ(KindOf("{{ ('x\\n' * 8000000).splitlines()|length }}"),
+            ErrorKind::kLimit);
+  RenderOptions options = FixedClockOptions();
+  options.max_items = 1000;
+  EXPECT_EQ(KindOf("{{ ('a,' * 2000).split(',')|length }}", options),
+            ErrorKind::kLimit);
+  EXPECT_EQ(KindOf("{{ ('a,' * 2000).split(',', 5)|length }}", options),
+            ErrorKind::kNone);
+  EXPECT_EQ(KindOf("{{ [1] * 2000 }}", options), ErrorKind::kLimit);
+  auto t = Template::Parse("{{ ('a,' * 500).split(',')|length }}");
+  ASSERT_TRUE(t.ok());
+  auto out = t->Render(nlohmann::ordered_json::object(), options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, "501");
+}
+
 TEST(JinjaLimitsTest, OutputLimitIsAnOption) {
   RenderOptions options = FixedClockOptions();
   options.max_output_bytes = 1000;

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -143,6 +146,75 @@ TEST_F(DiskPageStoreTest, AFileDeletedBehindItsBackIsForgotten) {
   EXPECT_TRUE(store->Get(Key(1)).status().IsNotFound());
   EXPECT_FALSE(store->Contains(Key(1)));
   EXPECT_EQ(store->Stats().used_bytes, 0u);
+}
+
+// Regression (issue 40): on the real filesystem, a directory with a
+// record's name (a) made Open refuse to start when the store was over
+// budget and (b) at run time blocked every eviction, so every publish
+// failed; and (c) after the store's directory was removed while running,
+// it was never made again.
+class DiskPageStoreRealFsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir_template[] = "/tmp/kvault_pages_test_XXXXXX";
+    ASSERT_NE(mkdtemp(dir_template), nullptr);
+    root_ = dir_template;
+    dir_ = JoinPath(root_, "prefix");
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  std::unique_ptr<DiskPageStore> Open(uint64_t budget) {
+    auto store = DiskPageStore::Open(Env::Default(), dir_, budget,
+                                     /*sync=*/false);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? std::move(store).value() : nullptr;
+  }
+  std::string root_;
+  std::string dir_;
+};
+
+TEST_F(DiskPageStoreRealFsTest, ADirectoryWithARecordNameIsSkippedAtOpen) {
+  {
+    auto store = Open(100);
+    ASSERT_TRUE(store->Put(Key(1), std::string(60, 'a')).ok());
+  }
+  ASSERT_EQ(mkdir(JoinPath(dir_, PageRecordFileName(Key(2))).c_str(), 0755), 0);
+  auto store = Open(50);  // over budget: record 1 is evicted, not the dir
+  ASSERT_NE(store, nullptr);
+  EXPECT_FALSE(store->Contains(Key(2)));
+  EXPECT_FALSE(store->Contains(Key(1)));
+  EXPECT_EQ(store->Stats().foreign_entries, 1u);
+  EXPECT_TRUE(store->Put(Key(3), std::string(40, 'c')).ok());
+  EXPECT_TRUE(store->Contains(Key(3)));
+}
+
+TEST_F(DiskPageStoreRealFsTest, ARecordReplacedByADirectoryDoesNotBlockEviction) {
+  auto store = Open(100);
+  ASSERT_TRUE(store->Put(Key(1), std::string(60, 'a')).ok());
+  const std::string path = store->PathOf(Key(1));
+  ASSERT_TRUE(std::filesystem::remove(path));
+  ASSERT_TRUE(std::filesystem::create_directory(path));
+  ASSERT_TRUE(std::filesystem::create_directory(JoinPath(path, "inside")));
+  for (uint64_t k = 2; k < 6; ++k) {
+    const Status put = store->Put(Key(k), std::string(60, 'b'));
+    EXPECT_TRUE(put.ok()) << "publish " << k << ": " << put;
+    EXPECT_TRUE(store->Contains(Key(k)));
+  }
+  EXPECT_FALSE(store->Contains(Key(1)));
+  EXPECT_GE(store->Stats().foreign_entries, 1u);
+  EXPECT_LE(store->Stats().used_bytes, 100u);
+}
+
+TEST_F(DiskPageStoreRealFsTest, ARemovedDirectoryIsMadeAgain) {
+  auto store = Open(1000);
+  ASSERT_TRUE(store->Put(Key(1), "one").ok());
+  std::filesystem::remove_all(dir_);
+  const Status put = store->Put(Key(2), "two");
+  ASSERT_TRUE(put.ok()) << put;
+  auto file = store->Get(Key(2));
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(Bytes(*file), "two");
+  EXPECT_TRUE(store->Get(Key(1)).status().IsNotFound());
+  EXPECT_FALSE(store->Contains(Key(1)));  // forgotten on its miss
 }
 
 }  // namespace

@@ -11,11 +11,16 @@
 #include <string>
 
 #include "redis_test_server.h"
+#include "state_test_util.h"
 
 namespace kvault {
 namespace {
 
 using redis_test::RedisServer;
+using state_test::AppendRandom;
+using state_test::kTestFingerprint;
+using state_test::MakeCache;
+using state_test::SmallLayout;
 
 constexpr ModelFingerprint kModel{0x1111, 0x2222};
 
@@ -42,22 +47,32 @@ class SlotFileMirrorTest : public ::testing::Test {
                                             model, Env::Default());
   }
 
+  // Writes a valid slot file (a bare state file) at `path`; returns it.
+  std::string WriteSlotFile(const std::string& path) {
+    auto cache = MakeCache(SmallLayout(), 64, 16);
+    AppendRandom(cache.get(), SeqId(1), 100, 1);
+    EXPECT_TRUE(SaveSequenceToFile(Env::Default(), *cache, SeqId(1),
+                                   kTestFingerprint, path)
+                    .ok());
+    auto bytes = ReadFileToString(Env::Default(), path);
+    EXPECT_TRUE(bytes.ok());
+    return bytes.ok() ? *bytes : "";
+  }
+
   std::unique_ptr<RedisServer> server_;
   std::filesystem::path root_;
 };
 
 TEST_F(SlotFileMirrorTest, AFileSavedOnOneInstanceIsFetchedByAnother) {
-  const std::string bytes(100000, 'k');
-  ASSERT_TRUE(
-      WriteStringToFile(Env::Default(), bytes, PathIn("a", "conv.bin"), false)
-          .ok());
+  const std::string bytes = WriteSlotFile(PathIn("a", "conv.bin"));
+  ASSERT_GT(bytes.size(), 1000u);
   auto a = Mirror(kModel);
   a->Upload(PathIn("a", "conv.bin"));
   a->Flush();
   EXPECT_EQ(a->Stats().uploads, 1u);
   EXPECT_EQ(
       server_->Cli("STRLEN " + SlotFileMirror::KeyFor(kModel, "conv.bin")),
-      "100000");
+      std::to_string(bytes.size()));
 
   auto b = Mirror(kModel);
   ASSERT_TRUE(b->FetchIfMissing(PathIn("b", "conv.bin")).ok());
@@ -94,6 +109,50 @@ TEST_F(SlotFileMirrorTest, ADownStoreCountsFailuresAndLeavesNoFile) {
   EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
   EXPECT_EQ(m->Stats().fetch_failures, 1u);
   EXPECT_TRUE(std::filesystem::is_empty(root_ / "b"));
+}
+
+// Regression (issue 40): a value that is not a slot file (garbage, or
+// megabytes of zeros) was written into the save directory and left there
+// after its restore failed. Now it is checked aside and never lands; a
+// fetch larger than one piece is streamed whole.
+TEST_F(SlotFileMirrorTest, AValueThatIsNotASlotFileNeverReachesTheDirectory) {
+  const std::string garbage(5000, 'g');
+  const std::string zeros(3 * SlotFileMirror::kFetchPieceBytes / 2, '\0');
+  for (const auto& [name, bytes] :
+       {std::pair<std::string, const std::string*>{"garbage.bin", &garbage},
+        {"zeros.bin", &zeros}}) {
+    ASSERT_TRUE(WriteStringToFile(Env::Default(), *bytes, PathIn("a", name.c_str()),
+                                  false)
+                    .ok());
+    auto a = Mirror(kModel);
+    a->Upload(PathIn("a", name.c_str()));
+    a->Flush();
+    ASSERT_EQ(a->Stats().uploads, 1u) << name;
+    auto b = Mirror(kModel);
+    const Status s = b->FetchIfMissing(PathIn("b", name.c_str()));
+    EXPECT_FALSE(s.ok()) << name;
+    EXPECT_FALSE(s.IsNotFound()) << name << ": " << s;
+    EXPECT_NE(s.message().find(name), std::string::npos) << s;
+    EXPECT_EQ(b->Stats().fetch_failures, 1u) << name;
+    EXPECT_TRUE(std::filesystem::is_empty(root_ / "b")) << name;
+  }
+  // A valid file over several pieces arrives whole.
+  auto cache = MakeCache(SmallLayout(), 4096, 16);
+  AppendRandom(cache.get(), SeqId(1), 40000, 3);
+  ASSERT_TRUE(SaveSequenceToFile(Env::Default(), *cache, SeqId(1),
+                                 kTestFingerprint, PathIn("a", "big.bin"))
+                  .ok());
+  auto big = ReadFileToString(Env::Default(), PathIn("a", "big.bin"));
+  ASSERT_TRUE(big.ok());
+  ASSERT_GT(big->size(), SlotFileMirror::kFetchPieceBytes) << "not big enough";
+  auto a = Mirror(kModel);
+  a->Upload(PathIn("a", "big.bin"));
+  a->Flush();
+  auto b = Mirror(kModel);
+  ASSERT_TRUE(b->FetchIfMissing(PathIn("b", "big.bin")).ok());
+  auto back = ReadFileToString(Env::Default(), PathIn("b", "big.bin"));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, *big);
 }
 
 }  // namespace

@@ -104,5 +104,31 @@ TEST_F(SamplerGrammarTest, EndOfGenerationOnlyWhenComplete) {
   for (size_t id = 1; id < logits.size(); ++id) EXPECT_TRUE(std::isinf(logits[id]));
 }
 
+// Regression (issue 40): when the grammar allows no token (here it needs
+// a "z" no token spells), Sample used to return end-of-generation as if
+// the output were complete; now it says why, and the engine fails the
+// request.
+TEST_F(SamplerGrammarTest, NoAllowedTokenIsAnErrorNotACompletion) {
+  const std::string gbnf = "root ::= \"a\" \"z\"";
+  auto grammar = Grammar::Parse(gbnf);
+  ASSERT_TRUE(grammar.ok());
+  SamplingParams p;
+  p.grammar = std::make_shared<const Grammar>(std::move(*grammar));
+  p.grammar_text = gbnf;
+  SamplerContext ctx;
+  ctx.vocab = vocab_.get();
+  ctx.grammar_trie = trie_.get();
+  Sampler sampler(p, ctx);
+  std::vector<float> logits(vocab_->size(), 0.0f);
+  logits[2] = 5.0f;  // "b": refused, so the mask runs
+  const TokenId first = sampler.Sample(logits);
+  EXPECT_EQ(vocab_->Piece(first), "a");
+  EXPECT_TRUE(sampler.grammar_error().ok()) << sampler.grammar_error();
+  sampler.AcceptGenerated(first);
+  sampler.Sample(logits);
+  EXPECT_EQ(sampler.grammar_error().reason(), "grammar_dead_end")
+      << sampler.grammar_error();
+}
+
 }  // namespace
 }  // namespace kvault

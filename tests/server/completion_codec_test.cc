@@ -447,18 +447,36 @@ TEST_F(CompletionCodecTest, ResponseFieldsSelectNestedFields) {
 }
 
 TEST_F(CompletionCodecTest, TokenizeAndDetokenize) {
-  auto t = HandleTokenize(json{{"content", "hello"}}, tok());
+  auto tokenize = [this](const json& body) -> StatusOr<json> {
+    KV_ASSIGN_OR_RETURN(std::string text, HandleTokenize(body, tok()));
+    return json::parse(text);
+  };
+  auto t = tokenize(json{{"content", "hello"}});
   ASSERT_TRUE(t.ok()) << t.status();
   std::vector<TokenId> ids = tok().Tokenize("hello", false, true);
   EXPECT_EQ((*t)["tokens"], json(ids));
-  t = HandleTokenize(json{{"content", "hello"}, {"add_special", true}}, tok());
+  t = tokenize(json{{"content", "hello"}, {"add_special", true}});
   ASSERT_TRUE(t.ok());
   EXPECT_EQ((*t)["tokens"], json(tok().Tokenize("hello", true, true)));
-  t = HandleTokenize(json{{"content", "hi"}, {"with_pieces", true}}, tok());
+  t = tokenize(json{{"content", "hi"}, {"with_pieces", true}});
   ASSERT_TRUE(t.ok());
   ASSERT_FALSE((*t)["tokens"].empty());
-  EXPECT_TRUE((*t)["tokens"][0].contains("id"));
-  EXPECT_TRUE((*t)["tokens"][0].contains("piece"));
+  const std::vector<TokenId> hi = tok().Tokenize("hi", false, true);
+  ASSERT_EQ((*t)["tokens"].size(), hi.size());
+  for (size_t i = 0; i < hi.size(); ++i) {
+    EXPECT_EQ((*t)["tokens"][i]["id"], hi[i]);
+    // Valid UTF-8 comes as a string, a partial character as its bytes.
+    const std::string piece(tok().TokenToPiece(hi[i], true));
+    const json& got = (*t)["tokens"][i]["piece"];
+    if (got.is_array()) {
+      EXPECT_EQ(got, json(std::vector<uint8_t>(piece.begin(), piece.end())));
+    } else {
+      EXPECT_EQ(got, piece);
+    }
+  }
+  t = tokenize(json{{"content", ""}});
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(*t, json::parse(R"({"tokens":[]})"));
   EXPECT_EQ(HandleTokenize(json::object(), tok()).status().reason(),
             "missing_field");
   EXPECT_EQ(HandleTokenize(json{{"content", 1}}, tok()).status().reason(),

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
+#include <string>
+
 namespace kvault {
 namespace {
 
@@ -68,6 +72,53 @@ TEST(GrammarFieldsTest, ErrorsSayWhereAndWhy) {
     EXPECT_FALSE(st.ok()) << format.dump();
     EXPECT_EQ(p.grammar, nullptr);
   }
+}
+
+// Regression (issue 40): big enums and alternations compiled slowly
+// (quadratic) and then let the matcher give up at once (4,096 stacks), so
+// the answer was an empty "success". Now they compile fast and hold; a
+// grammar whose very start is past the matcher's bounds is refused with
+// grammar_limit_exceeded.
+TEST(GrammarFieldsTest, HugeEnumsCompileAndStartsPastTheLimitsAreRefused) {
+  for (int n : {20000, 100000}) {
+    json values = json::array();
+    for (int i = 0; i < n; ++i) values.push_back("v" + std::to_string(i));
+    SamplingParams p;
+    const auto start = std::chrono::steady_clock::now();
+    const Status st =
+        ReadGrammarFields(json{{"json_schema", {{"enum", values}}}}, &p);
+    const double s = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    std::printf("enum of %d values: compiled in %.3f s\n", n, s);
+    ASSERT_TRUE(st.ok()) << st;
+    EXPECT_TRUE(p.grammar->Accepts("\"v" + std::to_string(n - 1) + "\""));
+    EXPECT_FALSE(p.grammar->Accepts("\"v" + std::to_string(n) + "\""));
+  }
+  std::string gbnf = "root ::= ";
+  for (int i = 0; i < 5000; ++i) {
+    gbnf += (i ? " | \"alt" : "\"alt") + std::to_string(i) + "\"";
+  }
+  SamplingParams g;
+  ASSERT_TRUE(ReadGrammarFields(json{{"grammar", gbnf}}, &g).ok());
+  EXPECT_TRUE(g.grammar->Accepts("alt4999"));
+  // 5,000 alternatives that differ in their first character's rule (so
+  // nothing factors out) need 5,000 stacks at the start: refused by name.
+  std::string wide = "root ::= ";
+  for (int i = 0; i < 5000; ++i) {
+    wide += (i ? " | r" : "r") + std::to_string(i);
+  }
+  for (int i = 0; i < 5000; ++i) {
+    wide += "\nr" + std::to_string(i) + " ::= [a-z] \"" + std::to_string(i) +
+            "\"";
+  }
+  SamplingParams w;
+  const Status refused = ReadGrammarFields(json{{"grammar", wide}}, &w);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused;
+  EXPECT_EQ(refused.reason(), "grammar_limit_exceeded") << refused;
+  EXPECT_NE(refused.message().find("field 'grammar'"), std::string::npos);
+  EXPECT_NE(refused.message().find("4096 parse stacks"), std::string::npos)
+      << refused.message();
 }
 
 // With the request's key order at hand, a schema's properties come in the

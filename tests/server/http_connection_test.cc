@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "model/demo_model.h"
 #include "raw_http.h"
@@ -234,11 +235,21 @@ TEST(HttpConnectionTest, ConnectionsOverTheLimitGetA503AtOnce) {
   const uint16_t port = s->server().port();
   auto a = std::make_unique<RawConnection>(port);
   RawConnection b(port);
-  // Both workers are taken once each has answered a request.
+  // A request whose body is still arriving holds its worker; check that
+  // both are held (each answered one request first, so each has one).
+  const std::string partial =
+      "POST /tokenize HTTP/1.1\r\nHost: t\r\nContent-Length: 20\r\n\r\n{";
   ASSERT_TRUE(a->Send(Get("/health")) && b.Send(Get("/health")));
   ASSERT_TRUE(a->ReadResponse(kReply) && b.ReadResponse(kReply));
+  ASSERT_TRUE(a->Send(partial) && b.Send(partial));
+  // The two heads reach the workers in the acceptor's next pass; a 503 is
+  // only certain once both are taken, so wait for the first refusal.
+  std::optional<RawResponse> refused;
   const RawClock::time_point start = RawClock::now();
-  auto refused = Exchange(port, Get("/health"));
+  while (RawClock::now() < start + kReply) {
+    refused = Exchange(port, Get("/health"));
+    if (!refused || refused->status != 200) break;
+  }
   ExpectErrorReply(refused, 503, "too_many_connections");
   EXPECT_EQ(refused->headers["connection"], "close");
   EXPECT_LT(RawClock::now() - start, milliseconds(2000));
@@ -250,6 +261,58 @@ TEST(HttpConnectionTest, ConnectionsOverTheLimitGetA503AtOnce) {
     status = r ? r->status : 0;
   }
   EXPECT_EQ(status, 200);
+}
+
+// Regression (issue 40): idle keep-alive connections used to keep their
+// worker for idle_timeout, so as many of them as workers answered every
+// new client, /health included, with 503 too_many_connections.
+TEST(HttpConnectionTest, IdleKeepAliveConnectionsHoldNoWorker) {
+  ServerOptions o;
+  o.max_connections = 2;
+  o.idle_timeout_ms = 60000;
+  auto s = StartTiny(o);
+  ASSERT_TRUE(s->ok());
+  const uint16_t port = s->server().port();
+  constexpr int kIdle = 64;
+  std::vector<std::unique_ptr<RawConnection>> idle;
+  for (int i = 0; i < kIdle; ++i) {
+    idle.push_back(std::make_unique<RawConnection>(port));
+    ASSERT_TRUE(idle.back()->Send(Get("/health")));
+    auto r = idle.back()->ReadResponse(kReply);
+    ASSERT_TRUE(r.has_value()) << "connection " << i;
+    EXPECT_EQ(r->status, 200) << "connection " << i << ": " << r->body;
+  }
+  // Every one stays open and idle; new clients and the idle ones alike
+  // are served.
+  for (int i = 0; i < 8; ++i) {
+    auto fresh = Exchange(port, Post("/tokenize", R"({"content":"ab"})"));
+    ASSERT_TRUE(fresh.has_value());
+    EXPECT_EQ(fresh->status, 200) << fresh->body;
+  }
+  for (int i = 0; i < kIdle; i += 7) {
+    ASSERT_TRUE(idle[i]->Send(Get("/health"))) << "connection " << i;
+    auto r = idle[i]->ReadResponse(kReply);
+    ASSERT_TRUE(r.has_value()) << "connection " << i << " was closed";
+    EXPECT_EQ(r->status, 200) << r->body;
+  }
+}
+
+// A parked keep-alive connection gets the head deadline from its first
+// byte (not the idle deadline): a head that stalls gets 408 after
+// head_timeout.
+TEST(HttpConnectionTest, KeepAliveRequestHeadHasTheHeadDeadline) {
+  ServerOptions o;
+  o.idle_timeout_ms = 60000;
+  o.head_timeout_ms = 400;
+  auto s = StartTiny(o);
+  ASSERT_TRUE(s->ok());
+  RawConnection c(s->server().port());
+  ASSERT_TRUE(c.Send(Get("/health")));
+  ASSERT_TRUE(c.ReadResponse(kReply));
+  ASSERT_TRUE(c.Send("GET /health HTTP/1.1\r\n"));
+  const RawClock::time_point start = RawClock::now();
+  ExpectErrorReply(c.ReadResponse(kReply), 408, "request_timeout");
+  EXPECT_GE(RawClock::now() - start, milliseconds(350));
 }
 
 TEST(HttpConnectionTest, KeepAliveIdleConnectionIsClosed) {
