@@ -18,8 +18,16 @@ CharClass::CharClass(bool negated, std::vector<CodeRange> ranges)
       ranges_.push_back(r);
     }
   }
-  for (uint32_t cp = 0; cp < 128; ++cp) {
-    if (InRanges(cp) != negated_) ascii_[cp >> 6] |= uint64_t{1} << (cp & 63);
+  // The ASCII bitmap from the ranges (a grammar makes one class per
+  // literal character, so this runs hundreds of thousands of times).
+  for (const CodeRange& r : ranges_) {
+    for (uint32_t cp = r.lo; cp <= r.hi && cp < 128; ++cp) {
+      ascii_[cp >> 6] |= uint64_t{1} << (cp & 63);
+    }
+  }
+  if (negated_) {
+    ascii_[0] = ~ascii_[0];
+    ascii_[1] = ~ascii_[1];
   }
 }
 

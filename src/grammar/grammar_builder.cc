@@ -219,11 +219,27 @@ void GrammarBuilder::LeftFactor() {
 
 std::vector<Alternative> GrammarBuilder::FactorAlternatives(uint32_t id) {
   std::vector<Alternative> alts = std::move(rules_[id].alts);
+  if (alts.size() < 2) return alts;
   // Identical alternatives match the same text: keep the first of each.
-  std::unordered_set<Alternative, AlternativeHash, AlternativeEqual> seen;
-  std::erase_if(alts, [&seen](const Alternative& a) {
-    return !seen.insert(a).second;
-  });
+  if (alts.size() <= 8) {
+    for (size_t i = 1; i < alts.size();) {
+      const bool repeated =
+          std::any_of(alts.begin(), alts.begin() + static_cast<ptrdiff_t>(i),
+                      [&](const Alternative& a) {
+                        return AlternativeEqual()(a, alts[i]);
+                      });
+      if (repeated) {
+        alts.erase(alts.begin() + static_cast<ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
+  } else {
+    std::unordered_set<Alternative, AlternativeHash, AlternativeEqual> seen;
+    std::erase_if(alts, [&seen](const Alternative& a) {
+      return !seen.insert(a).second;
+    });
+  }
   // Groups of alternatives by first element, in order of first use.
   std::vector<std::vector<size_t>> groups;
   std::unordered_map<uint64_t, size_t> group_of;
