@@ -26,24 +26,29 @@ class SamplerGrammarTest : public testing::Test {
     trie_ = BuildGrammarTrie(*vocab_);
   }
 
+  // Returns a sampler with `p` and the grammar `gbnf` over the vocabulary.
+  Sampler GrammarSampler(const std::string& gbnf, SamplingParams p) const {
+    auto grammar = Grammar::Parse(gbnf);
+    EXPECT_TRUE(grammar.ok()) << grammar.status();
+    p.grammar = std::make_shared<const Grammar>(std::move(grammar).value());
+    p.grammar_text = gbnf;
+    SamplerContext ctx;
+    ctx.vocab = vocab_.get();
+    ctx.grammar_trie = trie_.get();
+    return Sampler(p, ctx);
+  }
+
   // Samples up to `n` tokens at temperature 1 with random logits; returns
   // the text and whether generation ended at end-of-generation.
   std::pair<std::string, bool> Generate(const std::string& gbnf,
                                         uint32_t seed, int n) {
-    auto grammar = Grammar::Parse(gbnf);
-    EXPECT_TRUE(grammar.ok()) << grammar.status();
     SamplingParams p;
     p.seed = seed;
     p.temperature = 1.0f;
     p.top_k = 0;
     p.top_p = 1.0f;
     p.min_p = 0.0f;
-    p.grammar = std::make_shared<const Grammar>(std::move(*grammar));
-    p.grammar_text = gbnf;
-    SamplerContext ctx;
-    ctx.vocab = vocab_.get();
-    ctx.grammar_trie = trie_.get();
-    Sampler sampler(p, ctx);
+    Sampler sampler = GrammarSampler(gbnf, p);
     std::mt19937 rng(seed);
     std::normal_distribution<float> noise(0.0f, 2.0f);
     std::string text;
@@ -109,16 +114,7 @@ TEST_F(SamplerGrammarTest, EndOfGenerationOnlyWhenComplete) {
 // the output were complete; now it says why, and the engine fails the
 // request.
 TEST_F(SamplerGrammarTest, NoAllowedTokenIsAnErrorNotACompletion) {
-  const std::string gbnf = "root ::= \"a\" \"z\"";
-  auto grammar = Grammar::Parse(gbnf);
-  ASSERT_TRUE(grammar.ok());
-  SamplingParams p;
-  p.grammar = std::make_shared<const Grammar>(std::move(*grammar));
-  p.grammar_text = gbnf;
-  SamplerContext ctx;
-  ctx.vocab = vocab_.get();
-  ctx.grammar_trie = trie_.get();
-  Sampler sampler(p, ctx);
+  Sampler sampler = GrammarSampler("root ::= \"a\" \"z\"", SamplingParams());
   std::vector<float> logits(vocab_->size(), 0.0f);
   logits[2] = 5.0f;  // "b": refused, so the mask runs
   const TokenId first = sampler.Sample(logits);

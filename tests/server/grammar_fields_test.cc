@@ -97,6 +97,22 @@ TEST(GrammarFieldsTest, HugeEnumsCompileAndStartsPastTheLimitsAreRefused) {
     EXPECT_TRUE(p.grammar->Accepts("\"v" + std::to_string(n - 1) + "\""));
     EXPECT_FALSE(p.grammar->Accepts("\"v" + std::to_string(n) + "\""));
   }
+  // Past the grammar's element cap (here a 400,000-value enum, about the
+  // most an 8 MiB body holds): refused by name, in bounded time.
+  {
+    json values = json::array();
+    for (int i = 0; i < 400000; ++i) values.push_back("v" + std::to_string(i));
+    SamplingParams p;
+    const auto start = std::chrono::steady_clock::now();
+    const Status st =
+        ReadGrammarFields(json{{"json_schema", {{"enum", values}}}}, &p);
+    std::printf("enum of 400000 values: refused in %.3f s\n",
+                std::chrono::duration<double>(
+                    std::chrono::steady_clock::now() - start)
+                    .count());
+    EXPECT_EQ(st.reason(), "invalid_grammar") << st;
+    EXPECT_NE(st.message().find("grammar too large"), std::string::npos) << st;
+  }
   // 5,000 optional properties (14.5 s when rule names were found by
   // counting up from 1 for each).
   json props = json::object();
