@@ -163,13 +163,12 @@ class RestoreSlotJob final : public SlotJob {
       Status fetched = t_.mirror->FetchIfMissing(path_);
       if (!fetched.ok() && !fetched.IsNotFound()) {
         KV_LOG(WARNING) << where() << ": shared store: " << fetched;
-      }
-      // A value that is not a valid slot file (or is too large) is the
-      // answer; a store that cannot answer leaves the missing file's.
-      if (!fetched.ok() && !fetched.IsNotFound() &&
-          fetched.code() != StatusCode::kUnavailable) {
-        if (phase_ == kWhole) whole_ = fetched;
-        return fetched;
+        // A value that is not a valid slot file (or is too large) is the
+        // answer; a store that cannot answer leaves the missing file's.
+        if (fetched.code() != StatusCode::kUnavailable) {
+          if (phase_ == kWhole) whole_ = fetched;
+          return fetched;
+        }
       }
     }
     switch (phase_) {
