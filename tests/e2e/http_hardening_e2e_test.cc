@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../server/raw_http.h"
+#include "core/sanitizers.h"
 #include "http_client.h"
 #include "server_process.h"
 
@@ -168,7 +169,9 @@ TEST(HttpHardeningE2eTest, NestedJsonBombsLeaveNoMemoryBehind) {
   std::printf("RSS before %.1f MB, after 20 nested-JSON bombs %.1f MB\n",
               before / 1024.0, after / 1024.0);
   ASSERT_GT(before, 0);
+#if !KVAULT_ADDRESS_SANITIZER  // ASan's quarantine holds freed memory
   EXPECT_LT(after - before, 5 * 1024);
+#endif
   EXPECT_EQ(StopServer(p->get()), "exit 0");
 }
 
@@ -252,7 +255,7 @@ TEST(HttpHardeningE2eTest, ThousandIdleKeepAliveConnectionsHoldNoWorker) {
         "%d keep-alive connections %s: /health p99 %.1f ms (median %.1f), "
         "completion n_predict 8 max %.1f ms\n",
         kHeld, phase, health[98], health[50], completion.back());
-#if !defined(__SANITIZE_ADDRESS__)
+#if !KVAULT_ADDRESS_SANITIZER  // timings under ASan say nothing
     EXPECT_LT(health[98], 100.0) << phase;
     EXPECT_LT(completion.back(), 1000.0) << phase;
 #endif
