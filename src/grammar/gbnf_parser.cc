@@ -121,6 +121,7 @@ Status GbnfParser::ParseRule() {
 Status GbnfParser::ParseAlternatives(std::string_view rule, int depth,
                                      std::vector<Alternative>* alts) {
   while (true) {
+    KV_RETURN_IF_ERROR(builder_->Poll());
     Alternative seq;
     KV_RETURN_IF_ERROR(ParseSequence(rule, depth, &seq));
     alts->push_back(std::move(seq));

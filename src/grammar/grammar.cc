@@ -5,13 +5,24 @@
 #include "grammar/match_state.h"
 
 namespace kvault {
+namespace {
 
-StatusOr<Grammar> Grammar::Parse(std::string_view gbnf, std::string_view root) {
-  GrammarBuilder builder;
+// A compile error is the grammar's fault (reason invalid_grammar) unless
+// the compile was stopped.
+Status Classify(Status s) {
+  if (s.code() == StatusCode::kCancelled) return s;
+  return s.WithReason(kReasonInvalidGrammar);
+}
+
+}  // namespace
+
+StatusOr<Grammar> Grammar::Parse(std::string_view gbnf, std::string_view root,
+                                 const Interrupt* interrupt) {
+  GrammarBuilder builder(interrupt);
   Status parsed = GbnfParser::Parse(gbnf, &builder);
-  if (!parsed.ok()) return parsed.WithReason(kReasonInvalidGrammar);
+  if (!parsed.ok()) return Classify(std::move(parsed));
   StatusOr<Grammar> g = std::move(builder).Finish(root);
-  if (!g.ok()) return g.status().WithReason(kReasonInvalidGrammar);
+  if (!g.ok()) return Classify(g.status());
   return g;
 }
 

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/interrupt.h"
 #include "core/status_or.h"
 #include "grammar/char_class.h"
 
@@ -34,9 +35,11 @@ class Grammar {
   // Parses and compiles GBNF text whose start rule is `root`. Errors are
   // InvalidArgument "grammar:LINE:COL: expected X, found Y" (or naming the
   // undefined rule, the missing root, the left-recursive cycle, the limit),
-  // with reason "invalid_grammar".
+  // with reason "invalid_grammar"; Cancelled (reason "cancelled") when
+  // `interrupt` (may be null) is requested before the compile ends.
   static StatusOr<Grammar> Parse(std::string_view gbnf,
-                                 std::string_view root = "root");
+                                 std::string_view root = "root",
+                                 const Interrupt* interrupt = nullptr);
 
   // Returns true when the whole of `text` (UTF-8) is a sentence of the
   // grammar (a recogniser for tests and validation; false on invalid UTF-8).

@@ -121,7 +121,7 @@ std::vector<bool> GrammarBuilder::NullableRules() const {
   return nullable;
 }
 
-Status GrammarBuilder::CheckLeftRecursion() const {
+Status GrammarBuilder::CheckLeftRecursion() {
   const std::vector<bool> nullable = NullableRules();
   // Edge r -> s: s can be entered at the left edge of r, before any input.
   std::vector<std::vector<uint32_t>> left(rules_.size());
@@ -139,6 +139,7 @@ Status GrammarBuilder::CheckLeftRecursion() const {
   std::vector<uint8_t> color(rules_.size(), kNew);
   std::vector<std::pair<uint32_t, size_t>> path;  // rule, next edge
   for (uint32_t start = 0; start < rules_.size(); ++start) {
+    KV_RETURN_IF_ERROR(Poll());
     if (color[start] != kNew) continue;
     path.push_back({start, 0});
     color[start] = kOpen;
@@ -190,12 +191,13 @@ StatusOr<Grammar> GrammarBuilder::Finish(std::string_view root) && {
                                 "' rule (the start rule)");
   }
   KV_RETURN_IF_ERROR(CheckLeftRecursion());
-  LeftFactor();
+  KV_RETURN_IF_ERROR(LeftFactor());
   Grammar g;
   g.root_ = root_it->second;
   g.classes_ = std::move(classes_);
   g.elements_.reserve(element_count_);
   for (Rule& rule : rules_) {
+    KV_RETURN_IF_ERROR(Poll());
     g.names_.push_back(std::move(rule.name));
     std::vector<uint32_t> starts;
     for (const Alternative& alt : rule.alts) {
@@ -208,13 +210,15 @@ StatusOr<Grammar> GrammarBuilder::Finish(std::string_view root) && {
   return g;
 }
 
-void GrammarBuilder::LeftFactor() {
+Status GrammarBuilder::LeftFactor() {
   // Rules added while factoring are visited too (their tails may share
   // prefixes again).
   for (uint32_t id = 0; id < rules_.size(); ++id) {
+    KV_RETURN_IF_ERROR(Poll());
     std::vector<Alternative> alts = FactorAlternatives(id);
     rules_[id].alts = std::move(alts);
   }
+  return Status::Ok();
 }
 
 std::vector<Alternative> GrammarBuilder::FactorAlternatives(uint32_t id) {

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/interrupt.h"
 #include "core/status_or.h"
 #include "grammar/grammar.h"
 
@@ -25,10 +26,18 @@ using Alternative = std::vector<Element>;
 class GrammarBuilder {
  public:
   // Most flat elements a grammar may have. Bounds memory for hostile input
-  // and the compile's time, which runs on the request's HTTP worker: at
-  // the cap a compile takes about 0.6 s (2 vCPU), so a client that leaves
-  // or a server that stops waits no longer than that.
+  // and the compile's time: at the cap a compile takes about 0.6 s
+  // (2 vCPU). A client that leaves or a server that stops does not wait
+  // for it: the compile polls `interrupt`.
   static constexpr size_t kMaxElements = size_t{1} << 20;
+
+  // `interrupt` (may be null) stops the parse and Finish with Cancelled.
+  explicit GrammarBuilder(const Interrupt* interrupt = nullptr)
+      : poller_(interrupt, "the grammar compile") {}
+
+  // Returns Cancelled once the interrupt is requested (front ends call it
+  // once per alternative they read); OK otherwise.
+  Status Poll() { return poller_.Poll(); }
 
   // Returns the id of rule `name`, creating it (undefined) on first use;
   // `used_at` is remembered to report an undefined rule.
@@ -54,14 +63,14 @@ class GrammarBuilder {
     bool defined = false;
     SourcePos pos;  // definition, or first use while undefined
   };
-  Status CheckLeftRecursion() const;
+  Status CheckLeftRecursion();
   std::vector<bool> NullableRules() const;
   // Rewrites every rule into an equivalent one whose alternatives start
   // with distinct elements (duplicates dropped, a shared first element
   // factored out into a generated rule of the tails), recursively: an
   // alternation of n literals becomes a trie, so the matcher tracks one
   // stack per distinct next character instead of one per alternative.
-  void LeftFactor();
+  Status LeftFactor();
   // LeftFactor for one rule; returns its new alternatives (it may add
   // rules).
   std::vector<Alternative> FactorAlternatives(uint32_t id);
@@ -73,6 +82,7 @@ class GrammarBuilder {
   std::unordered_map<std::string, int> generated_count_;
   size_t element_count_ = 0;
   size_t defined_count_ = 0;
+  InterruptPoller poller_;
 };
 
 // Returns "grammar:LINE:COL: " (or "grammar: " when the position is unknown).

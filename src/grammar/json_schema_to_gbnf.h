@@ -6,9 +6,12 @@
 #define KVAULT_GRAMMAR_JSON_SCHEMA_TO_GBNF_H_
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
+#include "core/interrupt.h"
 #include "core/status_or.h"
+#include "grammar/grammar.h"
 
 namespace kvault {
 
@@ -27,6 +30,12 @@ namespace kvault {
 // description, default, examples, $schema, $id, $comment, ...) are
 // ignored. Callers prefix their field name with Status::WithContext.
 StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema);
+// As above, stopping with Cancelled (reason "cancelled") once `interrupt`
+// (may be null) is requested; the grammar compiled to check the result goes
+// to `compiled` when not null, so that callers need not compile it again.
+StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema,
+                                       const Interrupt* interrupt,
+                                       std::optional<Grammar>* compiled);
 // As above; nlohmann::json keeps object keys sorted, so properties come in
 // alphabetical order.
 StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::json& schema);

@@ -115,17 +115,20 @@ Status UnsupportedKeyword(std::string_view keyword, const std::string& path,
   return InvalidArgumentError(std::move(msg)).WithReason(kReasonUnsupportedSchema);
 }
 
-StatusOr<std::string> SchemaConverter::Convert() {
+StatusOr<std::string> SchemaConverter::Convert(
+    std::optional<Grammar>* compiled) {
   KV_ASSIGN_OR_RETURN(std::string root, Visit(root_, "", "root"));
   std::string out = "root ::= " + root + "\n";
   for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
   // The result must be a grammar the matcher runs; a schema that loops
   // without consuming input ($ref to itself) is caught here.
-  StatusOr<Grammar> check = Grammar::Parse(out);
+  StatusOr<Grammar> check = Grammar::Parse(out, "root", interrupt_);
   if (!check.ok()) {
+    if (check.status().code() == StatusCode::kCancelled) return check.status();
     return InvalidArgumentError("the JSON schema gives an unusable grammar: " +
                                 std::string(check.status().message()));
   }
+  if (compiled != nullptr) compiled->emplace(std::move(*check));
   return out;
 }
 
@@ -142,6 +145,7 @@ Status SchemaConverter::CheckKeywords(const json& schema,
 StatusOr<std::string> SchemaConverter::Visit(const json& schema,
                                              const std::string& path,
                                              const std::string& hint) {
+  KV_RETURN_IF_ERROR(poller_.Poll());
   DepthGuard guard(&depth_);
   if (depth_ > kMaxDepth) {
     return InvalidArgumentError("schema at " + ShowPath(path) +
@@ -319,6 +323,7 @@ StatusOr<std::string> SchemaConverter::VisitEnum(const json& schema,
   std::string alts;
   std::unordered_set<std::string> seen;  // each value once
   for (const json& v : values) {
+    KV_RETURN_IF_ERROR(poller_.Poll());
     bool typed = types.empty();
     for (const std::string& t : types) typed = typed || MatchesType(v, t);
     // const and enum together: the value must be in both.
@@ -383,12 +388,19 @@ std::string SchemaConverter::Fixed(std::string_view name) {
   return n;
 }
 
-StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema) {
-  StatusOr<std::string> gbnf = SchemaConverter(schema).Convert();
+StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema,
+                                       const Interrupt* interrupt,
+                                       std::optional<Grammar>* compiled) {
+  StatusOr<std::string> gbnf = SchemaConverter(schema, interrupt).Convert(
+      compiled);
   if (!gbnf.ok() && gbnf.status().reason().empty()) {
     return gbnf.status().WithReason(kReasonInvalidJsonSchema);
   }
   return gbnf;
+}
+
+StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema) {
+  return JsonSchemaToGbnf(schema, nullptr, nullptr);
 }
 
 StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::json& schema) {

@@ -8,13 +8,16 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "core/interrupt.h"
 #include "core/status_or.h"
+#include "grammar/grammar.h"
 
 namespace kvault {
 
@@ -23,10 +26,16 @@ class SchemaConverter {
   // Deepest nesting of schemas followed (the converter is recursive).
   static constexpr int kMaxDepth = 64;
 
-  explicit SchemaConverter(const nlohmann::ordered_json& root) : root_(root) {}
+  // `interrupt` (may be null) stops the conversion with Cancelled.
+  explicit SchemaConverter(const nlohmann::ordered_json& root,
+                           const Interrupt* interrupt = nullptr)
+      : root_(root),
+        interrupt_(interrupt),
+        poller_(interrupt, "the JSON schema conversion") {}
 
-  // Converts the root schema into the text of a GBNF grammar.
-  StatusOr<std::string> Convert();
+  // Converts the root schema into the text of a GBNF grammar, checked by
+  // compiling it; the compiled grammar goes to `compiled` when not null.
+  StatusOr<std::string> Convert(std::optional<Grammar>* compiled = nullptr);
 
  private:
   using json = nlohmann::ordered_json;
@@ -74,6 +83,8 @@ class SchemaConverter {
   std::string Fixed(std::string_view name);
 
   const nlohmann::ordered_json& root_;
+  const Interrupt* const interrupt_;
+  InterruptPoller poller_;  // asked once per schema node and enum value
   int depth_ = 0;
   std::vector<std::pair<std::string, std::string>> rules_;  // name, body
   std::map<std::string, std::string> by_body_;

@@ -15,7 +15,7 @@ void HandleMessages(ServerState& state, const HttpRequest& req,
   if (!body.ok()) return ReplyStatus(res, body.status());
   StatusOr<AnthropicRequest> request =
       ParseAnthropicRequest(*body, engine->model().tokenizer(),
-                            LimitsFor(state, *engine), state.chat_format);
+                            LimitsFor(state, *engine, req), state.chat_format);
   if (!request.ok()) return ReplyStatus(res, request.status());
   AnthropicContext ctx;
   ctx.id = "msg_" + std::to_string(state.next_response_id.fetch_add(1));

@@ -103,8 +103,9 @@ Status ParseLimitedFields(const json& body, const CompletionLimits& limits,
 // Reads the sampler's fields; -1 context windows become the slot's.
 Status ParseSamplingFields(const json& body, const CompletionLimits& limits,
                            SamplingParams* s) {
-  KV_RETURN_IF_ERROR(
-      ReadSamplingFields(body, limits.tokenizer, s, limits.ordered_body));
+  KV_RETURN_IF_ERROR(ReadSamplingFields(
+      body, limits.tokenizer, s, limits.ordered_body,
+      limits.compile_grammar ? &limits.compile_grammar : nullptr));
   s->ResolveContextSize(static_cast<int32_t>(limits.n_ctx_slot));
   return Status::Ok();
 }

@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "model/tokenizer.h"
 #include "server/chat_tools.h"
+#include "server/grammar_fields.h"
 #include "server/sse_sink.h"
 
 namespace kvault {
@@ -45,6 +46,9 @@ struct CompletionLimits {
   // KVAULT_TEST_HOOKS was set when the server started: a chat request may
   // script the reply ("__kvault_scripted_output", see SamplingParams).
   bool test_hooks = false;
+  // Compiles a grammar field's grammar for the request (the server's
+  // GrammarCompiler, watching the client); empty: inline.
+  GrammarCompileFn compile_grammar;
 };
 
 struct CompletionRequest {

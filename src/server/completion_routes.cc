@@ -44,10 +44,11 @@ std::optional<HttpError> ContextError(const CompletionRequest& request,
 }
 
 StatusOr<CompletionRequest> ParseFor(Api api, const ServerState& state,
-                                     const json& body, const Engine& engine,
+                                     const HttpRequest& req, const json& body,
+                                     const Engine& engine,
                                      const nlohmann::ordered_json* ordered) {
   const Tokenizer& tokenizer = engine.model().tokenizer();
-  CompletionLimits limits = LimitsFor(state, engine);
+  CompletionLimits limits = LimitsFor(state, engine, req);
   if (ordered != nullptr && ordered->is_object()) limits.ordered_body = ordered;
   switch (api) {
     case Api::kLlama:
@@ -242,7 +243,7 @@ void HandleCompletion(Api api, ServerState& state, const Request& req,
     std::vector<CompletionRequest> requests;
     for (const json& b : *bodies) {
       StatusOr<CompletionRequest> r =
-          ParseFor(api, state, b, *engine, &ordered);
+          ParseFor(api, state, req, b, *engine, &ordered);
       if (!r.ok()) return ReplyStatus(res, r.status());
       if (auto e = ContextError(*r, *engine)) return ReplyError(res, *e);
       if (r->stream) {
@@ -258,7 +259,7 @@ void HandleCompletion(Api api, ServerState& state, const Request& req,
   }
   const json* body = &bodies->front();
   StatusOr<CompletionRequest> request =
-      ParseFor(api, state, *body, *engine, &ordered);
+      ParseFor(api, state, req, *body, *engine, &ordered);
   if (!request.ok()) return ReplyStatus(res, request.status());
   if (auto e = ContextError(*request, *engine)) return ReplyError(res, *e);
   StatusOr<std::shared_ptr<QueueSink>> sink = QueueSink::Create();

@@ -5,6 +5,7 @@
 #include <exception>
 #include <filesystem>
 #include <memory>
+#include <thread>
 
 #include "core/log.h"
 #include "server/http_auth.h"
@@ -53,6 +54,12 @@ class HttpServer::Impl {
   explicit Impl(const ServerOptions& options) {
     state_.options = options;
     state_.started = static_cast<int64_t>(std::time(nullptr));
+    // Large grammar compiles are rare and CPU-bound: a few threads, so
+    // that hostile ones cannot take every core from the engine.
+    const int compile_threads = std::clamp(
+        static_cast<int>(std::thread::hardware_concurrency() / 2), 1, 4);
+    state_.grammar_compiler =
+        std::make_unique<GrammarCompiler>(compile_threads, options.test_hooks);
   }
 
   Status Listen();

@@ -164,6 +164,19 @@ void MetricsSnapshot(ServerState& state, EngineMetrics* m,
   AddCounters(state.counter_base, m);
 }
 
+// The grammar compiles that ran on the compile threads, by how they ended.
+std::string GrammarCompileSeries(const GrammarCompileStats& g) {
+  PrometheusWriter w;
+  w.Family("kvault_grammar_compiles_total", "counter",
+           "Large request grammars (GBNF or JSON schema) compiled off the "
+           "HTTP workers, by result (cancelled: the client left or the "
+           "server stopped first).");
+  w.Sample(double(g.num_compiled), "result=\"ok\"");
+  w.Sample(double(g.num_refused), "result=\"error\"");
+  w.Sample(double(g.num_cancelled), "result=\"cancelled\"");
+  return w.text();
+}
+
 void HandleMetrics(ServerState& state, Response& res) {
   if (!state.options.metrics_endpoint) {
     return ReplyDisabled(res, "metrics", "--metrics");
@@ -186,9 +199,12 @@ void HandleMetrics(ServerState& state, Response& res) {
     window = CounterDelta(metrics, state.last_scrape);
     state.last_scrape = metrics;
   }
-  res.SetContent(FormatMetrics(metrics, window,
-                               static_cast<uint32_t>(slots.size()), busy),
-                 "text/plain; version=0.0.4");
+  std::string text = FormatMetrics(metrics, window,
+                                   static_cast<uint32_t>(slots.size()), busy);
+  if (state.grammar_compiler != nullptr) {
+    text += GrammarCompileSeries(state.grammar_compiler->Stats());
+  }
+  res.SetContent(std::move(text), "text/plain; version=0.0.4");
 }
 
 }  // namespace

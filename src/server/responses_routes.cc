@@ -19,7 +19,7 @@ void HandleResponses(ServerState& state, const HttpRequest& req,
   const nlohmann::ordered_json ordered =
       nlohmann::ordered_json::parse(req.body, nullptr, false);
   StatusOr<ResponsesRequest> request = ParseResponsesRequest(
-      *body, engine->model().tokenizer(), LimitsFor(state, *engine),
+      *body, engine->model().tokenizer(), LimitsFor(state, *engine, req),
       state.chat_format, ordered.is_object() ? &ordered : nullptr);
   if (!request.ok()) return ReplyStatus(res, request.status());
   const std::string n = std::to_string(state.next_response_id.fetch_add(1));

@@ -166,13 +166,14 @@ Status ReadLogitBias(const json& body, const Tokenizer* tokenizer,
 
 Status ReadSamplingFields(const json& body, const Tokenizer* tokenizer,
                           SamplingParams* s,
-                          const nlohmann::ordered_json* ordered) {
+                          const nlohmann::ordered_json* ordered,
+                          const GrammarCompileFn* compile) {
   KV_RETURN_IF_ERROR(ReadFloats(body, s));
   KV_RETURN_IF_ERROR(ReadInts(body, s));
   KV_RETURN_IF_ERROR(ReadBreakers(body, s));
   KV_RETURN_IF_ERROR(ReadSamplers(body, s));
   KV_RETURN_IF_ERROR(ReadLogitBias(body, tokenizer, s));
-  KV_RETURN_IF_ERROR(ReadGrammarFields(body, s, ordered));
+  KV_RETURN_IF_ERROR(ReadGrammarFields(body, s, ordered, compile));
   // Out-of-range values are errors naming the field (llama-server clamps
   // some of them silently; kvault says so instead).
   return s->Validate();

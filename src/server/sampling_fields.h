@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "model/sampler.h"
 #include "model/tokenizer.h"
+#include "server/grammar_fields.h"
 
 namespace kvault {
 
@@ -24,10 +25,12 @@ namespace kvault {
 // outside its domain is an error, not clamped. InvalidArgument names the field.
 // `tokenizer` may be null (then logit_bias takes token ids only). Also
 // grammar, json_schema and response_format (grammar_fields.h; `ordered`,
-// which may be null, keeps a schema's property order).
+// which may be null, keeps a schema's property order; `compile`, which may
+// be null, compiles the grammar).
 Status ReadSamplingFields(const nlohmann::json& body,
                           const Tokenizer* tokenizer, SamplingParams* s,
-                          const nlohmann::ordered_json* ordered = nullptr);
+                          const nlohmann::ordered_json* ordered = nullptr,
+                          const GrammarCompileFn* compile = nullptr);
 
 // Returns the sampler part of llama-server's generation_settings: every
 // field above, samplers by name, logit_bias as [{bias, token}] (bias null

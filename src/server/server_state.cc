@@ -22,7 +22,8 @@ void RegisterPost(HttpRouter& server, const std::string& pattern,
   server.Post(pattern, std::move(handler));
 }
 
-CompletionLimits LimitsFor(const ServerState& state, const Engine& engine) {
+CompletionLimits LimitsFor(const ServerState& state, const Engine& engine,
+                           const HttpRequest& req) {
   CompletionLimits limits;
   limits.max_n_predict = state.options.max_n_predict;
   limits.n_ctx_slot = engine.options().ctx_per_slot;
@@ -31,6 +32,11 @@ CompletionLimits LimitsFor(const ServerState& state, const Engine& engine) {
   limits.tokenizer = &engine.model().tokenizer();
   limits.chat_output = state.options.chat_output;
   limits.test_hooks = state.options.test_hooks;
+  if (GrammarCompiler* compiler = state.grammar_compiler.get()) {
+    limits.compile_grammar = [compiler, &req](GrammarSource source) {
+      return compiler->Compile(req, std::move(source));
+    };
+  }
   return limits;
 }
 

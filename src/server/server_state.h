@@ -20,6 +20,7 @@
 #include "server/chat_template.h"
 #include "server/completion_codec.h"
 #include "server/engine_host.h"
+#include "server/grammar_compiler.h"
 #include "server/http_error.h"
 #include "server/http_message.h"
 #include "server/http_router.h"
@@ -74,6 +75,8 @@ struct ServerState {
   std::vector<SlotInfo> asleep_slots GUARDED_BY(metrics_mu);
   Mutex events_mu;
   KvEvent last_kv_event GUARDED_BY(events_mu);
+  // Compiles the requests' large grammars (set before the listener runs).
+  std::unique_ptr<GrammarCompiler> grammar_compiler;
 };
 
 // Records `action` (on `slot`, if any) as the last KV event.
@@ -97,8 +100,10 @@ void ReplyStatus(HttpResponse& res, const Status& status);
 void RegisterPost(HttpRouter& server, const std::string& pattern,
                   const ServerState& state, RouteHandler handler);
 
-// Returns the limits requests are checked against on `engine`.
-CompletionLimits LimitsFor(const ServerState& state, const Engine& engine);
+// Returns the limits `req` is checked against on `engine`; its grammar
+// compiles on state.grammar_compiler, watching req's connection.
+CompletionLimits LimitsFor(const ServerState& state, const Engine& engine,
+                           const HttpRequest& req);
 
 // Runs `request` (from `req`, whose connection the wait watches) on
 // `engine` and answers it: streamed through `formatter` when

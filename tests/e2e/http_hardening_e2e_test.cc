@@ -1,11 +1,14 @@
 // End to end against the real binary over raw sockets: SIGTERM during a
 // stream (a last error event and a valid terminating chunk, and a prompt
 // exit even with a half-sent request open), strict framing with pipelining,
-// and a flood of idle connections answered fast.
+// a flood of idle connections answered fast, memory given back after
+// hostile bodies, and grammar compiles stopped by a leaving client or
+// SIGTERM.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <future>
 #include <memory>
@@ -173,6 +176,80 @@ TEST(HttpHardeningE2eTest, NestedJsonBombsLeaveNoMemoryBehind) {
   EXPECT_LT(after - before, 5 * 1024);
 #endif
   EXPECT_EQ(StopServer(p->get()), "exit 0");
+}
+
+// A server with the test hooks on (a held grammar compile).
+StatusOr<std::unique_ptr<ServerProcess>> StartWithTestHooks() {
+  ::setenv("KVAULT_TEST_HOOKS", "1", 1);
+  auto p = ServerProcess::Start(
+      {"--demo-random", "-np", "1", "-c", "256", "-t", "1", "--metrics"});
+  ::unsetenv("KVAULT_TEST_HOOKS");
+  return p;
+}
+
+// A completion whose 5,000-value enum compiles on the compile threads and
+// is then held there until cancelled.
+std::string HeldCompileRequest() {
+  json values = json::array();
+  for (int i = 0; i < 5000; ++i) values.push_back("v" + std::to_string(i));
+  const json body = {{"prompt", "a"},
+                     {"n_predict", 1},
+                     {"json_schema", {{"enum", values}}},
+                     {"__kvault_hold_grammar_compile", true}};
+  return Post("/completion", body.dump());
+}
+
+// Regression (issue 40): schema compiles ran on the HTTP worker and went
+// on after the client left (three abandoned 25k-enum requests kept ~2
+// cores busy for ~42 s). A compile that would never end by itself stops
+// within 1 s of its client hanging up, and is counted.
+TEST(HttpHardeningE2eTest, ClientLeavingStopsItsGrammarCompile) {
+  auto p = StartWithTestHooks();
+  ASSERT_TRUE(p.ok()) << p.status();
+  {
+    RawConnection c((*p)->port());
+    ASSERT_TRUE(c.Send(HeldCompileRequest()));
+    ASSERT_TRUE((*p)->WaitForLog("grammar compile held", 60)) << (*p)->Log();
+  }  // the client hangs up
+  const RawClock::time_point left = RawClock::now();
+  ASSERT_TRUE((*p)->WaitForLog("grammar compile stopped", 1.0)) << (*p)->Log();
+  std::printf("compile stopped %.1f ms after its client left\n",
+              std::chrono::duration<double, std::milli>(RawClock::now() - left)
+                  .count());
+  HttpClient client((*p)->port());
+  const auto metrics = client.Get("/metrics");
+  EXPECT_NE(metrics.raw.find(
+                "kvault_grammar_compiles_total{result=\"cancelled\"} 1"),
+            std::string::npos)
+      << metrics.raw;
+  EXPECT_EQ(StopServer(p->get()), "exit 0");
+}
+
+// Regression (issue 40): SIGTERM waited for a running schema compile (35 s
+// to exit). The held compile's client gets 503 server_stopping and the
+// server exits within 1 s.
+TEST(HttpHardeningE2eTest, SigtermStopsAGrammarCompileAtOnce) {
+  auto p = StartWithTestHooks();
+  ASSERT_TRUE(p.ok()) << p.status();
+  RawConnection c((*p)->port());
+  ASSERT_TRUE(c.Send(HeldCompileRequest()));
+  ASSERT_TRUE((*p)->WaitForLog("grammar compile held", 60)) << (*p)->Log();
+  const RawClock::time_point start = RawClock::now();
+  auto stopped =
+      std::async(std::launch::async, [&] { return StopServer(p->get()); });
+  auto r = c.ReadResponse(kReply);
+  EXPECT_EQ(stopped.get(), "exit 0");
+  const double exit_ms =
+      std::chrono::duration<double, std::milli>(RawClock::now() - start)
+          .count();
+  std::printf("exited %.1f ms after SIGTERM during a compile\n", exit_ms);
+#if !KVAULT_ADDRESS_SANITIZER  // timings under ASan say nothing
+  EXPECT_LT(exit_ms, 1000.0);
+#endif
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 503) << r->body;
+  EXPECT_EQ(json::parse(r->body, nullptr, false)["reason"], "server_stopping")
+      << r->body;
 }
 
 // Returns true when this process may hold `n` descriptors (raising the

@@ -110,7 +110,7 @@ TEST(GrammarFieldsTest, HugeEnumsCompileAndStartsPastTheLimitsAreRefused) {
                 std::chrono::duration<double>(
                     std::chrono::steady_clock::now() - start)
                     .count());
-    EXPECT_EQ(st.reason(), "invalid_grammar") << st;
+    EXPECT_EQ(st.reason(), "invalid_json_schema") << st;
     EXPECT_NE(st.message().find("grammar too large"), std::string::npos) << st;
   }
   // 5,000 optional properties (14.5 s when rule names were found by
@@ -176,6 +176,78 @@ TEST(GrammarFieldsTest, SchemaPropertiesKeepTheClientsOrder) {
   SamplingParams sorted;
   ASSERT_TRUE(ReadGrammarFields(body, &sorted).ok());
   EXPECT_TRUE(sorted.grammar->Accepts("{\"a\": 2, \"b\": 1}"));
+}
+
+}  // namespace
+}  // namespace kvault
+
+namespace kvault {
+namespace {
+
+// Answers "stop" from its `stop_at`-th question on (never when 0),
+// counting the questions.
+class StopAt final : public Interrupt {
+ public:
+  explicit StopAt(int stop_at) : stop_at_(stop_at) {}
+  bool Requested() const override {
+    ++asked_;
+    return stop_at_ > 0 && asked_ >= stop_at_;
+  }
+  int asked() const { return asked_; }
+
+ private:
+  const int stop_at_;
+  mutable int asked_ = 0;
+};
+
+GrammarSource EnumSchema(int n) {
+  GrammarSource source;
+  source.field = "json_schema";
+  nlohmann::ordered_json values = nlohmann::ordered_json::array();
+  for (int i = 0; i < n; ++i) values.push_back("v" + std::to_string(i));
+  source.schema = {{"enum", values}};
+  return source;
+}
+
+GrammarSource AlternativesGbnf(int n) {
+  GrammarSource source;
+  source.field = "grammar";
+  source.gbnf = "root ::= \"word0\"";
+  for (int i = 1; i < n; ++i) {
+    source.gbnf += " | \"word" + std::to_string(i) + "\"";
+  }
+  return source;
+}
+
+// Regression (issue 40): a schema compile could not be stopped. Every
+// stage (conversion, parse, the builder's passes) asks the interrupt often
+// (at least once per 1,000 enum values or alternatives), and a request to
+// stop at any of those questions ends the compile with Cancelled.
+TEST(GrammarCompileTest, StopsAtAnyQuestionOfTheInterrupt) {
+  for (const GrammarSource& source : {EnumSchema(20000), AlternativesGbnf(5000)}) {
+    StopAt never(0);
+    StatusOr<CompiledGrammar> full = CompileGrammarSource(source, &never);
+    ASSERT_TRUE(full.ok()) << full.status();
+    const int questions = never.asked();
+    std::printf("%s: %d questions to the interrupt\n", source.field.c_str(),
+                questions);
+    EXPECT_GE(questions, 20);
+    for (int at : {1, questions / 3, 2 * questions / 3, questions}) {
+      StopAt stop(at);
+      StatusOr<CompiledGrammar> r = CompileGrammarSource(source, &stop);
+      ASSERT_FALSE(r.ok()) << "stop at question " << at;
+      EXPECT_EQ(r.status().code(), StatusCode::kCancelled) << r.status();
+      EXPECT_EQ(r.status().reason(), "cancelled") << r.status();
+      EXPECT_EQ(stop.asked(), at);  // nothing more was asked: it stopped
+    }
+  }
+}
+
+TEST(GrammarCompileTest, SmallSourcesAreToldApart) {
+  EXPECT_TRUE(IsSmallGrammarSource(EnumSchema(100)));
+  EXPECT_FALSE(IsSmallGrammarSource(EnumSchema(5000)));
+  EXPECT_TRUE(IsSmallGrammarSource(AlternativesGbnf(10)));
+  EXPECT_FALSE(IsSmallGrammarSource(AlternativesGbnf(5000)));
 }
 
 }  // namespace
