@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/env.h"
+#include "core/record_mac.h"
 #include "kv/disk_page_store.h"
 #include "kv/kv_policy.h"
 #include "server/chat_format.h"
@@ -120,6 +121,58 @@ Status ParseCacheIdleSlots(const Flags& f, ServeOptions* o) {
   return Status::Ok();
 }
 
+// Returns the secret named by --NAME-file or --NAME-env (one of them, at
+// most), one trailing newline dropped; "" when neither is given.
+StatusOr<std::string> ReadSecret(const Flags& f, const std::string& name) {
+  const std::string file = name + "-file", var = name + "-env";
+  if (f.Has(file) && f.Has(var)) {
+    return InvalidArgumentError("--" + file + " and --" + var +
+                                " both give it; give one");
+  }
+  std::string secret;
+  if (f.Has(file)) {
+    StatusOr<std::string> read =
+        ReadFileToString(Env::Default(), f.GetString(file, ""));
+    if (!read.ok()) return read.status().WithContext("--" + file);
+    secret = std::move(*read);
+  } else if (f.Has(var)) {
+    const char* value = std::getenv(f.GetString(var, "").c_str());
+    if (value == nullptr) {
+      return InvalidArgumentError("--" + var + ": environment variable '" +
+                                  f.GetString(var, "") + "' is not set");
+    }
+    secret = value;
+  }
+  if (!secret.empty() && secret.back() == '\n') secret.pop_back();
+  return secret;
+}
+
+// --kv-store-key-file / -env, --kv-store-unauthenticated, --kv-store-user,
+// --kv-store-password-file / -env (secrets never on the command line).
+Status ParseStoreAuth(const Flags& f, EngineOptions* e) {
+  KV_ASSIGN_OR_RETURN(std::string key, ReadSecret(f, "kv-store-key"));
+  if (f.Has("kv-store-key-file") || f.Has("kv-store-key-env")) {
+    KV_ASSIGN_OR_RETURN(RecordMac mac,
+                        RecordMac::FromKey(std::move(key), "--kv-store-key"));
+    e->store_mac = std::make_shared<const RecordMac>(std::move(mac));
+  }
+  KV_ASSIGN_OR_RETURN(e->kv_store_unauthenticated,
+                      f.GetBool("kv-store-unauthenticated", false));
+  if (e->store_mac != nullptr && e->kv_store_unauthenticated) {
+    return InvalidArgumentError(
+        "--kv-store-unauthenticated contradicts the store key given");
+  }
+  e->kv_store_user = f.GetString("kv-store-user", "");
+  KV_ASSIGN_OR_RETURN(e->kv_store_password,
+                      ReadSecret(f, "kv-store-password"));
+  if (!e->kv_store_user.empty() && e->kv_store_password.empty()) {
+    return InvalidArgumentError(
+        "--kv-store-user needs its password: --kv-store-password-file FILE "
+        "or --kv-store-password-env VAR");
+  }
+  return Status::Ok();
+}
+
 // --spill-ram, --cache-ram (MiB; -1 no limit), --spill-dir, --spill-disk,
 // --prefix-disk, --kv-store.
 Status ParseTiers(const Flags& f, ServeOptions* o) {
@@ -156,7 +209,7 @@ Status ParseTiers(const Flags& f, ServeOptions* o) {
     e.prefix_dir = JoinPath(e.spill_dir, kPrefixStoreDirName);
   }
   e.kv_store_url = f.GetString("kv-store", "");
-  return Status::Ok();
+  return ParseStoreAuth(f, &e);
 }
 
 Status ParseEngine(const Flags& f, ServeOptions* o) {

@@ -69,6 +69,14 @@ uint64_t RopeConfigHash(const LlamaHparams& h) {
 // disk tier, then the shared remote tier. Records are not fsynced: they
 // are a cache, checked whenever read, and a killed process's page-cache
 // writes survive it.
+// The shared store's endpoint with its credentials.
+StatusOr<RedisEndpoint> StoreEndpoint(const EngineOptions& o) {
+  KV_ASSIGN_OR_RETURN(RedisEndpoint endpoint, ParseRedisUrl(o.kv_store_url));
+  endpoint.user = o.kv_store_user;
+  endpoint.password = o.kv_store_password;
+  return endpoint;
+}
+
 StatusOr<std::unique_ptr<PrefixStore>> OpenPrefixStore(const EngineOptions& o,
                                                        const LlamaModel& model,
                                                        const KvLayout& layout) {
@@ -85,7 +93,7 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenPrefixStore(const EngineOptions& o,
   }
   if (!o.kv_store_url.empty()) {
     RedisPageStoreOptions redis;
-    KV_ASSIGN_OR_RETURN(redis.endpoint, ParseRedisUrl(o.kv_store_url));
+    KV_ASSIGN_OR_RETURN(redis.endpoint, StoreEndpoint(o));
     redis.key_prefix = RedisPageKeyPrefix(root);
     KV_LOG(INFO) << "prefix store: remote tier " << redis.endpoint.ToString()
                  << ", keys " << redis.key_prefix << "*";
@@ -95,7 +103,7 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenPrefixStore(const EngineOptions& o,
   SaveOptions save;
   save.sync = false;
   return std::make_unique<PrefixStore>(std::move(tiers), model.fingerprint(),
-                                       root, save);
+                                       root, save, o.store_mac);
 }
 
 Status ValidateParams(const CompletionParams& params,
@@ -200,6 +208,17 @@ Status EngineOptions::Validate() const {
   }
   if (!kv_store_url.empty()) {
     KV_RETURN_IF_ERROR(ParseRedisUrl(kv_store_url).status());
+    if (store_mac == nullptr && !kv_store_unauthenticated) {
+      return bad(
+          "--kv-store needs a store key shared by the instances, "
+          "--kv-store-key-file FILE or --kv-store-key-env VAR (records "
+          "without its tag are refused), or --kv-store-unauthenticated to "
+          "accept records that anyone who can write to the store can forge");
+    }
+  }
+  if (kv_store_url.empty() &&
+      (!kv_store_user.empty() || !kv_store_password.empty())) {
+    return bad("--kv-store-user and --kv-store-password-* need --kv-store");
   }
   if (slot_io_timeout_ms == 0) return bad("slot_io_timeout_ms must be >= 1");
   return Status::Ok();
@@ -336,10 +355,10 @@ Status Engine::Impl::Init() {
   KV_ASSIGN_OR_RETURN(vault_, KvVault::Create(cache_.get(), vault_options));
   KV_ASSIGN_OR_RETURN(prefix_store_, OpenPrefixStore(o, *model_, layout));
   if (!o.kv_store_url.empty()) {
-    KV_ASSIGN_OR_RETURN(RedisEndpoint endpoint, ParseRedisUrl(o.kv_store_url));
+    KV_ASSIGN_OR_RETURN(RedisEndpoint endpoint, StoreEndpoint(o));
     slot_mirror_ = std::make_unique<SlotFileMirror>(
         endpoint, model_->fingerprint(),
-        o.env != nullptr ? o.env : Env::Default());
+        o.env != nullptr ? o.env : Env::Default(), o.store_mac);
   }
   ComputeBackendOptions compute = o.compute;
   compute.num_threads = o.num_threads;

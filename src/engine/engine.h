@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/env.h"
+#include "core/record_mac.h"
 #include "core/status_or.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_dtype.h"
@@ -81,6 +82,18 @@ struct EngineOptions {
   // The shared remote tier of the prefix store (--kv-store
   // redis://HOST:PORT[/DB]); empty: none.
   std::string kv_store_url;
+  // The store key (--kv-store-key-file / --kv-store-key-env): page records
+  // (every tier's) and mirrored slot files carry HMAC tags under it, and
+  // ones without a right tag are refused. Null: untagged, which a
+  // kv_store_url accepts only with kv_store_unauthenticated
+  // (--kv-store-unauthenticated: anyone who can write to the store can
+  // then change outputs).
+  std::shared_ptr<const RecordMac> store_mac;
+  bool kv_store_unauthenticated = false;
+  // Redis AUTH (--kv-store-user, --kv-store-password-file / -env): sent on
+  // every connection when the password is set ("default" user if none).
+  std::string kv_store_user;
+  std::string kv_store_password;
   uint32_t num_threads = 0;        // forward-pass threads; 0: all cores
   // The forward pass's kernel set and numerics (the apps take them from
   // ComputeBackendOptions::FromEnvironment); num_threads replaces its

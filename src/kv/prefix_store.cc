@@ -29,6 +29,19 @@ StatusOr<std::string> ReadAll(const RandomAccessFile& file) {
   return bytes;
 }
 
+// Returns the record inside sealed `file` when its tag is right.
+StatusOr<std::unique_ptr<RandomAccessFile>> OpenSealed(
+    const RecordMac& mac, const RandomAccessFile& file) {
+  KV_ASSIGN_OR_RETURN(std::string sealed, ReadAll(file));
+  KV_ASSIGN_OR_RETURN(
+      std::span<const std::byte> inside,
+      mac.Open(kPageRecordMacLabel, std::as_bytes(std::span(sealed))));
+  sealed.resize(inside.size());
+  return std::unique_ptr<RandomAccessFile>(
+      std::make_unique<StringRandomAccessFile>(
+          std::make_shared<const std::string>(std::move(sealed))));
+}
+
 }  // namespace
 
 std::vector<std::unique_ptr<PageStore>> SingleTier(
@@ -40,8 +53,9 @@ std::vector<std::unique_ptr<PageStore>> SingleTier(
 
 PrefixStore::PrefixStore(std::vector<std::unique_ptr<PageStore>> tiers,
                          const ModelFingerprint& model, const PageKey& root,
-                         SaveOptions save)
-    : model_(model), root_(root), save_(std::move(save)) {
+                         SaveOptions save,
+                         std::shared_ptr<const RecordMac> mac)
+    : model_(model), root_(root), save_(std::move(save)), mac_(std::move(mac)) {
   KV_CHECK(!tiers.empty());
   for (std::unique_ptr<PageStore>& store : tiers) {
     KV_CHECK(store != nullptr);
@@ -72,6 +86,9 @@ Status PrefixStore::Publish(const KvCache& cache, SeqId seq) {
         written = WritePageRecord(*cache.storage(), PageSnapshot(snap, i),
                                   keys[i], parent, save_, &out)
                       .status();
+        if (written.ok() && mac_ != nullptr) {
+          mac_->Seal(kPageRecordMacLabel, &record);
+        }
       }
       if (written.ok()) {
         // The last tier may take the record itself; the others a copy.
@@ -221,8 +238,14 @@ void PrefixStore::CopyNearer(size_t t, const PageKey& key,
 
 Status PrefixStore::LoadRecord(KvCache* cache, const RandomAccessFile& record,
                                const PageKey& key, const PageKey& parent) {
+  const RandomAccessFile* body = &record;
+  std::unique_ptr<RandomAccessFile> opened;
+  if (mac_ != nullptr) {
+    KV_ASSIGN_OR_RETURN(opened, OpenSealed(*mac_, record));
+    body = opened.get();
+  }
   KV_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> state,
-                      OpenPageRecord(record, key, parent));
+                      OpenPageRecord(*body, key, parent));
   return RestoreSequence(*state, model_, kPrefixLoadSeq, cache).status();
 }
 

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "core/record_mac.h"
 #include "core/status_or.h"
 #include "kv/kv_cache.h"
 #include "kv/model_fingerprint.h"
@@ -38,6 +39,9 @@
 #include "kv/state_file.h"
 
 namespace kvault {
+
+// The label page records are sealed under (RecordMac).
+inline constexpr char kPageRecordMacLabel[] = "kvault page record v1";
 
 struct PrefixTierStats {
   std::string name;  // the PageStore's name: "disk", "redis"
@@ -62,9 +66,14 @@ class PrefixStore {
   // Keeps records in `tiers` (non-empty, nearest first) for chains rooted
   // at `root` (ChainRoot of the cache's model, layout and page size),
   // written with `save` (its `sync` says whether each record is fsynced).
+  // With `mac` (may be null) every record is sealed with its HMAC tag
+  // (label kPageRecordMacLabel) and one read back must carry a right tag,
+  // else it is refused as any bad record is: a store writer without the
+  // key cannot make this server load a page.
   PrefixStore(std::vector<std::unique_ptr<PageStore>> tiers,
               const ModelFingerprint& model, const PageKey& root,
-              SaveOptions save);
+              SaveOptions save,
+              std::shared_ptr<const RecordMac> mac = nullptr);
 
   // Writes a record for each full page of `seq` into each tier that lacks
   // it. Returns the first write error (other pages and tiers are still
@@ -151,6 +160,7 @@ class PrefixStore {
   ModelFingerprint model_;
   PageKey root_;
   SaveOptions save_;
+  std::shared_ptr<const RecordMac> mac_;
   double prefill_seconds_per_token_ = 0;  // moving average; 0: not measured
 };
 

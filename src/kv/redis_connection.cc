@@ -160,6 +160,18 @@ Status RedisConnection::Ensure() {
   if (redisSetTimeout(context_, ToTimeval(timeouts_.io_micros)) != REDIS_OK) {
     return Fail("setting the I/O timeout");
   }
+  if (!endpoint_.password.empty()) {
+    ReplyPtr r = Own(
+        endpoint_.user.empty()
+            ? redisCommand(context_, "AUTH %b", endpoint_.password.data(),
+                           endpoint_.password.size())
+            : redisCommand(context_, "AUTH %b %b", endpoint_.user.data(),
+                           endpoint_.user.size(), endpoint_.password.data(),
+                           endpoint_.password.size()));
+    if (r == nullptr) return Fail(std::string("AUTH: ") + context_->errstr);
+    if (Status s = ReplyError(*r, "AUTH"); !s.ok())
+      return Fail(std::string(s.message()));
+  }
   if (endpoint_.db != 0) {
     const std::string db = std::to_string(endpoint_.db);
     ReplyPtr r = Own(redisCommand(context_, "SELECT %s", db.c_str()));

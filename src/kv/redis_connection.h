@@ -32,6 +32,10 @@ struct RedisEndpoint {
   std::string host;
   int port = 6379;
   int db = 0;
+  // Redis AUTH on connecting when `password` is set: "AUTH user password"
+  // (an ACL user), or "AUTH password" when `user` is empty. Never logged.
+  std::string user;
+  std::string password;
 
   // Returns "redis://HOST:PORT/DB".
   std::string ToString() const;

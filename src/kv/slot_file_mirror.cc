@@ -12,6 +12,11 @@
 namespace kvault {
 namespace {
 
+// What a mirrored value's tag binds: its kind and its store key.
+std::string MacLabel(const std::string& key) {
+  return "kvault slot file v1 " + key;
+}
+
 std::string FileName(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -26,9 +31,11 @@ std::string SlotFileMirror::KeyFor(const ModelFingerprint& model,
 
 SlotFileMirror::SlotFileMirror(RedisEndpoint endpoint,
                                const ModelFingerprint& model, Env* env,
+                               std::shared_ptr<const RecordMac> mac,
                                RedisTimeouts timeouts)
     : model_(model),
       env_(env),
+      mac_(std::move(mac)),
       writer_conn_(endpoint, timeouts, env),
       fetch_conn_(endpoint, timeouts, env) {
   writer_ = std::thread([this] { WriterLoop(); });
@@ -65,8 +72,10 @@ bool SlotFileMirror::UploadNow(const std::string& path) {
   StatusOr<std::string> bytes =
       s.ok() ? ReadFileToString(env_, path) : StatusOr<std::string>(s);
   if (bytes.ok()) {
+    const std::string key = KeyFor(model_, FileName(path));
+    if (mac_ != nullptr) mac_->Seal(MacLabel(key), &*bytes);
     const std::pair<std::string, std::string> set[] = {
-        {KeyFor(model_, FileName(path)), std::move(*bytes)}};
+        {key, std::move(*bytes)}};
     s = writer_conn_.SetMany(set, /*only_new=*/false);
   } else {
     s = bytes.status();
@@ -114,14 +123,24 @@ Status SlotFileMirror::FetchTo(const std::string& key,
   MutexLock lock(&fetch_mu_);
   KV_ASSIGN_OR_RETURN(uint64_t len, fetch_conn_.StrLen(key));
   if (len == 0) return NotFoundError("not in the shared store");
-  if (len > kMaxFileBytes) {
+  const uint64_t tag_bytes = mac_ != nullptr ? kMacTagBytes : 0;
+  if (len > kMaxFileBytes + tag_bytes) {
     return CorruptionError(
         "the shared store's value is " + std::to_string(len) +
         " bytes, over the largest slot file mirrored (" +
         std::to_string(kMaxFileBytes) + ")");
   }
+  if (len < tag_bytes) {
+    return CorruptionError("the shared store's value of " +
+                           std::to_string(len) +
+                           " bytes has no room for its tag")
+        .WithReason(kReasonTruncated);
+  }
   KV_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> out,
                       env_->NewWritableFile(tmp));
+  std::optional<RecordMac::Stream> stream;
+  if (mac_ != nullptr) stream.emplace(mac_->Begin(MacLabel(key)));
+  std::string tag;
   for (uint64_t begin = 0; begin < len; begin += kFetchPieceBytes) {
     const uint64_t end = std::min(len, begin + kFetchPieceBytes);
     KV_ASSIGN_OR_RETURN(RedisValue piece,
@@ -130,9 +149,30 @@ Status SlotFileMirror::FetchTo(const std::string& key,
       return CorruptionError("the shared store's value changed while fetched")
           .WithReason(kReasonTruncated);
     }
-    KV_RETURN_IF_ERROR(out->Append(std::as_bytes(std::span(piece.bytes()))));
+    KV_RETURN_IF_ERROR(TakePiece(piece.bytes(), begin, len - tag_bytes,
+                                 out.get(), stream ? &*stream : nullptr, &tag));
+  }
+  if (stream && !RecordMac::SameTag(stream->Final(),
+                                    std::as_bytes(std::span(tag)))) {
+    return CorruptionError(
+               "its tag does not match: it was not written by a server "
+               "holding this store key (or was changed since)")
+        .WithReason(kReasonChecksumMismatch);
   }
   return out->Close();
+}
+
+Status SlotFileMirror::TakePiece(std::string_view piece, uint64_t begin,
+                                 uint64_t data_bytes, WritableFile* out,
+                                 RecordMac::Stream* stream, std::string* tag) {
+  const size_t n_data = begin >= data_bytes
+                            ? 0
+                            : static_cast<size_t>(std::min<uint64_t>(
+                                  piece.size(), data_bytes - begin));
+  const auto data = std::as_bytes(std::span(piece.data(), n_data));
+  if (stream != nullptr) stream->Update(data);
+  tag->append(piece.substr(n_data));
+  return out->Append(data);
 }
 
 Status SlotFileMirror::FetchIfMissing(const std::string& path) {

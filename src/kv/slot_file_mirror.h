@@ -20,11 +20,14 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "core/env.h"
 #include "core/mutex.h"
+#include "core/record_mac.h"
 #include "kv/model_fingerprint.h"
 #include "kv/redis_connection.h"
 
@@ -48,9 +51,14 @@ class SlotFileMirror {
   static constexpr size_t kMaxQueued = 16;
 
   // Starts the writer thread; connects on first use. `env` (not owned)
-  // reads and writes the files and is the clock.
+  // reads and writes the files and is the clock. With `mac` (may be null)
+  // each value is the file followed by its HMAC tag (label: "kvault slot
+  // file v1 " and the store key, so a value never opens under another
+  // name), and a fetched value without a right tag is refused
+  // (checksum_mismatch) before anything reaches the directory.
   SlotFileMirror(RedisEndpoint endpoint, const ModelFingerprint& model,
-                 Env* env, RedisTimeouts timeouts = {});
+                 Env* env, std::shared_ptr<const RecordMac> mac = nullptr,
+                 RedisTimeouts timeouts = {});
   // Uploads what is queued, then stops.
   ~SlotFileMirror();
   SlotFileMirror(const SlotFileMirror&) = delete;
@@ -82,8 +90,16 @@ class SlotFileMirror {
   Status FetchTo(const std::string& key, const std::string& tmp)
       EXCLUDES(fetch_mu_);
 
+  // Appends to `out` the bytes [begin, end) of a value whose first
+  // `data_bytes` are the file (fed to `stream` too, when tagged) and the
+  // rest its tag (copied into `tag`).
+  static Status TakePiece(std::string_view piece, uint64_t begin,
+                          uint64_t data_bytes, WritableFile* out,
+                          RecordMac::Stream* stream, std::string* tag);
+
   const ModelFingerprint model_;
   Env* const env_;
+  const std::shared_ptr<const RecordMac> mac_;
   RedisConnection writer_conn_;  // the writer thread only
 
   mutable Mutex fetch_mu_;

@@ -721,6 +721,27 @@ constexpr ArgSpec kTable[] = {
      "of the same model; written in the background, fetched when faster "
      "than recomputing; a store that is down only costs the hits "
      "(default: none)"},
+    {"kv-store-key-file", "--kv-store-key-file", "", kValue, "FILE", "",
+     kServe, kKvault,
+     "the store key (at least 16 bytes; e.g. openssl rand -hex 32), shared "
+     "by the instances: page records and mirrored slot files carry an "
+     "HMAC-SHA-256 tag under it and ones without a right tag are refused, so "
+     "a store writer without the key cannot change outputs"},
+    {"kv-store-key-env", "--kv-store-key-env", "", kValue, "VAR", "", kServe,
+     kKvault, "as --kv-store-key-file, the key read from environment "
+     "variable VAR"},
+    {"kv-store-unauthenticated", "--kv-store-unauthenticated", "", kSwitch,
+     "", "", kServe, kKvault,
+     "use --kv-store without a store key: anyone who can write to the store "
+     "can then forge records (checksums catch accidents, not forgers)"},
+    {"kv-store-user", "--kv-store-user", "", kValue, "NAME", "", kServe,
+     kKvault, "Redis ACL user for AUTH (default: the default user)"},
+    {"kv-store-password-file", "--kv-store-password-file", "", kValue, "FILE",
+     "", kServe, kKvault,
+     "Redis AUTH password, read from FILE (one trailing newline dropped)"},
+    {"kv-store-password-env", "--kv-store-password-env", "", kValue, "VAR", "",
+     kServe, kKvault, "Redis AUTH password, read from environment variable "
+     "VAR"},
     {"prefix-cache", "--prefix-cache", "--no-prefix-cache", kSwitch, "", "",
      kServe, kKvault,
      "a request reuses the longest prompt prefix any slot holds, in whole "

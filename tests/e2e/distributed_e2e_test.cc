@@ -135,37 +135,51 @@ class DistributedTest : public ::testing::Test {
     redis_ = RedisServer::Start();
     ASSERT_NE(redis_, nullptr)
         << "redis-server did not start (scripts/install-deps installs it)";
+    key_file_ = WriteSecret("store.key", "the instances' shared store key");
+  }
+
+  // Writes `secret` (and a newline) to a new file named `name`; returns
+  // its path.
+  static std::string WriteSecret(const std::string& name,
+                                 const std::string& secret) {
+    const std::string path = MakeTempDir("secret") + "/" + name;
+    std::ofstream(path) << secret << "\n";
+    return path;
   }
 
   // Starts an instance with its own spill directory `spill` (made when
   // empty), the disk prefix tier and the shared redis tier.
-  std::unique_ptr<ServerProcess> Instance(std::string* spill, uint16_t port = 0,
-                                          const std::string& model = "") {
+  // `store_args` replace the store key flags (the shared key file).
+  std::unique_ptr<ServerProcess> Instance(
+      std::string* spill, uint16_t port = 0, const std::string& model = "",
+      std::vector<std::string> store_args = {}) {
     if (spill->empty()) *spill = MakeTempDir("spill");
     const std::string slots = *spill + "-slots";
     std::filesystem::create_directories(slots);
-    auto p = ServerProcess::Start({"-m",
-                                   model.empty() ? model_ : model,
-                                   "--slot-save-path",
-                                   slots,
-                                   "-np",
-                                   "1",
-                                   "-c",
-                                   "2048",
-                                   "--page-size",
-                                   std::to_string(kPageSize),
-                                   "-t",
-                                   "1",
-                                   "--no-fsync",
-                                   "--spill-dir",
-                                   *spill,
-                                   "--spill-disk",
-                                   "64M",
-                                   "--prefix-disk",
-                                   "64M",
-                                   "--kv-store",
-                                   redis_->url()},
-                                  120, port);
+    std::vector<std::string> args = {"-m",
+                                     model.empty() ? model_ : model,
+                                     "--slot-save-path",
+                                     slots,
+                                     "-np",
+                                     "1",
+                                     "-c",
+                                     "2048",
+                                     "--page-size",
+                                     std::to_string(kPageSize),
+                                     "-t",
+                                     "1",
+                                     "--no-fsync",
+                                     "--spill-dir",
+                                     *spill,
+                                     "--spill-disk",
+                                     "64M",
+                                     "--prefix-disk",
+                                     "64M",
+                                     "--kv-store",
+                                     redis_->url()};
+    if (store_args.empty()) store_args = {"--kv-store-key-file", key_file_};
+    args.insert(args.end(), store_args.begin(), store_args.end());
+    auto p = ServerProcess::Start(args, 120, port);
     EXPECT_TRUE(p.ok()) << p.status();
     return p.ok() ? std::move(*p) : nullptr;
   }
@@ -206,6 +220,7 @@ class DistributedTest : public ::testing::Test {
 
   std::string model_;
   std::unique_ptr<RedisServer> redis_;
+  std::string key_file_;
 };
 
 // The first Done-when of issue 23: A -> B through nginx, kill -9 and
@@ -356,6 +371,76 @@ TEST_F(DistributedTest, ACorruptRecordInRedisIsNeverUsed) {
       TierValue(metrics, "kvault_prefix_store_pages_loaded_total", "redis"),
       0.0);
   EXPECT_EQ(StopServer(b.get()), "exit 0");
+}
+
+// Regression (issue 40): anyone who could write to Redis could change
+// outputs (a record with recomputed checksums was loaded). Records and a
+// slot file written by an instance holding another key (complete, valid,
+// checksums right) are refused and counted; the output is what
+// recomputing gives, and the slot file never reaches the directory.
+TEST_F(DistributedTest, RecordsAndSlotFilesSealedWithAnotherKeyAreRefused) {
+  std::string spill_f, spill_a;
+  const std::string forger_key = WriteSecret("forger.key", "not the key!!!!!");
+  std::unique_ptr<ServerProcess> forger = Instance(
+      &spill_f, 0, "", {"--kv-store-key-file", forger_key});
+  ASSERT_TRUE(forger);
+  const std::string story = LongStory();
+  const json first = Complete(forger->port(), story);
+  Reply saved = HttpClient(forger->port())
+                    .Post("/slots/0?action=save", json{{"filename", "f.bin"}});
+  ASSERT_EQ(saved.status, 200) << saved.raw;
+  EXPECT_EQ(StopServer(forger.get()), "exit 0");  // its writes reach redis
+  ASSERT_FALSE(redis_->Cli("--scan --pattern 'kvault:v1:page:*'").empty());
+
+  std::unique_ptr<ServerProcess> a = Instance(&spill_a);
+  ASSERT_TRUE(a);
+  const std::string turn2 = story + first["content"].get<std::string>();
+  const json second = Complete(a->port(), turn2);
+  EXPECT_EQ(second["timings"]["cache_n"], 0);
+  EXPECT_EQ(second["content"], Complete(a->port(), turn2, false)["content"]);
+  Reply restored = HttpClient(a->port())
+                       .Post("/slots/0?action=restore",
+                             json{{"filename", "f.bin"}});
+  EXPECT_EQ(restored.status, 422) << restored.raw;
+  EXPECT_NE(restored.raw.find("tag does not match"), std::string::npos)
+      << restored.raw;
+  EXPECT_FALSE(FileExists(spill_a + "-slots/f.bin"));
+  const std::string metrics = Metrics(*a);
+  EXPECT_GE(
+      TierValue(metrics, "kvault_prefix_store_bad_records_total", "redis"), 1.0)
+      << metrics;
+  EXPECT_EQ(
+      TierValue(metrics, "kvault_prefix_store_pages_loaded_total", "redis"),
+      0.0);
+  EXPECT_EQ(StopServer(a.get()), "exit 0");
+}
+
+// A store that needs AUTH (an ACL user; the default user off): an instance
+// with the user's password writes its pages; one without a key, or with
+// no password, is refused at start or by the store.
+TEST_F(DistributedTest, AnAclUserAuthenticatesAndAKeylessStoreIsRefused) {
+  const std::string password = "s3cret-pass-for-kvault";
+  redis_->Cli("ACL SETUSER kvault on '>" + password + "' '~*' '&*' '+@all'");
+  redis_->Cli("ACL SETUSER default off");
+  const std::string auth =
+      "--user kvault --pass " + password + " --no-auth-warning ";
+  const std::string password_file = WriteSecret("redis.pass", password);
+  std::string spill_a, spill_b;
+  std::unique_ptr<ServerProcess> a =
+      Instance(&spill_a, 0, "",
+               {"--kv-store-key-file", key_file_, "--kv-store-user", "kvault",
+                "--kv-store-password-file", password_file});
+  ASSERT_TRUE(a);
+  Complete(a->port(), LongStory());
+  EXPECT_EQ(StopServer(a.get()), "exit 0");
+  EXPECT_FALSE(redis_->Cli(auth + "--scan --pattern 'kvault:v1:page:*'").empty());
+  // Without the store key the server does not start (it says why).
+  auto keyless = ServerProcess::Start(
+      {"-m", model_, "--kv-store", redis_->url(), "-t", "1"}, 60);
+  ASSERT_FALSE(keyless.ok());
+  EXPECT_NE(keyless.status().message().find("--kv-store-key-file"),
+            std::string::npos)
+      << keyless.status();
 }
 
 // Two models on one store: the second finds none of the first's pages (it

@@ -142,6 +142,46 @@ TEST_F(PrefixStoreTest, BadRecordsAreRefusedRemovedAndCounted) {
   EXPECT_TRUE(CheckInvariants(cache_->table()).ok());
 }
 
+// Regression (issue 40): page checksums are unkeyed, so anyone who could
+// write to a shared store could forge a record this server loads. With a
+// store key, a record must carry the key's tag: one sealed under another
+// key (a complete, valid record of this very page: checksums, model and
+// tokens all right) or not sealed at all is refused, removed and counted;
+// one sealed under the key loads.
+TEST_F(PrefixStoreTest, ForgedRecordsNeedTheStoreKey) {
+  auto key = [](const char* k) {
+    return std::make_shared<const RecordMac>(*RecordMac::FromKey(k, "test"));
+  };
+  const std::shared_ptr<const RecordMac> ours = key("0123456789abcdef-ours");
+  auto reader_mem = std::make_unique<MemPageStore>();
+  MemPageStore* shared = reader_mem.get();
+  PrefixStore reader(SingleTier(std::move(reader_mem)), kTestFingerprint,
+                     root_, SaveOptions{}, ours);
+  const struct {
+    const char* what;
+    std::shared_ptr<const RecordMac> mac;
+    uint64_t loaded;
+  } writers[] = {{"another key", key("0123456789abcdef-forger"), 0},
+                 {"no key", nullptr, 0},
+                 {"the store key", ours, 10}};
+  uint64_t refused = 0;
+  for (const auto& w : writers) {
+    auto mem = std::make_unique<MemPageStore>();
+    MemPageStore* written = mem.get();
+    PrefixStore writer(SingleTier(std::move(mem)), kTestFingerprint, root_,
+                       SaveOptions{}, w.mac);
+    ASSERT_TRUE(writer.Publish(*cache_, kA).ok()) << w.what;
+    shared->records = written->records;
+    cache_->RemoveSequence(kB);
+    EXPECT_EQ(reader.Extend(cache_.get(), kB, wanted_, 0, 10), w.loaded)
+        << w.what;
+    refused += w.loaded == 0 ? 1 : 0;
+    EXPECT_EQ(reader.Stats().tiers[0].bad_records, refused) << w.what;
+  }
+  EXPECT_TRUE(SameBytes(10));
+  EXPECT_TRUE(CheckInvariants(cache_->table()).ok());
+}
+
 // Two models (or cache shapes) sharing one store directory: each has its
 // own chain roots, so neither ever finds, let alone reads, the other's
 // pages for the same tokens.

@@ -42,9 +42,11 @@ class SlotFileMirrorTest : public ::testing::Test {
   std::string PathIn(const char* dir, const char* name) {
     return (root_ / dir / name).string();
   }
-  std::unique_ptr<SlotFileMirror> Mirror(const ModelFingerprint& model) {
+  std::unique_ptr<SlotFileMirror> Mirror(
+      const ModelFingerprint& model,
+      std::shared_ptr<const RecordMac> mac = nullptr) {
     return std::make_unique<SlotFileMirror>(*ParseRedisUrl(server_->url()),
-                                            model, Env::Default());
+                                            model, Env::Default(), mac);
   }
 
   // Writes a valid slot file (a bare state file) at `path`; returns it.
@@ -153,6 +155,50 @@ TEST_F(SlotFileMirrorTest, AValueThatIsNotASlotFileNeverReachesTheDirectory) {
   auto back = ReadFileToString(Env::Default(), PathIn("b", "big.bin"));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, *big);
+}
+
+// Regression (issue 40): a mirrored value carried no key, so anyone who
+// could write to the store could hand a restore a slot file of their
+// making. Sealed values open only under the store key: one sealed under
+// another key (or read without one) is refused and never reaches the
+// directory; the tag is checked over a value fetched in several pieces.
+TEST_F(SlotFileMirrorTest, SealedValuesOpenOnlyUnderTheStoreKey) {
+  auto key = [](const char* k) {
+    return std::make_shared<const RecordMac>(*RecordMac::FromKey(k, "test"));
+  };
+  const auto ours = key("the store key of the test");
+  const auto forger = key("a key the forger holds");
+  const std::string bytes = WriteSlotFile(PathIn("a", "conv.bin"));
+  const std::string zeros(3 * SlotFileMirror::kFetchPieceBytes / 2, '\0');
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), zeros,
+                                PathIn("a", "zeros.bin"), false)
+                  .ok());
+  auto a = Mirror(kModel, ours);
+  a->Upload(PathIn("a", "conv.bin"));
+  a->Upload(PathIn("a", "zeros.bin"));
+  a->Flush();
+  ASSERT_EQ(a->Stats().uploads, 2u);
+  EXPECT_EQ(
+      server_->Cli("STRLEN " + SlotFileMirror::KeyFor(kModel, "conv.bin")),
+      std::to_string(bytes.size() + kMacTagBytes));
+  for (const char* name : {"conv.bin", "zeros.bin"}) {
+    const Status forged = Mirror(kModel, forger)->FetchIfMissing(
+        PathIn("b", name));
+    EXPECT_EQ(forged.reason(), "checksum_mismatch") << name << ": " << forged;
+    EXPECT_TRUE(std::filesystem::is_empty(root_ / "b")) << name;
+  }
+  EXPECT_FALSE(Mirror(kModel)->FetchIfMissing(PathIn("b", "conv.bin")).ok());
+  EXPECT_TRUE(std::filesystem::is_empty(root_ / "b"));
+  // Under the store key: the file comes back as saved; the 12 MiB value
+  // passes its tag (read in two pieces) and is then refused as no slot
+  // file.
+  auto b = Mirror(kModel, ours);
+  ASSERT_TRUE(b->FetchIfMissing(PathIn("b", "conv.bin")).ok());
+  EXPECT_EQ(*ReadFileToString(Env::Default(), PathIn("b", "conv.bin")), bytes);
+  const Status zeros_status = b->FetchIfMissing(PathIn("b", "zeros.bin"));
+  EXPECT_FALSE(zeros_status.ok());
+  EXPECT_NE(zeros_status.reason(), "checksum_mismatch") << zeros_status;
+  EXPECT_FALSE(std::filesystem::exists(PathIn("b", "zeros.bin")));
 }
 
 }  // namespace
