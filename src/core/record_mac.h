@@ -44,9 +44,9 @@ class RecordMac {
   // Appends the tag of `*data` under `label` to it.
   void Seal(std::string_view label, std::string* data) const;
   // Returns the bytes of `sealed` before its tag when the tag is right for
-  // them under `label`; Corruption otherwise (reason "checksum_mismatch",
-  // the message naming the tag, or
-  // "truncated" when it is shorter than a tag).
+  // them under `label`; Corruption otherwise: reason "checksum_mismatch"
+  // (the message names the tag), or "truncated" when it is shorter than a
+  // tag.
   StatusOr<std::span<const std::byte>> Open(
       std::string_view label, std::span<const std::byte> sealed) const;
 
