@@ -252,8 +252,19 @@ StatusOr<std::string> ChatPromptText(const std::vector<ChatMessage>& messages,
       raw.push_back({{"role", m.role}, {"content", m.content}});
     }
   }
-  return format.Render(raw, messages, add_generation_prompt, bos, eos,
-                       vars != nullptr ? *vars : ordered_json());
+  KV_ASSIGN_OR_RETURN(std::string text,
+                      format.Render(raw, messages, add_generation_prompt, bos,
+                                    eos, vars != nullptr ? *vars : ordered_json()));
+  // Templates that write bos_token (Llama 3, Mistral, Gemma, Phi, ...) would
+  // give two BOS with the one tokenizing adds: the tokenizer's wins, as in
+  // llama-server (and the same for a closing EOS).
+  if (vocab.add_bos && !bos.empty() && text.starts_with(bos)) {
+    text.erase(0, bos.size());
+  }
+  if (vocab.add_eos && !eos.empty() && text.ends_with(eos)) {
+    text.erase(text.size() - eos.size());
+  }
+  return text;
 }
 
 StatusOr<std::vector<TokenId>> TokenizeChat(

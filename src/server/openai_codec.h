@@ -79,8 +79,9 @@ StatusOr<std::vector<TokenId>> TokenizeChat(
     const nlohmann::ordered_json* raw_messages = nullptr,
     const nlohmann::ordered_json* vars = nullptr);
 
-// Returns `messages` rendered with `family` as text (BOS/EOS written as
-// the template writes them), before tokenization.
+// Returns `messages` rendered with `family` as text, before tokenization,
+// less a leading BOS (trailing EOS) the template wrote when the tokenizer
+// adds one (as llama-server), so the prompt holds exactly one.
 StatusOr<std::string> ChatPromptText(const std::vector<ChatMessage>& messages,
                                      const Tokenizer& tokenizer,
                                      const ChatFormat& format,

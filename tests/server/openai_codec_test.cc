@@ -161,6 +161,30 @@ TEST_F(OpenAiCodecTest, ChatRendersTemplateAndAddsStopStrings) {
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
 }
 
+// Regression (issue 41): a template that writes bos_token (Llama 3.x,
+// Mistral, Gemma, Phi, ...) gave a prompt starting with two BOS, the
+// template's and the tokenizer's. As llama-server, the prompt holds one,
+// and /apply-template shows the text that is tokenized.
+TEST_F(OpenAiCodecTest, ATemplateWritingBosGivesOneBos) {
+  const Vocab& vocab = tok().vocab();
+  ASSERT_TRUE(vocab.add_bos && vocab.bos.has_value());
+  StatusOr<ChatFormat> format = ChatFormat::FromJinja(
+      "{{ bos_token }}{% for m in messages %}[{{ m.content }}]{% endfor %}");
+  ASSERT_TRUE(format.ok()) << format.status();
+  const json msgs = json::array({{{"role", "user"}, {"content", "hello"}}});
+  auto r = ParseOaiChatRequest(json{{"messages", msgs}}, tok(), limits_,
+                               *format);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->params.prompt, tok().Tokenize("[hello]", true, true));
+  ASSERT_GE(r->params.prompt.size(), 2u);
+  EXPECT_EQ(r->params.prompt[0], *vocab.bos);
+  EXPECT_NE(r->params.prompt[1], *vocab.bos);
+  auto applied = ApplyTemplate(json{{"messages", msgs}}, nullptr, tok(),
+                               *format);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_EQ((*applied)["prompt"], "[hello]");
+}
+
 TEST_F(OpenAiCodecTest, ChatGenerationPromptFields) {
   const json messages = {{{"role", "user"}, {"content", "hello"}},
                          {{"role", "assistant"}, {"content", "Hi"}}};
