@@ -28,7 +28,8 @@ constexpr const char kUsage[] =
     "  run                 generate text: -m MODEL.gguf -p PROMPT [-n N]\n"
     "                      (--help for the sampling flags)\n"
     "  bench model         pp/tg tokens/s of a model (llama-bench style)\n"
-    "run 'kvault bench --help' for the flags of a benchmark.\n";
+    "run 'kvault bench --help' for the flags of a benchmark; 'kvault\n"
+    "--version' for the version.\n";
 
 }  // namespace
 
@@ -45,6 +46,8 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;
   }
+  // `kvault --version` says what `kvault serve --version` says.
+  if (args[0] == "--version") return kvault::apps::RunServe(args);
   std::string command = args[0];
   args.erase(args.begin());
   if (command == "bench") return kvault::apps::RunBench(args);

@@ -288,15 +288,19 @@ Status ParseChatTemplateFlags(const Flags& f, ServerOptions* s) {
     }
     s->chat_template_source = given;
   }
+  // Errors name the flag the template came from (and the file).
+  std::string origin = "flag --chat-template";
   if (f.Has("chat-template-file")) {
     const std::string path = f.GetString("chat-template-file", "");
-    KV_ASSIGN_OR_RETURN(s->chat_template_source,
-                        ReadFileToString(Env::Default(), path));
+    origin = "flag --chat-template-file '" + path + "'";
+    StatusOr<std::string> read = ReadFileToString(Env::Default(), path);
+    if (!read.ok()) return read.status().WithContext(origin);
+    s->chat_template_source = std::move(*read);
   }
   if (!s->chat_template_source.empty()) {
-    KV_RETURN_IF_ERROR(ChatFormat::FromJinja(s->chat_template_source)
-                           .status()
-                           .WithContext("flag --chat-template"));
+    KV_RETURN_IF_ERROR(
+        ChatFormat::FromJinja(s->chat_template_source).status().WithContext(
+            origin));
   }
   const std::string kwargs = f.GetString("chat-template-kwargs", "");
   if (!kwargs.empty()) {

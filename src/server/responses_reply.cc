@@ -87,10 +87,12 @@ json ResponsesUsageJson(const CompletionResult& result) {
 json ResponsesJson(const CompletionResult& result,
                    const ResponsesContext& ctx,
                    const chat::ChatMessage* parsed) {
-  // As llama-server: "completed" even at the token limit, which
-  // incomplete_details names.
-  json out = ResponseShell(ctx, "completed");
-  out["completed_at"] = static_cast<int64_t>(std::time(nullptr));
+  // OpenAI: a response cut at max_output_tokens is "incomplete" (its
+  // incomplete_details say why) and has no completed_at. (llama-server
+  // says "completed" next to incomplete_details.)
+  const bool cut = FinishReason(result) == "length";
+  json out = ResponseShell(ctx, cut ? "incomplete" : "completed");
+  if (!cut) out["completed_at"] = static_cast<int64_t>(std::time(nullptr));
   if (parsed != nullptr) {
     out["output"] = ParsedOutput(ctx, *parsed, /*streamed=*/true);
   } else if (ctx.chat_syntax) {
@@ -101,9 +103,7 @@ json ResponsesJson(const CompletionResult& result,
     out["output"].push_back(MessageItem(ctx, result.content, true));
   }
   out["incomplete_details"] =
-      FinishReason(result) == "length"
-          ? json{{"reason", "max_output_tokens"}}
-          : json(nullptr);
+      cut ? json{{"reason", "max_output_tokens"}} : json(nullptr);
   out["usage"] = ResponsesUsageJson(result);
   return out;
 }

@@ -1,35 +1,15 @@
 // `kvault quantize` end to end: the real binary converts a gen-model file,
 // and the result loads (GgufFile) with the expected type mix.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
 #include "model/gguf_file.h"
+#include "server_process.h"
 
 namespace kvault::e2e {
 namespace {
-
-struct CommandRun {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-CommandRun Kvault(const std::string& args) {
-  CommandRun r;
-  FILE* out =
-      ::popen((std::string(KVAULT_BINARY) + " " + args + " 2>&1").c_str(), "r");
-  if (out == nullptr) return r;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof(buf), out)) {
-    r.output.append(buf, n);
-  }
-  const int status = ::pclose(out);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
 
 class QuantizeE2eTest : public ::testing::Test {
  protected:

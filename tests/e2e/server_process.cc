@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -155,6 +156,20 @@ std::string MakeTempDir(const std::string& tag) {
                      "/kvault-e2e-" + tag + "-XXXXXX";
   char* dir = mkdtemp(tmpl.data());
   return dir ? std::string(dir) : std::string();
+}
+
+CommandRun Kvault(const std::string& args) {
+  CommandRun r;
+  FILE* out =
+      ::popen((std::string(KVAULT_BINARY) + " " + args + " 2>&1").c_str(), "r");
+  if (out == nullptr) return r;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof(buf), out)) {
+    r.output.append(buf, n);
+  }
+  const int status = ::pclose(out);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
 }
 
 }  // namespace kvault::e2e

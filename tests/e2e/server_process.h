@@ -71,6 +71,14 @@ std::string MakeTempDir(const std::string& tag);
 // Returns the resident set size of `pid` in kB (VmRSS), or -1.
 long RssKb(pid_t pid);
 
+// What one run of the kvault binary gave.
+struct CommandRun {
+  int exit_code = -1;     // -1: it did not start or exit normally
+  std::string output;     // stdout and stderr
+};
+// Runs `KVAULT_BINARY <args>` (a shell command line) to its end.
+CommandRun Kvault(const std::string& args);
+
 }  // namespace kvault::e2e
 
 #endif  // KVAULT_TESTS_E2E_SERVER_PROCESS_H_

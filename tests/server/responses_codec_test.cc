@@ -128,17 +128,26 @@ CompletionResult Result() {
   return r;
 }
 
+// Regression (issue 41): a response cut at max_output_tokens said
+// "completed" next to its incomplete_details; OpenAI says "incomplete"
+// and gives no completed_at.
 TEST_F(ResponsesCodecTest, ResponseJson) {
   json j = ResponsesJson(Result(), ctx_);
-  j.erase("completed_at");
+  EXPECT_FALSE(j.contains("completed_at"));
   EXPECT_EQ(j, json::parse(R"({"id":"resp_3","object":"response",
-    "created_at":1700000000,"status":"completed","model":"m.gguf",
+    "created_at":1700000000,"status":"incomplete","model":"m.gguf",
     "metadata":{},"incomplete_details":{"reason":"max_output_tokens"},
     "output":[{"id":"msg_3","type":"message","status":"completed",
       "role":"assistant","content":[{"type":"output_text","text":"hey",
       "annotations":[],"logprobs":[]}]}],
     "usage":{"input_tokens":12,"output_tokens":3,"total_tokens":15,
              "input_tokens_details":{"cached_tokens":10}}})"));
+  CompletionResult whole = Result();
+  whole.stop_type = "eos";
+  const json w = ResponsesJson(whole, ctx_);
+  EXPECT_EQ(w["status"], "completed");
+  EXPECT_TRUE(w.contains("completed_at"));
+  EXPECT_TRUE(w["incomplete_details"].is_null());
 }
 
 TEST_F(ResponsesCodecTest, StreamSequence) {
