@@ -36,6 +36,8 @@ inline constexpr char kReasonInvalidJsonSchema[] = "invalid_json_schema";
 inline constexpr char kReasonUnsupportedSchema[] = "unsupported_schema";
 inline constexpr char kReasonTemplateError[] = "template_error";
 inline constexpr char kReasonInfillUnsupported[] = "infill_unsupported";
+inline constexpr char kReasonEmbeddingsUnsupported[] =
+    "embeddings_unsupported";
 inline constexpr char kReasonInvalidUtf8[] = "invalid_utf8";
 
 // HTTP transport (400, 408, 413, 431, 501, 505; or the connection ends).
@@ -99,7 +101,7 @@ inline constexpr char kReasonMethodNotAllowed[] = "method_not_allowed";
 inline constexpr char kReasonNoSlotAvailable[] = "no_slot_available";
 
 // Every reason above, for checks over the catalogue.
-inline constexpr std::array<std::string_view, 76> kAllReasons = {
+inline constexpr std::array<std::string_view, 77> kAllReasons = {
     kReasonMalformedJson,
     kReasonJsonTooLarge,
     kReasonJsonTooDeep,
@@ -123,6 +125,7 @@ inline constexpr std::array<std::string_view, 76> kAllReasons = {
     kReasonUnsupportedSchema,
     kReasonTemplateError,
     kReasonInfillUnsupported,
+    kReasonEmbeddingsUnsupported,
     kReasonInvalidUtf8,
     kReasonHeadersTooLarge,
     kReasonBodyTooLarge,

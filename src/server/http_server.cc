@@ -167,6 +167,7 @@ void HttpServer::Impl::Handle(HttpRequest& req, HttpResponse& res) {
 Status HttpServer::Impl::Listen() {
   const ServerOptions& o = state_.options;
   RegisterInfoRoutes(router_, state_);
+  RegisterAbsentRoutes(router_, state_);
   RegisterCompletionRoutes(router_, state_);
   RegisterSlotRoutes(router_, state_);
   RegisterKvRoutes(router_, state_);

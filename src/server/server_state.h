@@ -117,6 +117,10 @@ void RunCompletion(
 
 // GET /health, /props, /v1/models, /slots, /metrics.
 void RegisterInfoRoutes(HttpRouter& server, ServerState& state);
+// llama-server's endpoints kvault does not serve, answered by name:
+// embeddings and rerank (501 embeddings_unsupported), GET /lora-adapters
+// ([]: no adapters; --lora is refused at start).
+void RegisterAbsentRoutes(HttpRouter& server, ServerState& state);
 // POST /completion, /completions, /v1/completions, /v1/chat/completions,
 // /chat/completions, /tokenize, /detokenize.
 void RegisterCompletionRoutes(HttpRouter& server, ServerState& state);

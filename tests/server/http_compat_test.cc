@@ -114,6 +114,23 @@ TEST_F(HttpCompatTest, ResponsesAndStream) {
             r["output"][0]["content"][0]["text"]);
 }
 
+// Regression (issue 41): llama-server's embeddings, rerank and LoRA
+// endpoints were a bare 404 "File Not Found"; they say what is missing.
+TEST_F(HttpCompatTest, AbsentFeaturesAreNamedNotMissing) {
+  Start();
+  for (const char* path : {"/v1/embeddings", "/embedding", "/rerank"}) {
+    auto reply = s().Post(path, json{{"input", "hello"}});
+    ExpectError(reply, 501, "not_supported_error", "embeddings_unsupported");
+    EXPECT_NE(reply.second["error"]["message"].get<std::string>().find(
+                  "--embeddings"),
+              std::string::npos)
+        << path;
+  }
+  auto [code, adapters] = s().Get("/lora-adapters");
+  EXPECT_EQ(code, 200);
+  EXPECT_EQ(adapters, json::array());
+}
+
 TEST_F(HttpCompatTest, XApiKeyHeaderAuthenticates) {
   Start({"s3cret"});
   httplib::Headers good = {{"X-Api-Key", "s3cret"}};
