@@ -113,9 +113,9 @@ StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
   std::unique_ptr<HttpListener> l(new HttpListener(options, callbacks));
   l->options_.max_connections = std::max<uint32_t>(1, options.max_connections);
   KV_RETURN_IF_ERROR(l->stop_.Init());
-  KV_ASSIGN_OR_RETURN(EventFd parked_signal,
+  KV_ASSIGN_OR_RETURN(EventFd worker_freed,
                       EventFd::Create("the HTTP listener's wake-up"));
-  l->parked_signal_.emplace(std::move(parked_signal));
+  l->worker_freed_.emplace(std::move(worker_freed));
   RaiseDescriptorLimit();
   KV_RETURN_IF_ERROR(l->Bind());
   for (uint32_t i = 0; i < l->options_.max_connections; ++i) {
@@ -165,10 +165,10 @@ void HttpListener::AcceptLoop() {
     std::vector<pollfd> fds = {
         {listen_fd_, static_cast<short>(paused ? 0 : POLLIN), 0},
         {stop_.fd(), POLLIN, 0},
-        {parked_signal_->fd(), POLLIN, 0}};
+        {worker_freed_->fd(), POLLIN, 0}};
     constexpr size_t kFirstClient = 3;
-    HttpClock::time_point next =
-        HttpClock::now() + (paused ? kAcceptPause : milliseconds(1000));
+    HttpClock::time_point next = NextPendingDeadline(
+        HttpClock::now() + (paused ? kAcceptPause : milliseconds(1000)));
     for (const Lingering& l : lingering_) {
       fds.push_back({l.fd, POLLIN, 0});
       next = std::min(next, l.until);
@@ -193,8 +193,11 @@ void HttpListener::AcceptLoop() {
     DrainLingering(readable);
     DispatchWaiting(waiting_readable);
     if (fds[2].revents != 0) TakeParked();
+    DispatchPending();
     if (fds[0].revents != 0) AcceptReady();
   }
+  for (const Pending& p : pending_) close(p.ready.fd);
+  pending_.clear();
   for (const Lingering& l : lingering_) close(l.fd);
   lingering_.clear();
   for (const Waiting& w : waiting_) close(w.fd);
@@ -221,7 +224,7 @@ void HttpListener::AcceptReady() {
 }
 
 void HttpListener::TakeParked() {
-  parked_signal_->Clear();
+  worker_freed_->Clear();
   std::vector<int> parked;
   {
     MutexLock lock(&mu_);
@@ -281,20 +284,34 @@ bool HttpListener::ReadWaiting(Waiting& w) {
 }
 
 void HttpListener::Dispatch(Ready ready) {
-  bool full = false;
+  pending_.push_back(
+      {std::move(ready), HttpClock::now() + options_.worker_wait});
+}
+
+void HttpListener::DispatchPending() {
+  size_t num_taken = 0;
   {
     MutexLock lock(&mu_);
-    full = busy_ >= options_.max_connections;
-    if (!full) {
+    while (num_taken < pending_.size() && busy_ < options_.max_connections) {
       ++busy_;
-      queue_.push_back(std::move(ready));
+      queue_.push_back(std::move(pending_[num_taken].ready));
+      ++num_taken;
     }
   }
-  if (full) {
-    Reject(ready.fd);
-    return;
+  for (size_t i = 0; i < num_taken; ++i) cv_.Signal();
+  pending_.erase(pending_.begin(),
+                 pending_.begin() + static_cast<std::ptrdiff_t>(num_taken));
+  const HttpClock::time_point now = HttpClock::now();
+  while (!pending_.empty() && pending_.front().until <= now) {
+    Reject(pending_.front().ready.fd);
+    pending_.pop_front();
   }
-  cv_.Signal();
+}
+
+HttpClock::time_point HttpListener::NextPendingDeadline(
+    HttpClock::time_point bound) const {
+  // Deadlines grow along the queue: the first one is the earliest.
+  return pending_.empty() ? bound : std::min(bound, pending_.front().until);
 }
 
 void HttpListener::Reject(int fd) {
@@ -349,16 +366,19 @@ void HttpListener::WorkerLoop() {
     const int idle_fd = HttpConnection(ready.fd, options_.connection,
                                        *callbacks_, &stop_, ready.received)
                             .Serve();
-    trimmer_.MaybeTrim();
-    MutexLock lock(&mu_);
-    --busy_;
-    if (idle_fd < 0) continue;
-    if (stop_.stopping()) {
-      close(idle_fd);
-    } else {
-      parked_.push_back(idle_fd);
-      parked_signal_->Signal();
+    {
+      MutexLock lock(&mu_);
+      --busy_;
+      if (idle_fd >= 0 && stop_.stopping()) {
+        close(idle_fd);
+      } else if (idle_fd >= 0) {
+        parked_.push_back(idle_fd);
+      }
+      worker_freed_->Signal();
     }
+    // After the release: a request waiting for a worker need not wait
+    // for the trim.
+    trimmer_.MaybeTrim();
   }
 }
 

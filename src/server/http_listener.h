@@ -8,9 +8,11 @@
 // connection and its bytes to a worker. So connections that send nothing,
 // idle keep-alive connections, or a head a byte at a time hold no worker:
 // /health keeps answering through thousands of them. When every worker is
-// busy, a connection with a request is answered at once with 503
-// too_many_connections (Connection: close) instead of waiting in a queue, so a
-// flood costs the flood, not the clients behind it. Stop closes idle and
+// busy, a connection with a request waits for one at most worker_wait (a
+// worker that has just written its answer is about to come free: a client
+// reading that answer may already have sent its next request), then is
+// answered 503 too_many_connections (Connection: close), so a flood costs the
+// flood, not the clients behind it. Stop closes idle and
 // half-read connections at once and gives streams a short grace to send their
 // last event and terminating chunk.
 #ifndef KVAULT_SERVER_HTTP_LISTENER_H_
@@ -38,6 +40,8 @@ struct ListenerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 0;              // 0: any free port
   uint32_t max_connections = 64;  // worker threads
+  // How long a request may wait for a busy worker before its 503.
+  std::chrono::milliseconds worker_wait{500};
   ConnectionOptions connection;
 };
 
@@ -77,6 +81,11 @@ class HttpListener {
     int fd;
     std::string received;
   };
+  // A Ready connection that found every worker busy, until its 503.
+  struct Pending {
+    Ready ready;
+    HttpClock::time_point until;
+  };
   HttpListener(const ListenerOptions& options, const HttpCallbacks* callbacks)
       : options_(options), callbacks_(callbacks) {}
   Status Bind();
@@ -84,7 +93,11 @@ class HttpListener {
   void AcceptReady();
   // Reads what `w` has sent; returns false when it is to be closed.
   bool ReadWaiting(Waiting& w);
-  void Dispatch(Ready ready) EXCLUDES(mu_);
+  // Queues `ready` for a worker (behind the ones already pending).
+  void Dispatch(Ready ready);
+  // Hands pending connections to free workers, oldest first; answers the
+  // ones past their wait 503.
+  void DispatchPending() EXCLUDES(mu_);
   // Answers 503 too_many_connections and closes `fd` after a short linger.
   void Reject(int fd);
   // Sends `response` (best effort), then lingers and closes `fd`.
@@ -93,6 +106,8 @@ class HttpListener {
   void DispatchWaiting(const std::vector<bool>& readable);
   // Moves the connections workers handed back onto the poll set.
   void TakeParked() EXCLUDES(mu_);
+  // The earliest deadline among pending connections, or `bound`.
+  HttpClock::time_point NextPendingDeadline(HttpClock::time_point bound) const;
   void WorkerLoop() EXCLUDES(mu_);
 
   ListenerOptions options_;
@@ -104,15 +119,16 @@ class HttpListener {
   std::vector<std::thread> workers_;
   std::vector<Lingering> lingering_;           // acceptor thread only
   std::vector<Waiting> waiting_;               // acceptor thread only
+  std::deque<Pending> pending_;                // acceptor thread only
   HttpClock::time_point accept_paused_until_;  // acceptor thread only
   Mutex mu_;
   CondVar cv_;
   std::deque<Ready> queue_ GUARDED_BY(mu_);  // not yet taken by a worker
   uint32_t busy_ GUARDED_BY(mu_) = 0;        // queued + being served
-  // Idle keep-alive connections handed back by workers, for the acceptor;
-  // parked_signal_ wakes it.
+  // Idle keep-alive connections handed back by workers, for the acceptor.
   std::vector<int> parked_ GUARDED_BY(mu_);
-  std::optional<EventFd> parked_signal_;
+  // Wakes the acceptor when a worker comes free (and maybe parked one).
+  std::optional<EventFd> worker_freed_;
   // Hands what requests freed back to the system, a few times a second.
   MemoryTrimmer trimmer_{std::chrono::milliseconds(200)};
   Mutex stop_mu_;                            // serialises Stop

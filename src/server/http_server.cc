@@ -39,6 +39,7 @@ ListenerOptions ToListenerOptions(const ServerOptions& o) {
   l.host = o.host;
   l.port = o.port;
   l.max_connections = o.max_connections;
+  l.worker_wait = milliseconds(o.worker_wait_ms);
   l.connection.limits.max_body_bytes = o.max_body_bytes;
   l.connection.head_timeout = milliseconds(o.head_timeout_ms);
   l.connection.body_timeout = milliseconds(o.body_timeout_ms);

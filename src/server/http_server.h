@@ -67,9 +67,11 @@ struct ServerOptions {
   bool verbose = false;
   bool spm_infill = false;  // --spm-infill: /infill puts the suffix first
   uint64_t max_body_bytes = 8u << 20;
-  // HTTP worker threads, one connection each; a connection beyond them is
-  // answered 503 too_many_connections at once.
+  // HTTP worker threads, one connection each; a request that finds them all
+  // busy waits up to worker_wait_ms for one to come free, then is answered
+  // 503 too_many_connections.
   uint32_t max_connections = 64;
+  uint32_t worker_wait_ms = 500;
   int32_t max_n_predict = 0;  // > 0: a request asking more gets a 400
   // Deadlines (milliseconds): the whole request head, the whole body after
   // it, a keep-alive connection's wait for its next request, a response

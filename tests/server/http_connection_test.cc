@@ -227,9 +227,10 @@ TEST(HttpConnectionTest, HeadAnswersHeadersOnly) {
   EXPECT_EQ(get->body, R"({"status":"ok"})");
 }
 
-TEST(HttpConnectionTest, ConnectionsOverTheLimitGetA503AtOnce) {
+TEST(HttpConnectionTest, ConnectionsOverTheLimitGetA503AfterTheWait) {
   ServerOptions o;
   o.max_connections = 2;
+  o.worker_wait_ms = 100;
   auto s = StartTiny(o);
   ASSERT_TRUE(s->ok());
   const uint16_t port = s->server().port();
@@ -261,6 +262,34 @@ TEST(HttpConnectionTest, ConnectionsOverTheLimitGetA503AtOnce) {
     status = r ? r->status : 0;
   }
   EXPECT_EQ(status, 200);
+}
+
+// A request that finds every worker busy waits for one: a worker that has
+// just answered is about to come free (CI caught /health answered 503 while
+// the two workers were still finishing requests their clients had read).
+TEST(HttpConnectionTest, RequestWaitsForAWorkerComingFree) {
+  ServerOptions o;
+  o.max_connections = 2;
+  o.worker_wait_ms = 60000;
+  auto s = StartTiny(o);
+  ASSERT_TRUE(s->ok());
+  const uint16_t port = s->server().port();
+  RawConnection a(port);
+  RawConnection b(port);
+  const std::string partial =
+      "POST /tokenize HTTP/1.1\r\nHost: t\r\nContent-Length: 20\r\n\r\n{";
+  ASSERT_TRUE(a.Send(partial) && b.Send(partial));
+  RawConnection c(port);
+  ASSERT_TRUE(c.Send(Get("/health")));
+  // Either c waits for a's worker or reaches a worker after it: both
+  // answer 200; a 503 means it was refused while a worker was coming free.
+  ASSERT_TRUE(a.Send(R"("content":"abcdef"})"));
+  auto ra = a.ReadResponse(kReply);
+  ASSERT_TRUE(ra.has_value());
+  EXPECT_EQ(ra->status, 200) << ra->body;
+  auto rc = c.ReadResponse(kReply);
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_EQ(rc->status, 200) << rc->body;
 }
 
 // Regression (issue 40): idle keep-alive connections used to keep their
