@@ -4,7 +4,7 @@
 import { getJson, postJson } from './api.js';
 import { initChat } from './chat.js';
 import { drawKv } from './kvmap.js';
-import { drawSlots, initSlots } from './slots.js';
+import { drawSlots, initSlots, setSlotActionsEnabled } from './slots.js';
 import { settings, saveSettings, DEFAULT_SETTINGS } from './store.js';
 
 const $ = (id) => document.getElementById(id);
@@ -105,6 +105,7 @@ async function loadProps() {
   try {
     const props = await getJson('/props');
     describeModel(props);
+    setSlotActionsEnabled(props.slot_save_enabled !== false);
     return props;
   } catch (e) {
     setStatus(e.status === 401 ? 'API key needed (Settings)' : 'server: ' + e.message, false);

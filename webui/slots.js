@@ -8,6 +8,17 @@ import { slotColor } from './kvmap.js';
 const $ = (id) => document.getElementById(id);
 let refresh = () => {};
 const cards = new Map();  // slot id -> its card, kept so inputs keep focus
+// Whether the server takes slot actions (/props' slot_save_enabled): without
+// --slot-save-path they can only fail, so their controls are disabled.
+let actionsEnabled = true;
+const kNoSlotSavePath = 'Start the server with --slot-save-path to save, restore and erase slots';
+
+function applyActionsEnabled(card) {
+  for (const control of card.querySelectorAll('.row input, .row button')) {
+    control.disabled = !actionsEnabled;
+    control.title = actionsEnabled ? '' : kNoSlotSavePath;
+  }
+}
 
 // Where a slot's KV lives, as far as /slots and /kv tell: a spilled slot is
 // in whichever spill tiers hold entries.
@@ -69,6 +80,7 @@ function makeCard(id) {
     button('Erase slot ' + id, 'Erase', () => act(id, 'erase')));
   row.lastChild.className = 'danger';
   card.append(row);
+  applyActionsEnabled(card);
   return card;
 }
 
@@ -99,3 +111,11 @@ export function drawSlots(slots, kv) {
 }
 
 export function initSlots(refreshNow) { refresh = refreshNow; }
+
+// Enables or disables the slot actions (from /props' slot_save_enabled).
+export function setSlotActionsEnabled(enabled) {
+  actionsEnabled = enabled;
+  for (const card of cards.values()) applyActionsEnabled(card);
+  const msg = $('slot-msg');
+  if (!enabled && !msg.dataset.last) msg.textContent = kNoSlotSavePath + '.';
+}

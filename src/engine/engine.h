@@ -177,6 +177,9 @@ struct TokenEvent {
   // incomplete or the tail could still become a stop string.
   std::string text;
   std::vector<TokenLogprob> probs;  // n_probs entries (log-softmax)
+  // With n_probs and without post_sampling_probs: this token's own
+  // log-softmax, whether or not it is among `probs`.
+  float logprob = 0;
   // With post_sampling_probs: the candidates the chain left (at most
   // n_probs, none of probability 0) and the chosen token's probability;
   // `probs` stays empty.

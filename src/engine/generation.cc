@@ -94,6 +94,7 @@ void Generation::HandleLogits(Slot& slot, std::span<const float> row) {
     event.chosen_prob = after.chosen;
   } else if (req.params.n_probs > 0) {
     event.probs = TopLogprobs(row, req.params.n_probs);
+    event.logprob = LogprobOf(row, event.token);
   }
   req.sampler.AcceptGenerated(event.token);
   req.result.tokens.push_back(event.token);
@@ -108,6 +109,14 @@ void Generation::HandleLogits(Slot& slot, std::span<const float> row) {
              req.result.tokens.size() >=
                  static_cast<size_t>(req.params.n_predict)) {
     stop_type = "limit";
+  } else if (req.params.n_predict < 0 && options_.n_ctx_train > 0 &&
+             req.params.prompt.size() + req.result.tokens.size() >=
+                 options_.n_ctx_train) {
+    // As llama-server: with no budget from the request or -n, generation
+    // ends at the model's training context, even where the context could
+    // shift forever (a model that never writes EOS, or ignore_eos).
+    stop_type = "limit";
+    truncated = true;
   } else if (slot.cached.size() + 1 >= options_.ctx_per_slot) {
     // Prompt and output fill the context, as llama-server counts it (the
     // last token is returned, never evaluated), unless it may shift.

@@ -22,7 +22,9 @@ namespace kvault {
 struct GenerationOptions {
   uint32_t ctx_per_slot = 0;
   bool context_shift = false;
-  uint32_t n_ctx_train = 0;  // the model's, for the samplers
+  // The model's: for the samplers, and the end of generation without a
+  // budget.
+  uint32_t n_ctx_train = 0;
 };
 
 class Generation {

@@ -63,6 +63,14 @@ std::vector<TokenLogprob> TopLogprobs(std::span<const float> logits, size_t n) {
   return all;
 }
 
+float LogprobOf(std::span<const float> logits, TokenId id) {
+  KV_CHECK(id >= 0 && static_cast<size_t>(id) < logits.size());
+  const double lse = LogSumExp(logits);
+  if (!std::isfinite(lse)) return kNegInf;
+  return static_cast<float>(
+      static_cast<double>(Sanitize(logits[static_cast<size_t>(id)])) - lse);
+}
+
 TokenId ArgMax(std::span<const float> logits) {
   KV_CHECK(!logits.empty());
   size_t best = 0;

@@ -69,6 +69,10 @@ struct TokenLogprob {
 // most likely first (ties: lowest id first); fewer when n > logits.size().
 std::vector<TokenLogprob> TopLogprobs(std::span<const float> logits, size_t n);
 
+// Returns token `id`'s log-softmax in `logits` (-inf when every logit is).
+// Precondition: id < logits.size().
+float LogprobOf(std::span<const float> logits, TokenId id);
+
 // Returns the index of the largest logit, the lowest on ties (NaN ignored;
 // 0 when every logit is NaN or -inf). Precondition: !logits.empty().
 TokenId ArgMax(std::span<const float> logits);

@@ -41,7 +41,27 @@ StatusOr<ChatFormat> ChatFormat::FromJinja(std::string source) {
                            "<|channel|>analysis"}) {
     if (format.source_.find(mark) != std::string::npos) format.thinks_ = true;
   }
+  format.knows_developer_ =
+      format.source_.find("developer") != std::string::npos;
+  format.requires_typed_content_ = format.ProbeRequiresTypedContent();
   return format;
+}
+
+bool ChatFormat::ProbeRequiresTypedContent() const {
+  const std::string probe = "kvault content probe 7f3a";
+  auto shows = [&](ordered_json content) {
+    ordered_json message = ordered_json::object();
+    message["role"] = "user";
+    message["content"] = std::move(content);
+    StatusOr<std::string> out =
+        RenderJinja(ordered_json::array({std::move(message)}), false, "", "",
+                    ordered_json::object());
+    return out.ok() && out->find(probe) != std::string::npos;
+  };
+  ordered_json part = ordered_json::object();
+  part["type"] = "text";
+  part["text"] = probe;
+  return !shows(probe) && shows(ordered_json::array({std::move(part)}));
 }
 
 nlohmann::json ChatFormat::CapsJson() const {
@@ -72,6 +92,14 @@ StatusOr<std::string> ChatFormat::Render(const ordered_json& messages,
     KV_RETURN_IF_ERROR(CheckNoVariables(kwargs));
     return RenderChat(family_, parsed, add_generation_prompt, bos, eos);
   }
+  return RenderJinja(messages, add_generation_prompt, bos, eos, kwargs);
+}
+
+StatusOr<std::string> ChatFormat::RenderJinja(const ordered_json& messages,
+                                              bool add_generation_prompt,
+                                              const std::string& bos,
+                                              const std::string& eos,
+                                              const ordered_json& kwargs) const {
   ordered_json context = ordered_json::object();
   if (default_kwargs.is_object()) {
     for (auto it = default_kwargs.begin(); it != default_kwargs.end(); ++it) {

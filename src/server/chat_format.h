@@ -55,6 +55,12 @@ class ChatFormat {
   // Returns true when the Jinja template knows reasoning (it names a
   // thinking tag, enable_thinking or reasoning_content).
   bool thinks() const { return thinks_; }
+  // Returns true when the Jinja template names the "developer" role (as
+  // GPT-OSS's does); otherwise developer messages are rendered as system.
+  bool knows_developer_role() const { return knows_developer_; }
+  // Returns true when the Jinja template renders a message's content only
+  // as a list of typed parts; otherwise text parts reach it joined.
+  bool requires_typed_content() const { return requires_typed_content_; }
   // Returns /props' chat_template_caps: what the template's source handles
   // (tools, tool_calls, a system role, reasoning) and the tool-call syntax.
   nlohmann::json CapsJson() const;
@@ -69,12 +75,23 @@ class ChatFormat {
   // OK unless a built-in family is asked to render variables (the
   // server's --chat-template-kwargs or the request's), which it cannot.
   Status CheckNoVariables(const nlohmann::ordered_json& kwargs) const;
+  // Renders the Jinja template over `messages` and the variables.
+  StatusOr<std::string> RenderJinja(const nlohmann::ordered_json& messages,
+                                    bool add_generation_prompt,
+                                    const std::string& bos,
+                                    const std::string& eos,
+                                    const nlohmann::ordered_json& kwargs) const;
+  // Probes the template: true when a string content does not come out and
+  // the same text as a typed part does.
+  bool ProbeRequiresTypedContent() const;
 
   ChatTemplateFamily family_;
   std::shared_ptr<const jinja::Template> jinja_;
   std::string source_;
   chat::ToolCallFormat tool_call_format_ = chat::ToolCallFormat::kContentOnly;
   bool thinks_ = false;
+  bool knows_developer_ = false;
+  bool requires_typed_content_ = false;
 };
 
 // Returns the local time, or KVAULT_FAKE_NOW's when that is set and reads

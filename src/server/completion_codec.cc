@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "core/log.h"
 #include "model/unicode_text.h"
 #include "model/sampler_vocab.h"
 #include "server/http_error.h"
@@ -63,15 +64,15 @@ Status ParseLimitedFields(const json& body, const CompletionLimits& limits,
                           CompletionParams* params) {
   int64_t n_predict = limits.defaults.n_predict;
   KV_RETURN_IF_ERROR(ReadInt(body, "n_predict", -1, kInt32Max, &n_predict));
-  if (limits.max_n_predict > 0 && n_predict > limits.max_n_predict) {
-    return InvalidArgumentError(
-               "field 'n_predict': " + std::to_string(n_predict) +
-               " is above the server's limit " +
-               std::to_string(limits.max_n_predict))
-        .WithReason(kReasonOutOfRange);
-  }
-  if (n_predict < 0 && limits.max_n_predict > 0) {
-    n_predict = limits.max_n_predict;
+  // As llama-server: the server's -n is the budget of a request that has
+  // none and the most any may ask (more is lowered to it, with a warning).
+  const int64_t server_n = limits.defaults.n_predict;
+  if (server_n > 0 && (n_predict < 0 || n_predict > server_n)) {
+    if (n_predict > server_n) {
+      KV_LOG(WARNING) << "n_predict = " << n_predict
+                      << " exceeds the server's -n; lowered to " << server_n;
+    }
+    n_predict = server_n;
   }
   params->n_predict = static_cast<int32_t>(n_predict);
 
@@ -336,10 +337,10 @@ json TokenProbsJson(const TokenEvent& event, const Tokenizer& tokenizer) {
     out["top_probs"] = std::move(top);
     return out;
   }
+  out["logprob"] = event.logprob;  // also when not among the top ones
   for (const TokenLogprob& p : event.probs) {
     json e = entry(p.id);
     e["logprob"] = p.logprob;
-    if (p.id == event.token) out["logprob"] = p.logprob;
     top.push_back(std::move(e));
   }
   out["top_logprobs"] = std::move(top);

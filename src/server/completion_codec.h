@@ -24,9 +24,6 @@ namespace kvault {
 
 // Bounds a request is checked against; 0 disables a check.
 struct CompletionLimits {
-  // n_predict above: 400; 0: no limit (-1 then runs to end of text or of
-  // the slot's context).
-  int32_t max_n_predict = 0;
   uint32_t n_ctx_slot = 0;       // prompt tokens allowed (a slot's context)
   uint32_t n_slots = 0;          // id_slot must be below
   uint32_t max_n_probs = 100;

@@ -72,7 +72,6 @@ struct ServerOptions {
   // 503 too_many_connections.
   uint32_t max_connections = 64;
   uint32_t worker_wait_ms = 500;
-  int32_t max_n_predict = 0;  // > 0: a request asking more gets a 400
   // Deadlines (milliseconds): the whole request head, the whole body after
   // it, a keep-alive connection's wait for its next request, a response
   // write without progress. A late head or body gets 408.

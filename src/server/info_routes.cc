@@ -138,6 +138,10 @@ void HandleProps(const ServerState& state, Response& res) {
                       {"demo_model", state.options.demo_model},
                       {"model_label", state.options.model_label},
                       {"webui", state.options.webui},
+                      // kvault's: whether POST /slots/{id} actions work
+                      // (the server has --slot-save-path).
+                      {"slot_save_enabled",
+                       !state.options.slot_save_path.empty()},
                       {"sleep_idle_seconds", state.options.sleep_idle_seconds},
                       {"is_sleeping", sleeping}});
 }

@@ -219,6 +219,14 @@ StatusOr<std::vector<ChatMessage>> ParseChatMessages(const json& body) {
                        role == nullptr ? json(nullptr) : *role);
     }
     msg.role = role->get<std::string>();
+    if (msg.role != "system" && msg.role != "developer" &&
+        msg.role != "user" && msg.role != "assistant" && msg.role != "tool") {
+      return InvalidArgumentError("field '" + name +
+                                  ".role': expected system, developer, user, "
+                                  "assistant or tool, got \"" +
+                                  msg.role + "\"")
+          .WithReason(kReasonUnknownRole);
+    }
     auto it = m.find("content");
     json content = it == m.end() ? json(nullptr) : *it;
     KV_ASSIGN_OR_RETURN(msg.content, MessageText(content, name + ".content"));
@@ -233,6 +241,39 @@ StatusOr<std::vector<ChatMessage>> ParseChatMessages(const json& body) {
   }
   return out;
 }
+
+namespace {
+
+// Fits the messages to the template as llama-server does: "developer" is
+// "system" unless the template knows the role, and a content of text parts
+// reaches it joined (as ParseChatMessages joins them) unless it renders
+// only typed parts, when a string content becomes one text part.
+ordered_json AdaptMessages(ordered_json raw, const ChatFormat& format) {
+  if (!raw.is_array()) return raw;
+  for (ordered_json& m : raw) {
+    if (!m.is_object()) continue;
+    auto role = m.find("role");
+    if (role != m.end() && *role == "developer" &&
+        !format.knows_developer_role()) {
+      *role = "system";
+    }
+    auto content = m.find("content");
+    if (content == m.end()) continue;
+    if (format.requires_typed_content() && content->is_string()) {
+      ordered_json part = ordered_json::object();
+      part["type"] = "text";
+      part["text"] = *content;
+      *content = ordered_json::array({std::move(part)});
+    } else if (!format.requires_typed_content() && content->is_array()) {
+      StatusOr<std::string> text =
+          MessageText(json::parse(content->dump()), "content");
+      if (text.ok()) *content = *text;  // checked by ParseChatMessages
+    }
+  }
+  return raw;
+}
+
+}  // namespace
 
 StatusOr<std::string> ChatPromptText(const std::vector<ChatMessage>& messages,
                                      const Tokenizer& tokenizer,
@@ -252,9 +293,15 @@ StatusOr<std::string> ChatPromptText(const std::vector<ChatMessage>& messages,
       raw.push_back({{"role", m.role}, {"content", m.content}});
     }
   }
-  KV_ASSIGN_OR_RETURN(std::string text,
-                      format.Render(raw, messages, add_generation_prompt, bos,
-                                    eos, vars != nullptr ? *vars : ordered_json()));
+  std::vector<ChatMessage> parsed = messages;
+  for (ChatMessage& m : parsed) {
+    if (m.role == "developer") m.role = "system";  // no built-in knows it
+  }
+  KV_ASSIGN_OR_RETURN(
+      std::string text,
+      format.Render(AdaptMessages(std::move(raw), format), parsed,
+                    add_generation_prompt, bos, eos,
+                    vars != nullptr ? *vars : ordered_json()));
   // Templates that write bos_token (Llama 3, Mistral, Gemma, Phi, ...) would
   // give two BOS with the one tokenizing adds: the tokenizer's wins, as in
   // llama-server (and the same for a closing EOS).
@@ -539,10 +586,27 @@ json OaiModelsJson(const OaiModelInfo& info) {
   return json{{"object", "list"}, {"data", json::array({std::move(model)})}};
 }
 
+// --- streamed logprobs ---------------------------------------------------
+
+StreamedLogprobs::StreamedLogprobs(const OaiContext& ctx)
+    : tokenizer_(ctx.n_probs > 0 ? ctx.tokenizer : nullptr) {}
+
+void StreamedLogprobs::Add(const TokenEvent& event) {
+  if (tokenizer_ != nullptr) {
+    entries_.push_back(TokenProbsJson(event, *tokenizer_));
+  }
+}
+
+void StreamedLogprobs::MoveInto(json& chunk) {
+  if (entries_.empty()) return;
+  chunk["choices"][0]["logprobs"] = json{{"content", std::move(entries_)}};
+  entries_ = json::array();
+}
+
 // --- /v1/completions stream ---------------------------------------------
 
 OaiCompletionStreamFormatter::OaiCompletionStreamFormatter(OaiContext ctx)
-    : ctx_(std::move(ctx)) {}
+    : ctx_(std::move(ctx)), logprobs_(ctx_) {}
 
 json OaiCompletionStreamFormatter::Chunk(const std::string& text,
                                          const json& finish_reason) const {
@@ -555,13 +619,12 @@ json OaiCompletionStreamFormatter::Chunk(const std::string& text,
 
 std::string OaiCompletionStreamFormatter::Token(const TokenEvent& event,
                                                 int /*slot*/) {
+  logprobs_.Add(event);
   if (event.text.empty()) return "";
   streamed_ += event.text;
   json chunk = Chunk(event.text, nullptr);
   if (ctx_.timings_per_token) chunk["timings"] = TimingsJson(event.timings);
-  if (ctx_.n_probs > 0 && ctx_.tokenizer != nullptr) {
-    chunk["choices"][0]["logprobs"] = OaiLogprobsJson({event}, *ctx_.tokenizer);
-  }
+  logprobs_.MoveInto(chunk);
   return SseData(chunk);
 }
 
@@ -579,6 +642,7 @@ std::string OaiCompletionStreamFormatter::Done(const CompletionResult& result) {
     rest = result.content.substr(streamed_.size());
   }
   json last = Chunk(rest, FinishReason(result));
+  logprobs_.MoveInto(last);
   last["usage"] = UsageJson(result);
   last["timings"] = TimingsJson(result.timings);
   return SseData(last) + std::string(kSseDone);
@@ -587,18 +651,19 @@ std::string OaiCompletionStreamFormatter::Done(const CompletionResult& result) {
 // --- /v1/chat/completions stream ----------------------------------------
 
 OaiChatStreamFormatter::OaiChatStreamFormatter(OaiContext ctx)
-    : ctx_(std::move(ctx)) {
+    : ctx_(std::move(ctx)), logprobs_(ctx_) {
   if (ctx_.chat_syntax) reader_.emplace(*ctx_.chat_syntax);
 }
 
 std::string OaiChatStreamFormatter::DeltaChunks(const std::vector<json>& deltas,
-                                                const TokenEvent* event) const {
+                                                const TokenEvent* event) {
   std::string out;
   for (const json& delta : deltas) {
     json chunk = Chunk(delta, nullptr);
     if (event != nullptr && ctx_.timings_per_token) {
       chunk["timings"] = TimingsJson(event->timings);
     }
+    logprobs_.MoveInto(chunk);
     out += SseData(chunk);
   }
   return out;
@@ -623,15 +688,11 @@ std::string OaiChatStreamFormatter::RoleChunkOnce() {
 std::string OaiChatStreamFormatter::Token(const TokenEvent& event,
                                           int /*slot*/) {
   std::string out = RoleChunkOnce();
+  logprobs_.Add(event);
   if (event.text.empty()) return out;
   streamed_ += event.text;
   if (reader_) return out + DeltaChunks(reader_->Feed(event.text), &event);
-  json chunk = Chunk(json{{"content", event.text}}, nullptr);
-  if (ctx_.timings_per_token) chunk["timings"] = TimingsJson(event.timings);
-  if (ctx_.n_probs > 0 && ctx_.tokenizer != nullptr) {
-    chunk["choices"][0]["logprobs"] = OaiLogprobsJson({event}, *ctx_.tokenizer);
-  }
-  return out + SseData(chunk);
+  return out + DeltaChunks({json{{"content", event.text}}}, &event);
 }
 
 std::string OaiChatStreamFormatter::Progress(const PromptProgress& progress,
@@ -656,9 +717,10 @@ std::string OaiChatStreamFormatter::Done(const CompletionResult& result) {
     out += DeltaChunks(reader_->Finish(), nullptr);
     finish = ChatFinishReason(finish, reader_->has_tool_calls());
   } else if (!rest.empty()) {
-    out += SseData(Chunk(json{{"content", rest}}, nullptr));
+    out += DeltaChunks({json{{"content", rest}}}, nullptr);
   }
   json last = Chunk(json::object(), finish);
+  logprobs_.MoveInto(last);
   if (!ctx_.include_usage) {
     last["timings"] = TimingsJson(result.timings);
     return out + SseData(last) + std::string(kSseDone);

@@ -158,6 +158,25 @@ nlohmann::json OaiModelsJson(const OaiModelInfo& info);
 
 // Streams /v1/completions: text_completion chunks, the last one with
 // finish_reason and usage, then "data: [DONE]".
+// The logprobs of streamed tokens not yet sent. A token whose text is held
+// back (part of a UTF-8 sequence, a possible stop string, a tool-call
+// marker) sends its entry with the next chunk that goes out, so every
+// generated token's entry is streamed once, in order.
+class StreamedLogprobs {
+ public:
+  // Records nothing unless ctx asked for logprobs (n_probs > 0).
+  explicit StreamedLogprobs(const OaiContext& ctx);
+  // Records `event`'s entry.
+  void Add(const TokenEvent& event);
+  // Moves the recorded entries into chunk's choices[0].logprobs.content;
+  // leaves `chunk` alone when there are none.
+  void MoveInto(nlohmann::json& chunk);
+
+ private:
+  const Tokenizer* tokenizer_;  // null: logprobs were not asked for
+  nlohmann::json entries_ = nlohmann::json::array();
+};
+
 class OaiCompletionStreamFormatter : public StreamFormatter {
  public:
   explicit OaiCompletionStreamFormatter(OaiContext ctx);
@@ -173,6 +192,7 @@ class OaiCompletionStreamFormatter : public StreamFormatter {
                        const nlohmann::json& finish_reason) const;
   OaiContext ctx_;
   std::string streamed_;
+  StreamedLogprobs logprobs_;
 };
 
 // Streams /v1/chat/completions: a first chunk with delta {role:"assistant"},
@@ -194,12 +214,14 @@ class OaiChatStreamFormatter : public StreamFormatter {
                        const nlohmann::json& finish_reason) const;
   // Returns the role chunk the first time, "" afterwards.
   std::string RoleChunkOnce();
-  // Returns one chunk per delta object.
+  // Returns one chunk per delta object, the first with the logprobs not
+  // yet sent.
   std::string DeltaChunks(const std::vector<nlohmann::json>& deltas,
-                          const TokenEvent* event) const;
+                          const TokenEvent* event);
   OaiContext ctx_;
   bool sent_role_ = false;
   std::string streamed_;
+  StreamedLogprobs logprobs_;
   std::optional<ChatReplyReader> reader_;  // with ctx_.chat_syntax
 };
 

@@ -25,7 +25,6 @@ void RegisterPost(HttpRouter& server, const std::string& pattern,
 CompletionLimits LimitsFor(const ServerState& state, const Engine& engine,
                            const HttpRequest& req) {
   CompletionLimits limits;
-  limits.max_n_predict = state.options.max_n_predict;
   limits.n_ctx_slot = engine.options().ctx_per_slot;
   limits.n_slots = engine.options().n_slots;
   limits.defaults = state.options.defaults;

@@ -2,7 +2,9 @@
 // through POST /apply-template of the real server (started with
 // --chat-template-file and KVAULT_FAKE_NOW, as the issue specifies) must
 // give exactly the bytes Python's jinja2 rendered (less the leading BOS
-// the tokenizer adds anyway), or an error where jinja2 raised one.
+// the tokenizer adds anyway), or an error where jinja2 raised one. Cases
+// whose content is a list of parts are the engine's alone (see
+// HasTextParts).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -41,6 +43,16 @@ ordered_json CaseBody(const ordered_json& c) {
   return body;
 }
 
+// Whether a case sends a content of parts: the server joins text parts
+// before rendering, as llama-server does (issue 41), where jinja2 got the
+// list; tests/jinja/conformance_test checks those renders on the engine.
+bool HasTextParts(const ordered_json& c) {
+  for (const ordered_json& m : c.at("messages")) {
+    if (m.contains("content") && m.at("content").is_array()) return true;
+  }
+  return false;
+}
+
 TEST(ChatTemplateE2eTest, EveryCaseRendersAsJinja2Does) {
   const std::string dir = SharedPath("conformance/chat-templates");
   const std::string model = SharedPath("models/stories260K.gguf");
@@ -54,7 +66,7 @@ TEST(ChatTemplateE2eTest, EveryCaseRendersAsJinja2Does) {
   }
   std::sort(files.begin(), files.end());
   ASSERT_FALSE(files.empty());
-  int total = 0, passed = 0;
+  int total = 0, passed = 0, num_adapted = 0;
   for (const std::string& file : files) {
     const ordered_json spec = ReadJson(file);
     ASSERT_TRUE(spec.is_object()) << file;
@@ -66,6 +78,10 @@ TEST(ChatTemplateE2eTest, EveryCaseRendersAsJinja2Does) {
     HttpClient client((*p)->port());
     for (const ordered_json& c : spec.at("cases")) {
       SCOPED_TRACE(c.at("id").get<std::string>());
+      if (HasTextParts(c)) {
+        ++num_adapted;
+        continue;
+      }
       ++total;
       Reply r = client.PostRaw("/apply-template", CaseBody(c).dump());
       if (c.contains("expect_error")) {
@@ -84,8 +100,11 @@ TEST(ChatTemplateE2eTest, EveryCaseRendersAsJinja2Does) {
     }
     EXPECT_EQ(StopServer(p->get()), "exit 0");
   }
-  std::printf("chat templates via /apply-template: %d/%d cases\n", passed,
-              total);
+  std::printf(
+      "chat templates via /apply-template: %d/%d cases (%d with text parts "
+      "left to tests/jinja)\n",
+      passed, total, num_adapted);
+  EXPECT_GT(total, 0);
 }
 
 }  // namespace

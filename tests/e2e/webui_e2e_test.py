@@ -9,7 +9,9 @@ API key the page asks for in its settings, types a message
 token, saves the slot from the slots panel, erases it and restores it, and
 checks the KV map's cells follow (the slot's squares go, then come back
 outlined); then the accessibility basics: every control has a name, the
-keyboard focus is visible, and every text's contrast is at least 4.5:1.
+keyboard focus is visible, and every text's contrast is at least 4.5:1;
+last, on a second server without --slot-save-path, the slot controls are
+disabled and say why.
 Screenshots of the chat and the KV map go to BUILD_DIR/webui/.
 
 Every wait is a bounded poll of the DOM (in the page, on animation frames)
@@ -31,9 +33,12 @@ API_KEY = "sesame"
 
 
 def start_server(binary, slot_dir):
-    server = LogProcess([binary, "serve", "--port", "0", "-np", "2", "-c", "1024",
-                         "-t", "1", "--slot-save-path", slot_dir, "--no-fsync",
-                         "--api-key", API_KEY])
+    """Starts the server with --slot-save-path and --api-key, or (slot_dir
+    None) with neither."""
+    args = [binary, "serve", "--port", "0", "-np", "2", "-c", "1024", "-t", "1"]
+    if slot_dir is not None:
+        args += ["--slot-save-path", slot_dir, "--no-fsync", "--api-key", API_KEY]
+    server = LogProcess(args)
     port = int(server.wait_for(r"listening on http://127\.0\.0\.1:(\d+)", 60).group(1))
     server.wait_for(r"ready:", 120)
     return server, port
@@ -250,6 +255,29 @@ def markdown(page):
         fail(f"markdown let markup through: {html!r}")
 
 
+def slot_actions_without_save_path(binary, page):
+    """Without --slot-save-path every slot action can only fail (501): the
+    panel's controls are disabled and say why (issue 41)."""
+    server, port = start_server(binary, None)
+    try:
+        page.call("Page.navigate", url=f"http://127.0.0.1:{port}/")
+        page.wait("document.querySelectorAll('#slots .slot .row button').length === 6",
+                  "the slot cards")
+        state = page.eval("""(() => {
+            const c = [...document.querySelectorAll('#slots .slot .row button, '
+                                                    + '#slots .slot .row input')];
+            return {n: c.length, enabled: c.filter((e) => !e.disabled).length,
+                    untitled: c.filter((e) => !e.title.includes('--slot-save-path')).length,
+                    note: document.getElementById('slot-msg').textContent}; })()""")
+        print(f"slot actions without --slot-save-path: {state}", flush=True)
+        if state["n"] != 8 or state["enabled"] or state["untitled"]:
+            fail(f"slot controls without --slot-save-path: {state}")
+        if "--slot-save-path" not in state["note"]:
+            fail(f"the slots panel does not say why: {state['note']!r}")
+    finally:
+        server.stop()
+
+
 def accessibility(page):
     r = page.eval(A11Y_JS)
     print(f"contrast: {r['checked']} text elements, lowest ratio {r['worst']:.2f}", flush=True)
@@ -290,6 +318,7 @@ def main():
             slots_and_map(page, out_dir)
             markdown(page)
             accessibility(page)
+            slot_actions_without_save_path(binary, page)
         finally:
             if browser:
                 browser.stop()

@@ -318,6 +318,27 @@ TEST_F(EngineBatchingTest, ContextShiftGoesOnPastTheContext) {
   EXPECT_LT(r->tokens_cached, 24u);
 }
 
+// Regression (issue 41 item 7): with context shift, a request with no
+// budget (n_predict -1 and no server -n) that never meets EOS generated
+// until the client left. As llama-server, it ends at the model's training
+// context, prompt included.
+TEST_F(EngineBatchingTest, UnboundedGenerationEndsAtTheTrainingContext) {
+  EngineOptions options = Options(1);
+  options.ctx_per_slot = 24;
+  options.context_shift = true;
+  auto engine = Start(options);
+  const uint32_t n_ctx_train = reference_->hparams().n_ctx_train;
+  ASSERT_GT(n_ctx_train, 24u);
+  const std::vector<TokenId> prompt = Tokens("Once upon a time");
+  CompletionParams p = Greedy(prompt, -1, 0);
+  p.ignore_eos = true;
+  auto r = RunToEnd(engine.get(), p);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->stop_type, "limit");
+  EXPECT_TRUE(r->truncated);
+  EXPECT_EQ(r->tokens.size() + prompt.size(), n_ctx_train);
+}
+
 TEST_F(EngineBatchingTest, PromptProgressReportsEachBatch) {
   EngineOptions options = Options(1);
   options.prefill_chunk = 8;

@@ -14,7 +14,7 @@ class AnthropicCodecTest : public testing::Test {
   void SetUp() override {
     model_ = MakeTinyModel();
     ASSERT_NE(model_, nullptr);
-    limits_.max_n_predict = 50;
+    limits_.defaults.n_predict = 50;
     limits_.n_ctx_slot = 400;
     limits_.n_slots = 1;
     ctx_.id = "msg_7";

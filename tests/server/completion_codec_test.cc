@@ -15,7 +15,7 @@ class CompletionCodecTest : public testing::Test {
   void SetUp() override {
     model_ = MakeTinyModel();
     ASSERT_NE(model_, nullptr);
-    limits_.max_n_predict = 100;
+    limits_.defaults.n_predict = 100;
     limits_.n_ctx_slot = 64;
     limits_.n_slots = 2;
   }
@@ -39,7 +39,7 @@ TEST_F(CompletionCodecTest, DefaultsAreLlamaServers) {
   ASSERT_TRUE(r.ok()) << r.status();
   const CompletionParams& p = r->params;
   EXPECT_EQ(p.prompt, tok().Tokenize("hi", true, true));
-  EXPECT_EQ(p.n_predict, 100);  // -1 becomes the server's limit
+  EXPECT_EQ(p.n_predict, 100);  // the server's -n
   EXPECT_FLOAT_EQ(p.sampling.temperature, 0.8f);
   EXPECT_EQ(p.sampling.top_k, 40);
   EXPECT_FLOAT_EQ(p.sampling.top_p, 0.95f);
@@ -159,11 +159,19 @@ TEST_F(CompletionCodecTest, WrongTypesNameTheFieldAndBothTypes) {
 }
 
 TEST_F(CompletionCodecTest, LimitsAndRanges) {
-  Status s = Error(json{{"prompt", "x"}, {"n_predict", 101}});
-  EXPECT_EQ(s.reason(), "out_of_range");
-  EXPECT_EQ(s.message(),
-            "field 'n_predict': 101 is above the server's limit 100");
-  EXPECT_TRUE(Parse(json{{"prompt", "x"}, {"n_predict", 100}}).ok());
+  // As llama-server, the server's -n (100 here) caps what a request asks.
+  for (int64_t asked : {int64_t{101}, int64_t{5000}, int64_t{1000000000}}) {
+    auto capped = Parse(json{{"prompt", "x"}, {"n_predict", asked}});
+    ASSERT_TRUE(capped.ok()) << capped.status();
+    EXPECT_EQ(capped->params.n_predict, 100) << asked;
+  }
+  auto below = Parse(json{{"prompt", "x"}, {"n_predict", 7}});
+  ASSERT_TRUE(below.ok());
+  EXPECT_EQ(below->params.n_predict, 7);
+  auto unlimited = Parse(json{{"prompt", "x"}, {"n_predict", -1}});
+  ASSERT_TRUE(unlimited.ok());
+  EXPECT_EQ(unlimited->params.n_predict, 100);
+  Status s;
   EXPECT_EQ(Error(json{{"prompt", "x"}, {"n_predict", -2}}).reason(),
             "out_of_range");
   s = Error(json{{"prompt", "x"}, {"id_slot", 2}});
@@ -322,8 +330,14 @@ TEST_F(CompletionCodecTest, CompletionProbabilities) {
   e.token = 70;
   e.text = "C";
   e.probs = {{70, -0.1f}, {71, -2.5f}};
-  json j = CompletionResponseJson(req, SampleResult(), {e}, tok());
-  ASSERT_EQ(j["completion_probabilities"].size(), 1u);
+  e.logprob = -0.1f;
+  TokenEvent unlisted = e;  // sampled outside the top two
+  unlisted.token = 72;
+  unlisted.logprob = -4.0f;
+  json j = CompletionResponseJson(req, SampleResult(), {e, unlisted}, tok());
+  ASSERT_EQ(j["completion_probabilities"].size(), 2u);
+  EXPECT_FLOAT_EQ(j["completion_probabilities"][1]["logprob"].get<float>(),
+                  -4.0f);
   const json& p = j["completion_probabilities"][0];
   EXPECT_EQ(p["id"], 70);
   EXPECT_EQ(p["token"], std::string(tok().TokenToPiece(70, true)));

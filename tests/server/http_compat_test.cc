@@ -18,7 +18,7 @@ class HttpCompatTest : public testing::Test {
     if (model == nullptr) GTEST_SKIP() << "missing " << StoriesModelPath();
     ServerOptions o;
     o.model_path = StoriesModelPath();
-    o.max_n_predict = 100;
+    o.defaults.n_predict = 100;
     o.api_keys = std::move(api_keys);
     server_ = std::make_unique<TestServer>(std::move(model), o);
     ASSERT_TRUE(server_->ok());

@@ -24,7 +24,7 @@ class HttpServerTest : public testing::Test {
     ServerOptions o;
     o.model_path = StoriesModelPath();
     o.max_body_bytes = 64 << 10;
-    o.max_n_predict = 1000;
+    o.defaults.n_predict = 1000;
     o.max_connections = 8;
     o.metrics_endpoint = true;
     server_ = std::make_unique<TestServer>(std::move(model), o);
@@ -183,7 +183,7 @@ TEST_F(HttpServerTest, RequestErrors) {
   ExpectError(wrong, 400, "invalid_request_error", "invalid_field");
   EXPECT_EQ(wrong.second["error"]["message"],
             "field 'n_predict': expected an integer, got string \"5\"");
-  ExpectError(s().Post("/completion", {{"prompt", "x"}, {"n_predict", 1001}}),
+  ExpectError(s().Post("/completion", {{"prompt", "x"}, {"n_predict", -2}}),
               400, "invalid_request_error", "out_of_range");
   ExpectError(s().Post("/completion", {{"prompt", "x"}, {"id_slot", 2}}), 400,
               "invalid_request_error", "slot_out_of_range");

@@ -14,7 +14,7 @@ class OpenAiCodecTest : public testing::Test {
   void SetUp() override {
     model_ = MakeTinyModel();
     ASSERT_NE(model_, nullptr);
-    limits_.max_n_predict = 50;
+    limits_.defaults.n_predict = 50;
     limits_.n_ctx_slot = 200;
     limits_.n_slots = 1;
     ctx_.id = "chatcmpl-7";
@@ -52,9 +52,14 @@ TEST_F(OpenAiCodecTest, CompletionErrors) {
                                 tok(), limits_);
   EXPECT_EQ(r.status().message(),
             "field 'max_tokens': expected an integer, got string \"7\"");
-  r = ParseOaiCompletionRequest(json{{"prompt", "hi"}, {"max_tokens", 51}},
+  r = ParseOaiCompletionRequest(json{{"prompt", "hi"}, {"max_tokens", -2}},
                                 tok(), limits_);
   EXPECT_EQ(r.status().reason(), "out_of_range");
+  // Above the server's -n: lowered to it, as llama-server does.
+  r = ParseOaiCompletionRequest(json{{"prompt", "hi"}, {"max_tokens", 51}},
+                                tok(), limits_);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->params.n_predict, 50);
 }
 
 // OpenAI logprobs become n_probs as llama-server maps them.
@@ -183,6 +188,51 @@ TEST_F(OpenAiCodecTest, ATemplateWritingBosGivesOneBos) {
                                *format);
   ASSERT_TRUE(applied.ok()) << applied.status();
   EXPECT_EQ((*applied)["prompt"], "[hello]");
+}
+
+// Regression (issue 41 item 3): "developer" reached the template as is,
+// unknown roles were accepted, and text parts reached a Jinja template as a
+// list it printed as a Python repr.
+TEST_F(OpenAiCodecTest, MessagesAreFittedToTheTemplate) {
+  auto render = [&](const std::string& source, const json& messages) {
+    StatusOr<ChatFormat> format = ChatFormat::FromJinja(source);
+    EXPECT_TRUE(format.ok()) << format.status();
+    const json body{{"messages", messages}};
+    const nlohmann::ordered_json ordered =
+        nlohmann::ordered_json::parse(body.dump());
+    return ApplyTemplate(body, &ordered, tok(), *format);
+  };
+  const std::string plain =
+      "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}";
+  const json messages = {
+      {{"role", "developer"}, {"content", "Be brief"}},
+      {{"role", "user"},
+       {"content",
+        {{{"type", "text"}, {"text", "one"}}, {{"type", "text"}, {"text", "two"}}}}}};
+  auto r = render(plain, messages);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)["prompt"], "<system>Be brief<user>one\ntwo");
+  // A template that knows the role (GPT-OSS's names it) gets it as is.
+  r = render("{# developer #}" + plain, messages);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)["prompt"], "<developer>Be brief<user>one\ntwo");
+  // A template that renders only typed parts gets them, strings included.
+  const std::string typed =
+      "{% for m in messages %}<{{ m.role }}>{% for p in m.content %}"
+      "{{ p.text }};{% endfor %}{% endfor %}";
+  StatusOr<ChatFormat> typed_format = ChatFormat::FromJinja(typed);
+  ASSERT_TRUE(typed_format.ok());
+  EXPECT_TRUE(typed_format->requires_typed_content());
+  EXPECT_FALSE(ChatFormat::FromJinja(plain)->requires_typed_content());
+  r = render(typed, messages);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)["prompt"], "<system>Be brief;<user>one;two;");
+  for (const char* role : {"wizard", "bogus", "function", ""}) {
+    auto bad = render(plain, {{{"role", role}, {"content", "x"}}});
+    EXPECT_EQ(bad.status().reason(), "unknown_role") << role;
+    EXPECT_NE(bad.status().message().find("messages[0].role"),
+              std::string::npos);
+  }
 }
 
 TEST_F(OpenAiCodecTest, ChatGenerationPromptFields) {
