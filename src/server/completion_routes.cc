@@ -229,6 +229,31 @@ void HandleTasks(Api api, ServerState& state, Engine* engine,
   ReplyJson(res, out);
 }
 
+// Streams several tasks at once as one SSE stream (each task's events
+// tagged with its index, as llama-server streams them).
+void HandleStreamedTasks(Api api, ServerState& state, Engine* engine,
+                         const std::vector<CompletionRequest>& requests,
+                         Response& res) {
+  StatusOr<std::shared_ptr<QueueSink>> sink =
+      QueueSink::Create(static_cast<uint32_t>(requests.size()));
+  if (!sink.ok()) return ReplyStatus(res, sink.status());
+  auto job = std::make_shared<StreamJob>();
+  job->engine = engine;
+  job->sink = *sink;
+  job->merger = std::make_unique<ChoiceStreamMerger>(!IsLlama(api));
+  for (uint32_t i = 0; i < requests.size(); ++i) {
+    StatusOr<uint64_t> task =
+        engine->Submit(requests[i].params, (*sink)->ForTask(i));
+    if (!task.ok()) {
+      for (uint64_t t : job->task_ids) engine->Cancel(t);
+      return ReplyStatus(res, task.status());
+    }
+    job->task_ids.push_back(*task);
+    job->formatters.push_back(MakeFormatter(api, state, requests[i], *engine));
+  }
+  ServeStream(std::move(job), &res);
+}
+
 void HandleCompletion(Api api, ServerState& state, const Request& req,
                       Response& res) {
   Engine* engine = state.engine.load();
@@ -246,14 +271,10 @@ void HandleCompletion(Api api, ServerState& state, const Request& req,
           ParseFor(api, state, req, b, *engine, &ordered);
       if (!r.ok()) return ReplyStatus(res, r.status());
       if (auto e = ContextError(*r, *engine)) return ReplyError(res, *e);
-      if (r->stream) {
-        return ReplyStatus(
-            res, InvalidArgumentError("field 'stream': streaming several "
-                                      "prompts or choices is not supported "
-                                      "yet")
-                     .WithReason(kReasonUnsupportedField));
-      }
       requests.push_back(std::move(*r));
+    }
+    if (requests.front().stream) {
+      return HandleStreamedTasks(api, state, engine, requests, res);
     }
     return HandleTasks(api, state, engine, std::move(requests), req, res);
   }
@@ -269,9 +290,9 @@ void HandleCompletion(Api api, ServerState& state, const Request& req,
   if (request->stream) {
     auto job = std::make_shared<StreamJob>();
     job->engine = engine;
-    job->task_id = *task;
+    job->task_ids = {*task};
     job->sink = *sink;
-    job->formatter = MakeFormatter(api, state, *request, *engine);
+    job->formatters.push_back(MakeFormatter(api, state, *request, *engine));
     ServeStream(std::move(job), &res);
     return;
   }

@@ -52,9 +52,9 @@ void RunCompletion(
   if (request.stream) {
     auto job = std::make_shared<StreamJob>();
     job->engine = engine;
-    job->task_id = *task;
+    job->task_ids = {*task};
     job->sink = *sink;
-    job->formatter = std::move(formatter);
+    job->formatters.push_back(std::move(formatter));
     ServeStream(std::move(job), &res);
     return;
   }

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "core/check.h"
 #include "server/http_error.h"
 
 namespace kvault {
@@ -10,14 +11,47 @@ std::string SseData(const nlohmann::json& j) {
   return "data: " + DumpJson(j) + "\n\n";
 }
 
-StatusOr<std::shared_ptr<QueueSink>> QueueSink::Create() {
+// The sink of one task of several: tags its events and queues them in the
+// shared QueueSink.
+class QueueSink::TaskSink : public CompletionSink {
+ public:
+  TaskSink(std::shared_ptr<QueueSink> queue, uint32_t task)
+      : queue_(std::move(queue)), task_(task) {}
+  void OnStart(uint32_t slot) override {
+    queue_->Push(Item{.start = slot, .task = task_});
+  }
+  bool OnToken(const TokenEvent& event) override {
+    if (queue_->client_gone()) return false;
+    queue_->Push(Item{.token = event, .task = task_});
+    return true;
+  }
+  void OnPromptProgress(const PromptProgress& progress) override {
+    queue_->Push(Item{.progress = progress, .task = task_});
+  }
+  void OnDone(const StatusOr<CompletionResult>& result) override {
+    queue_->Push(Item{.done = result, .task = task_});
+  }
+
+ private:
+  const std::shared_ptr<QueueSink> queue_;
+  const uint32_t task_;
+};
+
+StatusOr<std::shared_ptr<QueueSink>> QueueSink::Create(uint32_t num_tasks) {
+  KV_CHECK(num_tasks >= 1);
   KV_ASSIGN_OR_RETURN(EventFd wake, EventFd::Create("completion"));
-  return std::shared_ptr<QueueSink>(new QueueSink(std::move(wake)));
+  return std::shared_ptr<QueueSink>(new QueueSink(std::move(wake), num_tasks));
+}
+
+std::shared_ptr<CompletionSink> QueueSink::ForTask(uint32_t task) {
+  KV_CHECK(task < num_tasks_);
+  if (task == 0) return shared_from_this();
+  return std::make_shared<TaskSink>(shared_from_this(), task);
 }
 
 void QueueSink::Push(Item item) {
   MutexLock lock(&mu_);
-  if (item.done.has_value()) finished_ = true;
+  if (item.done.has_value()) ++num_finished_;
   items_.push_back(std::move(item));
   // Under the lock, so that Take's reset can never eat this signal while
   // leaving the item behind.
@@ -54,7 +88,7 @@ std::vector<QueueSink::Item> QueueSink::Take() {
 
 bool QueueSink::finished() const {
   MutexLock lock(&mu_);
-  return finished_;
+  return num_finished_ == num_tasks_;
 }
 
 }  // namespace kvault

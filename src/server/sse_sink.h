@@ -35,22 +35,32 @@ inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
 // Returns one SSE event carrying `j`: "data: <json>\n\n".
 std::string SseData(const nlohmann::json& j);
 
-class QueueSink : public CompletionSink {
+class QueueSink : public CompletionSink,
+                  public std::enable_shared_from_this<QueueSink> {
  public:
-  // Returns a sink with its event descriptor; Unavailable (reason
-  // out_of_descriptors) when the process has no descriptor left.
-  static StatusOr<std::shared_ptr<QueueSink>> Create();
+  // Returns a sink with its event descriptor for `num_tasks` (>= 1) tasks
+  // of one request (several choices or prompts, streamed together);
+  // Unavailable (reason out_of_descriptors) when the process has no
+  // descriptor left.
+  static StatusOr<std::shared_ptr<QueueSink>> Create(uint32_t num_tasks = 1);
   QueueSink(const QueueSink&) = delete;
   QueueSink& operator=(const QueueSink&) = delete;
 
   // One queued event: exactly one of the admission (the slot), a token, a
-  // prompt progress report or the final result.
+  // prompt progress report or the final result; `task` says whose.
   struct Item {
     std::optional<TokenEvent> token;
     std::optional<StatusOr<CompletionResult>> done;
     std::optional<PromptProgress> progress;
     std::optional<uint32_t> start;
+    uint32_t task = 0;
   };
+
+  // Returns the CompletionSink of task `task` (< num_tasks): its events
+  // are queued here tagged with it. Task 0's is this sink itself.
+  std::shared_ptr<CompletionSink> ForTask(uint32_t task);
+  // Returns how many tasks this sink serves.
+  uint32_t num_tasks() const { return num_tasks_; }
 
   // Queues the admission.
   void OnStart(uint32_t slot) override EXCLUDES(mu_);
@@ -70,18 +80,22 @@ class QueueSink : public CompletionSink {
   void MarkClientGone() { client_gone_.store(true); }
   // Returns true once MarkClientGone was called.
   bool client_gone() const { return client_gone_.load(); }
-  // Returns true once OnDone was called (its item may still be queued).
+  // Returns true once every task's OnDone was called (their items may
+  // still be queued).
   bool finished() const EXCLUDES(mu_);
 
  private:
-  explicit QueueSink(EventFd wake) : wake_(std::move(wake)) {}
+  class TaskSink;
+  QueueSink(EventFd wake, uint32_t num_tasks)
+      : wake_(std::move(wake)), num_tasks_(num_tasks) {}
   // Queues `item` and makes wake_fd() readable.
   void Push(Item item) EXCLUDES(mu_);
 
   const EventFd wake_;
+  const uint32_t num_tasks_;
   mutable Mutex mu_;
   std::deque<Item> items_ GUARDED_BY(mu_);
-  bool finished_ GUARDED_BY(mu_) = false;
+  uint32_t num_finished_ GUARDED_BY(mu_) = 0;
   std::atomic<bool> client_gone_{false};
 };
 

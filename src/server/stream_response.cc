@@ -12,33 +12,44 @@ using std::chrono::milliseconds;
 // How long a stopping server waits for the engine to end a cancelled task.
 constexpr milliseconds kCancelGrace{10000};
 
-// Ends the job early: the engine frees the slot at its next token at the
-// latest.
+// Ends the job early: the engine frees the slots at their next token at
+// the latest.
 void Abandon(StreamJob& job) {
   job.sink->MarkClientGone();
-  job.engine->Cancel(job.task_id);
+  for (uint64_t task : job.task_ids) job.engine->Cancel(task);
 }
 
-// Returns the SSE text of `items`; sets *done when the result was among
-// them.
+// Returns the SSE text of one item of its task's formatter; counts a
+// result in *num_done.
+std::string FormatItem(StreamFormatter& formatter, QueueSink::Item& item,
+                       uint32_t* num_done) {
+  if (item.start.has_value()) return formatter.Start(int(*item.start));
+  if (item.token.has_value()) {
+    return formatter.Token(*item.token, int(item.token->slot));
+  }
+  if (item.progress.has_value()) {
+    return formatter.Progress(*item.progress, int(item.progress->slot));
+  }
+  if (!item.done.has_value()) return "";
+  ++*num_done;
+  const StatusOr<CompletionResult>& r = *item.done;
+  return r.ok() ? formatter.Done(*r)
+                : SseData(ErrorJson(HttpErrorFromStatus(r.status())));
+}
+
+// Returns the SSE text of `items` (several tasks' merged); sets *done once
+// every task's result was among the items so far.
 std::string FormatItems(StreamJob& job, std::vector<QueueSink::Item>& items,
                         bool* done) {
   std::string text;
   for (QueueSink::Item& item : items) {
-    if (item.start.has_value()) {
-      text += job.formatter->Start(int(*item.start));
-    } else if (item.token.has_value()) {
-      text += job.formatter->Token(*item.token, int(item.token->slot));
-    } else if (item.progress.has_value()) {
-      text += job.formatter->Progress(*item.progress, int(item.progress->slot));
-    } else if (item.done.has_value()) {
-      *done = true;
-      const StatusOr<CompletionResult>& r = *item.done;
-      text += r.ok() ? job.formatter->Done(*r)
-                     : SseData(ErrorJson(HttpErrorFromStatus(r.status())));
-    }
+    std::string events =
+        FormatItem(*job.formatters[item.task], item, &job.num_done);
+    text += job.merger ? job.merger->Tag(item.task, events) : events;
   }
   items.clear();
+  *done = job.num_done == job.task_ids.size();
+  if (*done && job.merger) text += job.merger->End();
   return text;
 }
 
@@ -52,7 +63,8 @@ bool EndStopped(StreamJob& job, ChunkSink& out) {
     Abandon(job);
     text += SseData(ErrorJson(MakeHttpError(503, kErrUnavailable,
                                             "the server is stopping; task " +
-                                                std::to_string(job.task_id) +
+                                                std::to_string(
+                                                    job.task_ids.front()) +
                                                 " was cancelled",
                                             "server_stopping")));
   }

@@ -16,17 +16,22 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "server/choice_stream_merger.h"
 #include "server/http_message.h"
 #include "server/sse_sink.h"
 
 namespace kvault {
 
-// What a streamed response needs after the handler returned.
+// What a streamed response needs after the handler returned: one task, or
+// several (n > 1 choices, a list of prompts) sharing one sink, each with
+// its formatter, merged into one stream by a ChoiceStreamMerger.
 struct StreamJob {
   Engine* engine = nullptr;
-  uint64_t task_id = 0;
+  std::vector<uint64_t> task_ids;  // by task index (the sink's tags)
   std::shared_ptr<QueueSink> sink;
-  std::unique_ptr<StreamFormatter> formatter;
+  std::vector<std::unique_ptr<StreamFormatter>> formatters;  // by task
+  std::unique_ptr<ChoiceStreamMerger> merger;  // with several tasks
+  uint32_t num_done = 0;  // tasks whose result was formatted
 };
 
 // Sets `res` to stream `job` as text/event-stream. An engine error, or the
