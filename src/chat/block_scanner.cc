@@ -1,6 +1,9 @@
 #include "chat/block_scanner.h"
 
 #include <cctype>
+#include <optional>
+
+#include "chat/json_healer.h"
 
 namespace kvault::chat {
 namespace {
@@ -29,7 +32,38 @@ void DropTrailingSpace(std::string* s) {
   s->resize(TrimTrailingSpace(*s).size());
 }
 
+// The calls an unfinished block at `at` shows so far (see
+// AppendHealedCalls).
+void ShowUnfinishedBlock(std::string_view body, size_t at,
+                         const BlockKind& kind, ChatMessage* msg) {
+  Cursor cur(body, at);
+  cur.EnableHealing();
+  std::vector<ToolCall> calls;
+  // Whatever the block's verdict, the calls it completed before the text
+  // ended are certain; only JSON-bodied blocks are shown unfinished.
+  kind.parse(&cur, /*partial=*/false, &calls);
+  if (cur.read_json()) {
+    AppendHealedCalls(cur, std::move(calls), &msg->tool_calls);
+  }
+}
+
 }  // namespace
+
+size_t AppendHealedCalls(const Cursor& healed, std::vector<ToolCall> calls,
+                         std::vector<ToolCall>* shown) {
+  size_t num_shown = 0;
+  for (ToolCall& call : calls) {
+    if (HoldsHealMarker(call.name) || HoldsHealMarker(call.id)) break;
+    std::optional<std::string> cut;
+    if (healed.healed()) cut = CutAtHeal(call.arguments, healed.heal_cut());
+    const bool last = cut.has_value();
+    if (last) call.arguments = std::move(*cut);
+    shown->push_back(std::move(call));
+    ++num_shown;
+    if (last) break;
+  }
+  return num_shown;
+}
 
 void ScanBlocks(std::string_view body, const std::vector<BlockKind>& kinds,
                 bool partial, ChatMessage* msg) {
@@ -56,8 +90,12 @@ void ScanBlocks(std::string_view body, const std::vector<BlockKind>& kinds,
       pos = cur.pos();
       continue;
     }
-    // An unfinished block may still complete: hold everything from it on.
-    if (step == Step::kNeedMore && partial) return;
+    // An unfinished block may still complete: hold everything from it on,
+    // showing what is certain of its calls.
+    if (step == Step::kNeedMore && partial) {
+      if (kind->shows_unfinished) ShowUnfinishedBlock(body, at, *kind, msg);
+      return;
+    }
     // Not a call after all: the marker is ordinary text.
     msg->content += kind->marker;
     pos = at + kind->marker.size();
@@ -73,9 +111,11 @@ bool CallFromJson(const nlohmann::ordered_json& obj, std::string_view name_key,
   call->name = name->get<std::string>();
   if (call->name.empty()) return false;
   call->arguments = "{}";
+  bool found_args = false;
   for (std::string_view key : args_keys) {
     auto args = obj.find(key);
     if (args == obj.end()) continue;
+    found_args = true;
     if (args->is_string()) {
       auto parsed = ParseJsonOrDiscard(args->get<std::string>());
       if (!parsed.is_object()) return false;
@@ -87,6 +127,9 @@ bool CallFromJson(const nlohmann::ordered_json& obj, std::string_view name_key,
     }
     break;
   }
+  // A healed object (see json_healer.h) whose arguments have not begun may
+  // still be writing their key: "{}" would be a guess.
+  if (!found_args && HoldsHealMarker(obj.dump())) return false;
   auto id = obj.find("id");
   if (id != obj.end() && id->is_string()) call->id = id->get<std::string>();
   return true;
@@ -100,7 +143,10 @@ bool CallsFromJson(std::string_view json, std::string_view name_key,
   if (!parsed.is_array() || parsed.empty()) return false;
   for (const auto& item : parsed) {
     ToolCall call;
-    if (!CallFromJson(item, name_key, args_keys, &call)) return false;
+    if (!CallFromJson(item, name_key, args_keys, &call)) {
+      // A healed list ends with the call being written (or the marker).
+      return HoldsHealMarker(DumpJson(item)) && !calls->empty();
+    }
     calls->push_back(std::move(call));
   }
   return true;

@@ -24,12 +24,23 @@ using BlockParser = Step (*)(Cursor* cur, bool partial,
 struct BlockKind {
   std::string_view marker;
   BlockParser parse;
+  // While streaming, an unfinished block shows its calls as far as they
+  // are certain (see AppendHealedCalls); false for syntaxes whose call id
+  // comes after the arguments (a call must not show before its id).
+  bool shows_unfinished = true;
 };
 
 // Splits `body` into content and blocks of `kinds`, appending both to *msg.
 // Whitespace next to a block is dropped from content.
 void ScanBlocks(std::string_view body, const std::vector<BlockKind>& kinds,
                 bool partial, ChatMessage* msg);
+
+// Appends to *shown the calls parsed from a healing cursor (see
+// Cursor::EnableHealing) as a stream may show them: those before the healed
+// point whole, the one it falls in with its arguments cut there -- once its
+// name (and id, if any) is whole. Returns how many it appended.
+size_t AppendHealedCalls(const Cursor& healed, std::vector<ToolCall> calls,
+                         std::vector<ToolCall>* shown);
 
 // Builds a call from a JSON object holding the name under `name_key` and the
 // arguments (an object, or a string holding one) under one of `args_keys`;

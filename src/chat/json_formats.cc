@@ -5,6 +5,7 @@
 
 #include "chat/block_scanner.h"
 #include "chat/format_parsers.h"
+#include "chat/json_healer.h"
 
 namespace kvault::chat {
 namespace {
@@ -115,7 +116,11 @@ Step CommandR7bBlock(Cursor* cur, bool, std::vector<ToolCall>* calls) {
   if (!parsed.is_array() || parsed.empty()) return Step::kFail;
   for (const auto& item : parsed) {
     ToolCall call;
-    if (!CallFromJson(item, "tool_name", kArgsKeys, &call)) return Step::kFail;
+    if (!CallFromJson(item, "tool_name", kArgsKeys, &call)) {
+      // A healed list ends with the call being written (or the marker).
+      if (HoldsHealMarker(DumpJson(item))) break;
+      return Step::kFail;
+    }
     auto id = item.find("tool_call_id");
     if (id != item.end() && id->is_string()) call.id = id->get<std::string>();
     calls->push_back(std::move(call));
@@ -144,7 +149,8 @@ void ParseHermesBody(std::string_view body, bool partial, ChatMessage* msg) {
 }
 
 void ParseMistralBody(std::string_view body, bool partial, ChatMessage* msg) {
-  ScanBlocks(body, {{"[TOOL_CALLS]", MistralBlock}}, partial, msg);
+  // Nemo's calls carry their id after the arguments.
+  ScanBlocks(body, {{"[TOOL_CALLS]", MistralBlock, false}}, partial, msg);
 }
 
 void ParseGraniteBody(std::string_view body, bool partial, ChatMessage* msg) {

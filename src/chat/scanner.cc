@@ -1,7 +1,10 @@
 #include "chat/scanner.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
+
+#include "chat/json_healer.h"
 
 namespace kvault::chat {
 namespace {
@@ -62,6 +65,12 @@ void Cursor::SkipSpace() {
 
 Step Cursor::Literal(std::string_view lit) {
   std::string_view r = rest();
+  // Healing, after a JSON container: the end of the text (also inside
+  // `lit`) stands for what closes the call.
+  if (healing_ && json_seen_ && (r.empty() || IsProperPrefix(r, lit))) {
+    pos_ = text_.size();
+    return Step::kOk;
+  }
   if (r.substr(0, lit.size()) == lit) {
     pos_ += lit.size();
     return Step::kOk;
@@ -95,6 +104,17 @@ Step Cursor::JsonContainer(std::string_view* json) {
   if (s == Step::kOk) {
     *json = text_.substr(start, len);
     pos_ = start + len;
+    json_seen_ = true;
+  }
+  if (s == Step::kNeedMore && healing_ && !healed()) {
+    std::optional<HealedJson> h = HealJson(text_.substr(start));
+    if (!h.has_value()) return Step::kFail;
+    healed_ = std::make_shared<const std::string>(std::move(h->text));
+    heal_cut_ = std::move(h->cut);
+    *json = *healed_;
+    pos_ = text_.size();
+    json_seen_ = true;
+    return Step::kOk;
   }
   return s;
 }

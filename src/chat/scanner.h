@@ -6,6 +6,7 @@
 #define KVAULT_CHAT_SCANNER_H_
 
 #include <cstddef>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -45,9 +46,26 @@ class Cursor {
   // decoded value.
   Step JsonString(std::string* value);
 
+  // Healing (see json_healer.h), for showing an unfinished tool call while
+  // it streams: a JSON container the text ends inside is completed with
+  // the healing marker and counts as whole; once a JSON container was read
+  // (healed or whole), the end of the text satisfies any Literal.
+  void EnableHealing() { healing_ = true; }
+  // Returns true once a container was healed.
+  bool healed() const { return healed_ != nullptr; }
+  // Returns true once a JSON container was read (healed or whole).
+  bool read_json() const { return json_seen_; }
+  // Returns where to cut a dump of a value built from the healed text.
+  const std::string& heal_cut() const { return heal_cut_; }
+
  private:
   std::string_view text_;
   size_t pos_;
+  bool healing_ = false;
+  bool json_seen_ = false;  // a JSON container was read
+  // The healed container's text (shared: views of it outlive copies).
+  std::shared_ptr<const std::string> healed_;
+  std::string heal_cut_;
 };
 
 // Returns the length of the longest suffix of `text` that is a proper,

@@ -86,7 +86,12 @@ Step Section(Cursor* cur, bool partial, std::string_view open,
     if (s != Step::kFail) return s == Step::kOk ? Step::kFail : s;
     cur->SkipSpace();
     ToolCall call;
-    if (s = parse_call(cur, &call); s != Step::kOk) return s;
+    if (s = parse_call(cur, &call); s != Step::kOk) {
+      // The calls before an unfinished one are whole: a stream shows
+      // them (ScanBlocks reads `calls` after kNeedMore only then).
+      if (s == Step::kNeedMore) calls->insert(calls->end(), found.begin(), found.end());
+      return s;
+    }
     found.push_back(std::move(call));
   }
   calls->insert(calls->end(), found.begin(), found.end());

@@ -7,6 +7,7 @@
 
 #include "chat/block_scanner.h"
 #include "chat/format_parsers.h"
+#include "chat/json_healer.h"
 
 namespace kvault::chat {
 namespace {
@@ -140,7 +141,13 @@ Step Llama3Call(Cursor* cur, std::vector<ToolCall>* calls) {
   if (Step s = cur->JsonContainer(&json); s != Step::kOk) return s;
   auto obj = ParseJsonOrDiscard(json);
   ToolCall call;
-  if (!obj.is_object() || obj.size() > 3 ||
+  // At most name, parameters and type (a healed object's marker key
+  // aside).
+  size_t num_keys = 0;
+  for (auto it = obj.begin(); obj.is_object() && it != obj.end(); ++it) {
+    num_keys += HoldsHealMarker(it.key()) ? 0 : 1;
+  }
+  if (!obj.is_object() || num_keys > 3 ||
       !CallFromJson(obj, "name", {"parameters", "arguments"}, &call)) {
     return Step::kFail;
   }
@@ -266,8 +273,17 @@ void ParseLlama3Body(std::string_view body, bool partial, ChatMessage* msg) {
   cur.SkipSpace();
   if (cur.rest().starts_with("{")) {
     std::vector<ToolCall> calls;
+    const size_t start = cur.pos();
     Step s = Llama3Calls(&cur, partial, &calls);
     if (s == Step::kNeedMore && partial) {
+      // What is certain of an unfinished call shows too.
+      Cursor healing(body, start);
+      healing.EnableHealing();
+      std::vector<ToolCall> healed;
+      if (Llama3Calls(&healing, false, &healed) == Step::kOk) {
+        calls.clear();
+        AppendHealedCalls(healing, std::move(healed), &calls);
+      }
       if (!calls.empty()) msg->tool_calls = std::move(calls);
       return;
     }

@@ -25,8 +25,17 @@ void ChatReplyReader::AssignIds(chat::ChatMessage* message) {
   }
 }
 
-json ChatReplyReader::Message(std::string_view text) {
-  chat::ChatMessage m = chat::ParseChatOutput(text, syntax_, false);
+chat::ChatMessage ChatReplyReader::ParseWhole(std::string_view text,
+                                              bool cut_off) const {
+  chat::ChatMessage whole = chat::ParseChatOutput(text, syntax_, false);
+  if (!cut_off) return whole;
+  // The stream's view keeps the call the limit cut, as far as it got.
+  chat::ChatMessage shown = chat::ParseChatOutput(text, syntax_, true);
+  return shown.tool_calls.size() > whole.tool_calls.size() ? shown : whole;
+}
+
+json ChatReplyReader::Message(std::string_view text, bool cut_off) {
+  chat::ChatMessage m = ParseWhole(text, cut_off);
   AssignIds(&m);
   sent_ = m;
   json out{{"role", "assistant"}};
@@ -47,12 +56,16 @@ json ChatReplyReader::Message(std::string_view text) {
   return out;
 }
 
-std::vector<json> ChatReplyReader::Advance(bool is_partial) {
-  chat::ChatMessage next = chat::ParseChatOutput(text_, syntax_, is_partial);
+std::vector<json> ChatReplyReader::Advance(chat::ChatMessage next) {
   AssignIds(&next);
   std::vector<json> out;
   for (const nlohmann::ordered_json& d : chat::ChatDeltas(sent_, next)) {
     out.push_back(json::parse(d.dump()));
+  }
+  // A call shown while it was written stays shown, even when later text
+  // broke its block (a stream cannot take a delta back).
+  if (next.tool_calls.size() < sent_.tool_calls.size()) {
+    next.tool_calls = std::move(sent_.tool_calls);
   }
   sent_ = std::move(next);
   return out;
@@ -61,11 +74,11 @@ std::vector<json> ChatReplyReader::Advance(bool is_partial) {
 std::vector<json> ChatReplyReader::Feed(std::string_view text) {
   if (text.empty()) return {};
   text_.append(text);
-  return Advance(/*is_partial=*/true);
+  return Advance(chat::ParseChatOutput(text_, syntax_, /*is_partial=*/true));
 }
 
-std::vector<json> ChatReplyReader::Finish() {
-  return Advance(/*is_partial=*/false);
+std::vector<json> ChatReplyReader::Finish(bool cut_off) {
+  return Advance(ParseWhole(text_, cut_off));
 }
 
 std::string ChatFinishReason(const std::string& finish_reason,

@@ -23,13 +23,18 @@ class ChatReplyReader {
 
   // Returns {"role": "assistant", "content": ..., ["reasoning_content"],
   // ["tool_calls"]} for the whole reply `text` (content null when empty
-  // and there are tool calls, as OpenAI sends it).
-  nlohmann::json Message(std::string_view text);
+  // and there are tool calls, as OpenAI sends it). `cut_off`: the reply
+  // ended at its token limit, so a call it was writing is reported as far
+  // as it got (its arguments unfinished), as OpenAI reports one.
+  nlohmann::json Message(std::string_view text, bool cut_off = false);
   // Appends generated `text`; returns the delta objects since the last
-  // call (none while a marker may still be forming).
+  // call (none while a marker may still be forming). A call being written
+  // shows as soon as its name is whole, its arguments growing with it
+  // (formats whose arguments are JSON).
   std::vector<nlohmann::json> Feed(std::string_view text);
-  // Returns the deltas that complete the message once generation ended.
-  std::vector<nlohmann::json> Finish();
+  // Returns the deltas that complete the message once generation ended
+  // (`cut_off` as for Message).
+  std::vector<nlohmann::json> Finish(bool cut_off = false);
   // Returns true once the reply holds a tool call.
   bool has_tool_calls() const { return !sent_.tool_calls.empty(); }
   // Returns how many bytes of reply text were fed.
@@ -38,8 +43,10 @@ class ChatReplyReader {
   const chat::ChatMessage& message() const { return sent_; }
 
  private:
-  // Parses text_ and returns the deltas from what was sent.
-  std::vector<nlohmann::json> Advance(bool is_partial);
+  // Parses `text` whole; with `cut_off`, an unfinished last call counts.
+  chat::ChatMessage ParseWhole(std::string_view text, bool cut_off) const;
+  // Returns the deltas from what was sent to `next` (ids assigned).
+  std::vector<nlohmann::json> Advance(chat::ChatMessage next);
   // Gives calls without an id theirs (the same one on every parse).
   void AssignIds(chat::ChatMessage* message);
 

@@ -2,7 +2,6 @@
 
 #include <limits>
 
-#include "core/log.h"
 #include "model/unicode_text.h"
 #include "model/sampler_vocab.h"
 #include "server/http_error.h"
@@ -64,16 +63,9 @@ Status ParseLimitedFields(const json& body, const CompletionLimits& limits,
                           CompletionParams* params) {
   int64_t n_predict = limits.defaults.n_predict;
   KV_RETURN_IF_ERROR(ReadInt(body, "n_predict", -1, kInt32Max, &n_predict));
-  // As llama-server: the server's -n is the budget of a request that has
-  // none and the most any may ask (more is lowered to it, with a warning).
-  const int64_t server_n = limits.defaults.n_predict;
-  if (server_n > 0 && (n_predict < 0 || n_predict > server_n)) {
-    if (n_predict > server_n) {
-      KV_LOG(WARNING) << "n_predict = " << n_predict
-                      << " exceeds the server's -n; lowered to " << server_n;
-    }
-    n_predict = server_n;
-  }
+  // As llama-server: the server's -n is the budget of a request without
+  // one (-1 included); a request's own budget wins, larger or not.
+  if (n_predict < 0) n_predict = limits.defaults.n_predict;
   params->n_predict = static_cast<int32_t>(n_predict);
 
   int64_t id_slot = -1;

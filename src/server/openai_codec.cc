@@ -561,7 +561,8 @@ json OaiChatJson(const CompletionResult& result, const OaiContext& ctx,
               {"finish_reason", FinishReason(result)}};
   if (ctx.chat_syntax) {
     ChatReplyReader reader(*ctx.chat_syntax);
-    choice["message"] = reader.Message(result.content);
+    choice["message"] =
+        reader.Message(result.content, FinishReason(result) == "length");
     choice["finish_reason"] =
         ChatFinishReason(FinishReason(result), reader.has_tool_calls());
   }
@@ -714,7 +715,7 @@ std::string OaiChatStreamFormatter::Done(const CompletionResult& result) {
   std::string finish = FinishReason(result);
   if (reader_) {
     out += DeltaChunks(reader_->Feed(rest), nullptr);
-    out += DeltaChunks(reader_->Finish(), nullptr);
+    out += DeltaChunks(reader_->Finish(finish == "length"), nullptr);
     finish = ChatFinishReason(finish, reader_->has_tool_calls());
   } else if (!rest.empty()) {
     out += DeltaChunks({json{{"content", rest}}}, nullptr);

@@ -61,8 +61,8 @@ constexpr ArgSpec kTable[] = {
      "--kv-unified each slot may use -c / -np of them"},
     {"predict", "-n --predict --n-predict", "", kValue, "N",
      "LLAMA_ARG_N_PREDICT", kServe, kCommon,
-     "tokens a request generates when it does not say, and the most it may "
-     "ask (default -1: no limit; see docs/http_api.md)"},
+     "tokens a request generates when it does not say (default -1: until "
+     "end of text or context; see docs/http_api.md)"},
     {"batch-size", "-b --batch-size", "", kValue, "N", "LLAMA_ARG_BATCH",
      kServe, kCommon,
      "most prompt tokens a slot evaluates in one step (default 256)"},

@@ -53,12 +53,28 @@ TEST(ChatParserTest, PartialHoldsBackPossibleMarker) {
             "abc");
 }
 
-TEST(ChatParserTest, PartialHoldsBackUnfinishedCallAndSplitUtf8) {
+// An unfinished call shows once its name is whole, with what is certain of
+// its arguments (issue 41: clients showing arguments as they stream saw
+// nothing until the closing marker); its text never reaches content.
+TEST(ChatParserTest, PartialShowsUnfinishedCallAsFarAsCertainAndSplitUtf8) {
   ChatSyntax s = Syntax(ToolCallFormat::kHermes);
-  ChatMessage m =
-      ParseChatOutput("Hi <tool_call>{\"name\":\"f\",\"arguments\":{", s, true);
+  ChatMessage m = ParseChatOutput("Hi <tool_call>{\"name\":\"f", s, true);
   EXPECT_EQ(m.content, "Hi");
-  EXPECT_TRUE(m.tool_calls.empty());
+  EXPECT_TRUE(m.tool_calls.empty());  // the name may still grow
+  m = ParseChatOutput("Hi <tool_call>{\"name\":\"f\",\"arguments\":{", s, true);
+  EXPECT_EQ(m.content, "Hi");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(m.tool_calls[0].name, "f");
+  EXPECT_EQ(m.tool_calls[0].arguments, "{");
+  m = ParseChatOutput(
+      "Hi <tool_call>{\"name\":\"f\",\"arguments\":{\"n\": 12", s, true);
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(m.tool_calls[0].arguments, "{\"n\":");  // 12 may grow
+  m = ParseChatOutput(
+      "Hi <tool_call>{\"name\":\"f\",\"arguments\":{\"n\": \"a\\u00", s,
+      true);
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(m.tool_calls[0].arguments, "{\"n\":\"a");  // half an escape
   std::string euro = "\xE2\x82\xAC";  // €
   EXPECT_EQ(ParseChatOutput("1" + euro.substr(0, 2), s, true).content, "1");
   EXPECT_EQ(ParseChatOutput("1" + euro, s, true).content, "1" + euro);

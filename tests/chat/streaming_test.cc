@@ -60,14 +60,24 @@ void ExpectGrows(const ChatMessage& prev, const ChatMessage& next,
 
 // Streams `text` one byte at a time (the hardest split) and checks the
 // contract; also `step`-byte chunks, as tokens arrive.
+// A call shows while it is written (its JSON still open, or whole but
+// before its closing marker); text that then breaks the block (a stray
+// character where the marker belongs) leaves no call in the finished
+// message, and only then may a shown call go.
 void CheckStreaming(const ChatSyntax& syntax, const std::string& text,
                     size_t step) {
+  const ChatMessage final_message = ParseChatOutput(text, syntax, false);
   ChatMessage prev, client;
   for (size_t n = step; n < text.size() + step; n += step) {
     bool last = n >= text.size();
     ChatMessage next = ParseChatOutput(text.substr(0, std::min(n, text.size())),
                                        syntax, /*is_partial=*/!last);
     std::string where = "prefix " + std::to_string(n);
+    if (next.tool_calls.size() < prev.tool_calls.size()) {
+      EXPECT_LT(final_message.tool_calls.size(), prev.tool_calls.size())
+          << where << ": a shown call went, yet the finished text holds it";
+      return;
+    }
     ExpectGrows(prev, next, where);
     Apply(ChatDeltas(prev, next), &client);
     prev = std::move(next);

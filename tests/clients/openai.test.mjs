@@ -252,7 +252,40 @@ describe('tools', () => {
     const want = whole.choices[0].message.tool_calls;
     assert.equal(calls.length, want.length);
     assert.equal(calls[0].name, want[0].function.name);
-    assert.deepEqual(JSON.parse(calls[0].arguments), JSON.parse(want[0].function.arguments));
+    assert.equal(calls[0].arguments, want[0].function.arguments);
+    // The arguments arrive as they are generated, not in one piece.
+    const pieces = chunks.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? [])
+      .filter((d) => d.function?.arguments);
+    assert.ok(pieces.length > 3, `arguments came in ${pieces.length} deltas`);
+  });
+
+  test('a call cut by max_tokens: finish_reason length, the call as far as it got', async () => {
+    const params = { model: 'any', messages: [{ role: 'user', content: 'Weather in Paris?' }],
+      tools: kWeather, tool_choice: 'required', temperature: 0 };
+    const full = await client.chat.completions.create({ ...params, max_tokens: 256 });
+    const fullArgs = full.choices[0].message.tool_calls[0].function.arguments;
+    // The last few tokens may close the call around whole arguments: cut
+    // a little earlier each time until the arguments themselves are cut.
+    let cut;
+    let limit = full.usage.completion_tokens;
+    do {
+      limit -= 1;
+      cut = await client.chat.completions.create({ ...params, max_tokens: limit });
+      assert.equal(cut.choices[0].finish_reason, 'length');
+    } while (limit > 1 &&
+      cut.choices[0].message.tool_calls?.[0]?.function.arguments === fullArgs);
+    const calls = cut.choices[0].message.tool_calls;
+    assert.ok(calls?.length === 1, JSON.stringify(cut.choices[0].message));
+    assert.equal(calls[0].function.name, 'get_weather');
+    const args = calls[0].function.arguments;
+    assert.ok(args.length < fullArgs.length && fullArgs.startsWith(args), `${args} / ${fullArgs}`);
+    const { chunks } = await streamChat({ ...params, max_tokens: limit });
+    let streamed = '';
+    for (const c of chunks) {
+      for (const d of c.choices[0]?.delta?.tool_calls ?? []) streamed += d.function?.arguments ?? '';
+    }
+    assert.equal(streamed, args);
+    assert.equal(chunks.filter((c) => c.choices.length).at(-1).choices[0].finish_reason, 'length');
   });
 });
 
@@ -290,7 +323,10 @@ describe('abort', () => {
     let n = 0;
     try {
       for await (const chunk of stream) {
-        if (chunk.choices[0]?.delta?.content && ++n === 3) controller.abort();
+        if (chunk.choices[0]?.delta?.content && ++n === 3) {
+          controller.abort();
+          break;
+        }
       }
     } catch (e) {
       assert.ok(e instanceof OpenAI.APIUserAbortError || e.name === 'AbortError', String(e));

@@ -164,5 +164,79 @@ TEST(ChatReplyReaderTest, StreamAndWholeReplyAgree) {
   EXPECT_EQ(ChatFinishReason("stop", false), "stop");
 }
 
+// Regression (issue 41 item 4): a call arrived as one delta after its
+// closing marker. Now its name shows once whole and its arguments grow as
+// they are generated, in formats whose arguments are JSON.
+TEST(ChatReplyReaderTest, CallArgumentsStreamAsTheyAreWritten) {
+  struct Case {
+    chat::ToolCallFormat format;
+    std::string reply;
+  };
+  const std::vector<Case> cases = {
+      {chat::ToolCallFormat::kHermes,
+       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+       "{\"city\": \"Paris\", \"days\": 3}}\n</tool_call>"},
+      {chat::ToolCallFormat::kLlama3Json,
+       "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", "
+       "\"days\": 3}}"}};
+  for (const Case& c : cases) {
+    chat::ChatSyntax s;
+    s.format = c.format;
+    ChatReplyReader stream(s);
+    std::vector<std::string> pieces;  // the arguments of each delta
+    std::string name;
+    auto collect = [&](const std::vector<json>& deltas) {
+      for (const json& d : deltas) {
+        for (const json& t : d.value("tool_calls", json::array())) {
+          if (t["function"].contains("name")) name = t["function"]["name"];
+          pieces.push_back(t["function"].value("arguments", ""));
+        }
+      }
+    };
+    for (char ch : c.reply) collect(stream.Feed(std::string(1, ch)));
+    collect(stream.Finish());
+    EXPECT_EQ(name, "get_weather");
+    std::string args;
+    size_t num_growing = 0;
+    for (const std::string& p : pieces) {
+      args += p;
+      num_growing += p.empty() ? 0 : 1;
+    }
+    EXPECT_EQ(args, R"({"city":"Paris","days":3})");
+    EXPECT_GT(num_growing, 10u) << "arguments came in " << num_growing
+                                << " pieces";
+  }
+}
+
+// A call cut by the token limit: stream and whole reply both report it as
+// far as it got, with finish_reason "length" (OpenAI's shape).
+TEST(ChatReplyReaderTest, ACallCutByTheLimitIsReportedAsFarAsItGot) {
+  chat::ChatSyntax s;
+  s.format = chat::ToolCallFormat::kHermes;
+  const std::string reply =
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Pa";
+  ChatReplyReader whole(s);
+  const json m = whole.Message(reply, /*cut_off=*/true);
+  ASSERT_TRUE(m.contains("tool_calls")) << m.dump();
+  EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(m["tool_calls"][0]["function"]["arguments"], R"({"city":"Pa)");
+  EXPECT_TRUE(m["content"].is_null());
+  // Not cut: the unfinished block is text.
+  ChatReplyReader plain(s);
+  EXPECT_EQ(plain.Message(reply)["content"], reply);
+  ChatReplyReader stream(s);
+  std::string args;
+  for (const auto& deltas : {stream.Feed(reply), stream.Finish(true)}) {
+    for (const json& d : deltas) {
+      EXPECT_FALSE(d.contains("content")) << d.dump();
+      for (const json& t : d.value("tool_calls", json::array())) {
+        args += t["function"].value("arguments", "");
+      }
+    }
+  }
+  EXPECT_EQ(args, R"({"city":"Pa)");
+  EXPECT_EQ(ChatFinishReason("length", stream.has_tool_calls()), "length");
+}
+
 }  // namespace
 }  // namespace kvault

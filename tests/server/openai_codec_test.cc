@@ -55,11 +55,12 @@ TEST_F(OpenAiCodecTest, CompletionErrors) {
   r = ParseOaiCompletionRequest(json{{"prompt", "hi"}, {"max_tokens", -2}},
                                 tok(), limits_);
   EXPECT_EQ(r.status().reason(), "out_of_range");
-  // Above the server's -n: lowered to it, as llama-server does.
+  // Above the server's -n: the request's own budget wins, as in
+  // llama-server.
   r = ParseOaiCompletionRequest(json{{"prompt", "hi"}, {"max_tokens", 51}},
                                 tok(), limits_);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->params.n_predict, 50);
+  EXPECT_EQ(r->params.n_predict, 51);
 }
 
 // OpenAI logprobs become n_probs as llama-server maps them.
