@@ -6,15 +6,14 @@ import { after, before, describe, test } from 'node:test';
 
 import Anthropic from '@anthropic-ai/sdk';
 
-import { KvaultServer, llama31Template } from './kvault_server.mjs';
+import { kSuiteApiKey, startSuiteServer } from './kvault_server.mjs';
 
-const kApiKey = 'client-suite-key';
+const kApiKey = kSuiteApiKey;
 let server;
 let client;
 
 before(async () => {
-  server = await KvaultServer.start(['-np', '2', '-c', '2048', '--api-key', kApiKey,
-    '--chat-template-file', llama31Template]);
+  server = await startSuiteServer();
   client = new Anthropic({ apiKey: kApiKey, baseURL: server.baseURL, maxRetries: 0 });
 });
 

@@ -82,6 +82,16 @@ export class KvaultServer {
   }
 }
 
+// The key the suite's servers want.
+export const kSuiteApiKey = 'client-suite-key';
+
+// Starts the server every suite file talks to: two slots, the API key and
+// the Llama 3.1 chat template.
+export function startSuiteServer() {
+  return KvaultServer.start(['-np', '2', '-c', '2048', '--api-key', kSuiteApiKey,
+    '--chat-template-file', llama31Template]);
+}
+
 // Polls GET /slots until no slot is processing; each poll is a request, so
 // the wait is bounded by round trips, not a timer. Returns the slots.
 export async function waitSlotsIdle(server, apiKey, maxPolls = 2000) {

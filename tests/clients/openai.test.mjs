@@ -6,15 +6,14 @@ import { after, before, describe, test } from 'node:test';
 
 import OpenAI from 'openai';
 
-import { KvaultServer, llama31Template, waitSlotsIdle } from './kvault_server.mjs';
+import { kSuiteApiKey, startSuiteServer, waitSlotsIdle } from './kvault_server.mjs';
 
-const kApiKey = 'client-suite-key';
+const kApiKey = kSuiteApiKey;
 let server;
 let client;
 
 before(async () => {
-  server = await KvaultServer.start(['-np', '2', '-c', '2048', '--api-key', kApiKey,
-    '--chat-template-file', llama31Template]);
+  server = await startSuiteServer();
   client = new OpenAI({ apiKey: kApiKey, baseURL: server.baseURL + '/v1', maxRetries: 0 });
 });
 

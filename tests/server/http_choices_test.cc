@@ -13,32 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-class HttpChoicesTest : public testing::Test {
- protected:
-  void SetUp() override {
-    auto model = LoadStoriesOrNull();
-    if (model == nullptr) GTEST_SKIP() << "missing " << StoriesModelPath();
-    ServerOptions o;
-    o.model_path = StoriesModelPath();
-    server_ = std::make_unique<TestServer>(std::move(model), o);
-    ASSERT_TRUE(server_->ok());
-  }
-  TestServer& s() { return *server_; }
-
-  // POSTs a streamed request; returns its SSE payloads ("[DONE]" kept).
-  std::vector<std::string> Stream(const std::string& path, json body) {
-    body["stream"] = true;
-    auto res = s().client().Post(path.c_str(), body.dump(), "application/json");
-    if (!res) {
-      ADD_FAILURE() << "POST " << path << ": " << httplib::to_string(res.error());
-      return {};
-    }
-    EXPECT_EQ(res->status, 200) << res->body;
-    return SsePayloads(res->body);
-  }
-
-  std::unique_ptr<TestServer> server_;
-};
+using HttpChoicesTest = StoriesServerTest;
 
 TEST_F(HttpChoicesTest, ChatStreamsEveryChoiceByIndex) {
   const json body = {
@@ -48,7 +23,7 @@ TEST_F(HttpChoicesTest, ChatStreamsEveryChoiceByIndex) {
       {"temperature", 1.0},
       {"seed", 11},
       {"stream_options", {{"include_usage", true}}}};
-  std::vector<std::string> payloads = Stream("/v1/chat/completions", body);
+  std::vector<std::string> payloads = StreamPayloads("/v1/chat/completions", body);
   ASSERT_GE(payloads.size(), 3u);
   EXPECT_EQ(payloads.back(), "[DONE]");
   payloads.pop_back();
@@ -96,7 +71,7 @@ TEST_F(HttpChoicesTest, ChatStreamsEveryChoiceByIndex) {
 
 TEST_F(HttpChoicesTest, CompletionPromptListStreamsEachPromptByIndex) {
   std::vector<std::string> payloads =
-      Stream("/completion", {{"prompt", {"Once upon", "The dog"}},
+      StreamPayloads("/completion", {{"prompt", {"Once upon", "The dog"}},
                              {"n_predict", 6},
                              {"temperature", 0}});
   std::map<int, std::string> text;
@@ -122,7 +97,7 @@ TEST_F(HttpChoicesTest, CompletionPromptListStreamsEachPromptByIndex) {
 
 TEST_F(HttpChoicesTest, TextCompletionsEndWithOneSummedUsage) {
   std::vector<std::string> payloads =
-      Stream("/v1/completions", {{"prompt", "Once upon a time"},
+      StreamPayloads("/v1/completions", {{"prompt", "Once upon a time"},
                                  {"max_tokens", 5},
                                  {"n", 2},
                                  {"temperature", 0}});

@@ -11,35 +11,16 @@ namespace {
 
 using nlohmann::json;
 
-class HttpLogprobsTest : public testing::Test {
+class HttpLogprobsTest : public StoriesServerTest {
  protected:
-  void SetUp() override {
-    auto model = LoadStoriesOrNull();
-    if (model == nullptr) GTEST_SKIP() << "missing " << StoriesModelPath();
-    ServerOptions o;
-    o.model_path = StoriesModelPath();
-    server_ = std::make_unique<TestServer>(std::move(model), o);
-    ASSERT_TRUE(server_->ok());
-  }
-  TestServer& s() { return *server_; }
-
   // POSTs a streamed request; returns the JSON chunks ([DONE] dropped).
   std::vector<json> Stream(const std::string& path, json body) {
-    body["stream"] = true;
-    auto res = s().client().Post(path.c_str(), body.dump(), "application/json");
     std::vector<json> chunks;
-    if (!res) {
-      ADD_FAILURE() << "POST " << path << ": " << httplib::to_string(res.error());
-      return chunks;
-    }
-    EXPECT_EQ(res->status, 200) << res->body;
-    for (const std::string& payload : SsePayloads(res->body)) {
+    for (const std::string& payload : StreamPayloads(path, std::move(body))) {
       if (payload != "[DONE]") chunks.push_back(json::parse(payload));
     }
     return chunks;
   }
-
-  std::unique_ptr<TestServer> server_;
 };
 
 // Checks one OpenAI/llama-server logprob entry: its own logprob always,

@@ -136,6 +136,40 @@ inline std::vector<std::string> SsePayloads(const std::string& body) {
   return out;
 }
 
+// A test against a real server over stories260K (skipped when the model
+// file is missing); Options() may change the server's options.
+class StoriesServerTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    auto model = LoadStoriesOrNull();
+    if (model == nullptr) GTEST_SKIP() << "missing " << StoriesModelPath();
+    ServerOptions o = Options();
+    o.model_path = StoriesModelPath();
+    server_ = std::make_unique<TestServer>(std::move(model), o);
+    ASSERT_TRUE(server_->ok());
+  }
+  virtual ServerOptions Options() const { return ServerOptions(); }
+  TestServer& s() { return *server_; }
+
+  // POSTs `body` with "stream": true; returns the SSE payloads ("[DONE]"
+  // kept), failing the test unless the answer is a 200.
+  std::vector<std::string> StreamPayloads(const std::string& path,
+                                          nlohmann::json body) {
+    body["stream"] = true;
+    auto res =
+        s().client().Post(path.c_str(), body.dump(), "application/json");
+    if (!res) {
+      ADD_FAILURE() << "POST " << path << ": "
+                    << httplib::to_string(res.error());
+      return {};
+    }
+    EXPECT_EQ(res->status, 200) << res->body;
+    return SsePayloads(res->body);
+  }
+
+  std::unique_ptr<TestServer> server_;
+};
+
 // Expects an error reply with `status`, `type` and `reason`.
 inline void ExpectError(const std::pair<int, nlohmann::json>& reply, int status,
                         const std::string& type, const std::string& reason) {
