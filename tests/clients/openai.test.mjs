@@ -184,6 +184,33 @@ describe('chat completions', () => {
     assert.ok(Number.isInteger(v.age) && v.age >= 0 && v.age <= 99);
   });
 
+  // Each field, streamed: the same text and finish_reason as the whole
+  // reply (so the stream honours it as the whole reply does).
+  test('streamed replies honour the same fields as whole ones', async () => {
+    const schema = { type: 'object', properties: { name: { type: 'string', maxLength: 8 } },
+      required: ['name'], additionalProperties: false };
+    const variants = [
+      { stop: ['the'] },
+      { max_tokens: 5, logit_bias: { 2: -100 } },
+      { max_completion_tokens: 5, logit_bias: { 2: -100 } },
+      { logit_bias: { 300: 100 }, max_tokens: 4 },
+      { frequency_penalty: 2, presence_penalty: 2 },
+      { temperature: 1.2, seed: 42 },
+      { response_format: { type: 'json_object' }, max_tokens: 64 },
+      { response_format: { type: 'json_schema', json_schema: { name: 'n', schema } },
+        max_tokens: 64 },
+      { messages: [{ role: 'developer', content: 'Be brief.' }, ...kUser] },
+    ];
+    for (const v of variants) {
+      const params = { model: 'any', messages: kUser, max_tokens: 24, temperature: 0, ...v };
+      const whole = await client.chat.completions.create(params);
+      const { text, chunks } = await streamChat(params);
+      assert.equal(text, whole.choices[0].message.content ?? '', JSON.stringify(v));
+      const last = chunks.filter((c) => c.choices.length).at(-1).choices[0];
+      assert.equal(last.finish_reason, whole.choices[0].finish_reason, JSON.stringify(v));
+    }
+  });
+
   test('developer and tool roles are accepted; unknown roles are a BadRequestError', async () => {
     const r = await client.chat.completions.create({
       model: 'any', max_tokens: 4, temperature: 0, messages: [
