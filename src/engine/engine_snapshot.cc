@@ -7,14 +7,6 @@
 namespace kvault {
 namespace {
 
-// The state /slots shows (the names llama-server users already read).
-const char* DisplayState(const Slot& slot, bool spilled) {
-  if (slot.state == SlotState::kIo) return "io";
-  if (spilled) return "spilled";
-  if (slot.request == nullptr) return "idle";
-  return slot.request->prompt_done ? "generating" : "prefill";
-}
-
 SlotInfo SlotInfoOf(const Slot& slot, const KvVault& vault,
                     uint32_t ctx_per_slot) {
   SlotInfo info;
@@ -22,7 +14,7 @@ SlotInfo SlotInfoOf(const Slot& slot, const KvVault& vault,
   info.n_ctx = ctx_per_slot;
   info.is_processing = slot.busy();
   info.spilled = vault.IsSpilled(slot.seq);
-  info.state = DisplayState(slot, info.spilled);
+  info.state = SlotDisplayState(slot, info.spilled);
   info.n_cached = slot.cached.size();
   info.n_kv_dropped = slot.cached.empty() ? slot.kv_dropped : 0;
   if (slot.request != nullptr) info.id_task = slot.request->task_id;

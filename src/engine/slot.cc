@@ -20,6 +20,24 @@ Request::Request(uint64_t id, CompletionParams p,
       stop(params.stop),
       start(EngineClock::now()) {}
 
+const char* SlotDisplayState(const Slot& slot, bool spilled) {
+  switch (slot.state) {
+    case SlotState::kIdle:
+      return spilled ? "spilled" : "idle";
+    case SlotState::kSpilled:
+      return "spilled";
+    case SlotState::kPrefilling:
+      return "prefill";
+    case SlotState::kGenerating:
+      return "generating";
+    case SlotState::kPreempted:
+      return "preempted";
+    case SlotState::kIo:
+      return "io";
+  }
+  return "?";
+}
+
 const char* SlotStateName(SlotState state) {
   switch (state) {
     case SlotState::kIdle:

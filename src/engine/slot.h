@@ -106,6 +106,11 @@ struct Slot {
 size_t CommonPrefix(const std::vector<TokenId>& a,
                     const std::vector<TokenId>& b);
 
+// Returns the state GET /slots shows for `slot`, from its SlotState alone:
+// "idle", "spilled" (also an idle slot whose KV the vault holds in a tier:
+// `spilled`), "prefill", "generating", "preempted" or "io".
+const char* SlotDisplayState(const Slot& slot, bool spilled);
+
 }  // namespace kvault
 
 #endif  // KVAULT_ENGINE_SLOT_H_

@@ -537,6 +537,10 @@ TEST_F(SchedulerTest, YoungestRequestIsPreemptedAndResumesToTheSameOutput) {
       EXPECT_EQ(slot(0).state, SlotState::kGenerating);
       EXPECT_FALSE(kv_->IsActive(SeqId(1)));
       EXPECT_TRUE(kv_->IsSpilled(SeqId(1)));
+      // /slots says so (it said "spilled", read from the vault's flag).
+      EXPECT_STREQ(SlotDisplayState(slot(1), kv_->IsSpilled(SeqId(1))),
+                   "preempted");
+      EXPECT_STREQ(SlotDisplayState(slot(0), false), "generating");
     }
   }
   EXPECT_TRUE(saw_preempted);
