@@ -6,6 +6,7 @@
 #include "server/infill.h"
 #include "server/json_fields.h"
 #include "server/openai_codec.h"
+#include "server/openai_stream.h"
 #include "server/server_state.h"
 #include "server/stream_response.h"
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "server/openai_stream.h"
 #include "server_test_util.h"
 
 namespace kvault {
