@@ -5,7 +5,6 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
-#include <cstdlib>
 #include <cstring>
 
 #include "core/check.h"
@@ -50,22 +49,11 @@ StatusOr<RecordMac> RecordMac::FromKey(std::string key, std::string_view what) {
   return RecordMac(std::move(key));
 }
 
-StatusOr<RecordMac> RecordMac::FromFile(Env* env, const std::string& path) {
-  StatusOr<std::string> key = ReadFileToString(env, path);
-  if (!key.ok()) {
-    return InvalidArgumentError("cannot read the store key file '" + path +
-                                "': " + std::string(key.status().message()));
-  }
-  return FromKey(std::move(*key), "file '" + path + "'");
-}
-
-StatusOr<RecordMac> RecordMac::FromEnv(const std::string& name) {
-  const char* value = std::getenv(name.c_str());
-  if (value == nullptr) {
-    return InvalidArgumentError("environment variable '" + name +
-                                "' (the store key) is not set");
-  }
-  return FromKey(value, "variable '" + name + "'");
+Status RecordMac::TagMismatchError() {
+  return CorruptionError(
+             "its tag does not match: it was not written by a server "
+             "holding this store key (or was changed since)")
+      .WithReason(kReasonChecksumMismatch);
 }
 
 RecordMac::Stream::~Stream() {
@@ -126,10 +114,7 @@ StatusOr<std::span<const std::byte>> RecordMac::Open(
   const std::span<const std::byte> data =
       sealed.first(sealed.size() - kMacTagBytes);
   if (!SameTag(Tag(label, data), sealed.last(kMacTagBytes))) {
-    return CorruptionError(
-               "its tag does not match: it was not written by a server "
-               "holding this store key (or was changed since)")
-        .WithReason(kReasonChecksumMismatch);
+    return TagMismatchError();
   }
   return data;
 }

@@ -17,7 +17,6 @@
 #include <string>
 #include <string_view>
 
-#include "core/env.h"
 #include "core/status_or.h"
 
 namespace kvault {
@@ -30,14 +29,13 @@ using MacTag = std::array<std::byte, kMacTagBytes>;
 
 class RecordMac {
  public:
-  // Reads the key from file `path`: its bytes, one trailing newline
-  // dropped. InvalidArgument naming the file when it cannot be read or is
-  // shorter than kMinMacKeyBytes.
-  static StatusOr<RecordMac> FromFile(Env* env, const std::string& path);
-  // Reads the key from environment variable `name`, as FromFile.
-  static StatusOr<RecordMac> FromEnv(const std::string& name);
-  // Uses `key` (what names its origin in errors: "file F", "variable V").
+  // Uses `key` (what names its origin in errors: "--kv-store-key"; the
+  // serve command reads it from the file or variable its flags name).
+  // InvalidArgument when it is shorter than kMinMacKeyBytes.
   static StatusOr<RecordMac> FromKey(std::string key, std::string_view what);
+  // Returns the Corruption (reason checksum_mismatch) of a value whose tag
+  // does not match this server's key.
+  static Status TagMismatchError();
 
   // Returns the tag of `data` under `label`.
   MacTag Tag(std::string_view label, std::span<const std::byte> data) const;

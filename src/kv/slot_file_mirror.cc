@@ -154,10 +154,7 @@ Status SlotFileMirror::FetchTo(const std::string& key,
   }
   if (stream && !RecordMac::SameTag(stream->Final(),
                                     std::as_bytes(std::span(tag)))) {
-    return CorruptionError(
-               "its tag does not match: it was not written by a server "
-               "holding this store key (or was changed since)")
-        .WithReason(kReasonChecksumMismatch);
+    return RecordMac::TagMismatchError();
   }
   return out->Close();
 }

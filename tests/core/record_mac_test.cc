@@ -2,9 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 namespace kvault {
@@ -55,27 +52,19 @@ TEST(RecordMacTest, StreamedTagEqualsOneShot) {
   EXPECT_TRUE(RecordMac::SameTag(streamed, std::as_bytes(std::span(streamed))));
 }
 
-TEST(RecordMacTest, KeysComeFromFilesOrVariablesAndMustBeLongEnough) {
-  EXPECT_EQ(RecordMac::FromKey("short", "x").status().code(),
-            StatusCode::kInvalidArgument);
-  const std::string path =
-      (std::filesystem::temp_directory_path() / "kvault_record_mac_key")
-          .string();
-  std::ofstream(path) << "0123456789abcdef\n";
-  StatusOr<RecordMac> from_file = RecordMac::FromFile(Env::Default(), path);
-  ASSERT_TRUE(from_file.ok()) << from_file.status();
-  // The trailing newline is not part of the key.
-  EXPECT_EQ(from_file->Tag("L", Bytes("v")),
-            Key("0123456789abcdef").Tag("L", Bytes("v")));
-  std::filesystem::remove(path);
-  EXPECT_NE(RecordMac::FromFile(Env::Default(), path).status().message().find(
-                path),
+// The serve command reads the key from the file or variable its flags
+// name (distributed_e2e_test covers --kv-store-key-file); FromKey checks it.
+TEST(RecordMacTest, KeysMustBeLongEnoughAndLoseOneTrailingNewline) {
+  StatusOr<RecordMac> short_key = RecordMac::FromKey("short", "--kv-store-key");
+  EXPECT_EQ(short_key.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(short_key.status().message().find("--kv-store-key"),
             std::string::npos);
-  ::setenv("KVAULT_RECORD_MAC_TEST_KEY", "0123456789abcdef", 1);
-  StatusOr<RecordMac> from_env = RecordMac::FromEnv("KVAULT_RECORD_MAC_TEST_KEY");
-  ASSERT_TRUE(from_env.ok()) << from_env.status();
-  ::unsetenv("KVAULT_RECORD_MAC_TEST_KEY");
-  EXPECT_FALSE(RecordMac::FromEnv("KVAULT_RECORD_MAC_TEST_KEY").ok());
+  StatusOr<RecordMac> with_newline =
+      RecordMac::FromKey("0123456789abcdef\n", "x");
+  ASSERT_TRUE(with_newline.ok()) << with_newline.status();
+  EXPECT_EQ(with_newline->Tag("L", Bytes("v")),
+            Key("0123456789abcdef").Tag("L", Bytes("v")));
+  EXPECT_EQ(RecordMac::TagMismatchError().reason(), "checksum_mismatch");
 }
 
 }  // namespace
