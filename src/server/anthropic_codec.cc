@@ -285,12 +285,7 @@ StatusOr<AnthropicRequest> ParseAnthropicRequest(
   // describing them, tool_use blocks parsed back), not OpenAI's.
   fields.erase("tools");
   fields.erase("tool_choice");
-  if (FindField(body, "n_predict") == nullptr &&
-      FindField(body, "max_tokens") != nullptr) {
-    int64_t max_tokens = 0;
-    KV_RETURN_IF_ERROR(ReadInt(body, "max_tokens", 1, 1ll << 31, &max_tokens));
-    fields["n_predict"] = max_tokens;
-  }
+  KV_RETURN_IF_ERROR(LowerTokenLimit(body, {"max_tokens"}, 1, &fields));
   AnthropicRequest out;
   if (const json* stops = FindField(body, "stop_sequences")) {
     if (!stops->is_array()) {

@@ -58,6 +58,24 @@ Status ReadStop(const json& body, std::vector<std::string>* out) {
   return Status::Ok();
 }
 
+}  // namespace
+
+Status LowerTokenLimit(const json& body,
+                       std::initializer_list<const char*> keys,
+                       int64_t min_value, json* fields) {
+  if (FindField(body, "n_predict") != nullptr) return Status::Ok();
+  for (const char* key : keys) {
+    if (FindField(body, key) == nullptr) continue;
+    int64_t n = 0;
+    KV_RETURN_IF_ERROR(ReadInt(body, key, min_value, int64_t{1} << 31, &n));
+    (*fields)["n_predict"] = n;
+    return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+namespace {
+
 // Reads the integer fields that are limits (n_predict, id_slot, n_probs).
 Status ParseLimitedFields(const json& body, const CompletionLimits& limits,
                           CompletionParams* params) {

@@ -6,6 +6,7 @@
 #define KVAULT_SERVER_COMPLETION_CODEC_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -83,6 +84,15 @@ StatusOr<std::vector<TokenId>> TokenizePrompt(const nlohmann::json& prompt,
 Status ParseGenerationFields(const nlohmann::json& body,
                              const CompletionLimits& limits,
                              CompletionRequest* out);
+
+// Lowers an API's own token limit to n_predict: unless `body` has
+// n_predict, the first of `keys` it has (an integer in [min_value, 2^31];
+// errors name that field) becomes (*fields)["n_predict"]. The one mapping
+// of OpenAI's max_tokens / max_completion_tokens, the Responses API's
+// max_output_tokens and Anthropic's max_tokens.
+Status LowerTokenLimit(const nlohmann::json& body,
+                       std::initializer_list<const char*> keys,
+                       int64_t min_value, nlohmann::json* fields);
 
 // Returns OK unless the prompt has no tokens: InvalidArgument reason
 // "empty_prompt". (A prompt longer than a slot's context is answered by the

@@ -58,17 +58,12 @@ StatusOr<json> NormalizeOaiFields(const json& body, bool chat) {
         .WithReason(kReasonUnsupportedField);
   }
   KV_RETURN_IF_ERROR(MapLogprobs(body, chat, &out));
-  if (FindField(body, "n_predict") == nullptr) {
-    for (const char* key : {"max_completion_tokens", "max_tokens"}) {
-      if (!chat && std::string_view(key) == "max_completion_tokens") continue;
-      if (const json* v = FindField(body, key)) {
-        // Type errors must name the field the client sent.
-        int64_t ignored = 0;
-        KV_RETURN_IF_ERROR(ReadInt(body, key, -1, 1ll << 31, &ignored));
-        out["n_predict"] = *v;
-        break;
-      }
-    }
+  // -1 as llama-server takes it: no budget of the request's own.
+  if (chat) {
+    KV_RETURN_IF_ERROR(LowerTokenLimit(
+        body, {"max_completion_tokens", "max_tokens"}, -1, &out));
+  } else {
+    KV_RETURN_IF_ERROR(LowerTokenLimit(body, {"max_tokens"}, -1, &out));
   }
   return out;
 }

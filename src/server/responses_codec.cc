@@ -180,12 +180,7 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(
   KV_RETURN_IF_ERROR(RefuseUnsupportedFields(body));
   KV_RETURN_IF_ERROR(CheckDefaultsOnly(body));
   json fields = body;
-  if (FindField(body, "n_predict") == nullptr &&
-      FindField(body, "max_output_tokens") != nullptr) {
-    int64_t n = 0;
-    KV_RETURN_IF_ERROR(ReadInt(body, "max_output_tokens", 1, 1ll << 31, &n));
-    fields["n_predict"] = n;
-  }
+  KV_RETURN_IF_ERROR(LowerTokenLimit(body, {"max_output_tokens"}, 1, &fields));
   ResponsesRequest out;
   KV_RETURN_IF_ERROR(
       ReadBool(body, "timings_per_token", &out.timings_per_token));

@@ -510,5 +510,28 @@ TEST_F(CompletionCodecTest, TokenizeAndDetokenize) {
       "out_of_range");
 }
 
+// The one mapping of every API's token limit to n_predict.
+TEST(LowerTokenLimitTest, FirstGivenKeyBecomesNPredictUnlessNPredictIs) {
+  json fields = json::object();
+  ASSERT_TRUE(LowerTokenLimit(json{{"max_completion_tokens", 5},
+                                   {"max_tokens", 9}},
+                              {"max_completion_tokens", "max_tokens"}, -1,
+                              &fields)
+                  .ok());
+  EXPECT_EQ(fields["n_predict"], 5);
+  fields = json::object();
+  ASSERT_TRUE(LowerTokenLimit(json{{"n_predict", 3}, {"max_tokens", 9}},
+                              {"max_tokens"}, -1, &fields)
+                  .ok());
+  EXPECT_FALSE(fields.contains("n_predict"));  // the body's own stays
+  Status bad = LowerTokenLimit(json{{"max_output_tokens", 0}},
+                               {"max_output_tokens"}, 1, &fields);
+  EXPECT_EQ(bad.reason(), "out_of_range");
+  EXPECT_NE(bad.message().find("max_output_tokens"), std::string_view::npos);
+  bad = LowerTokenLimit(json{{"max_tokens", "7"}}, {"max_tokens"}, 1, &fields);
+  EXPECT_EQ(bad.message(),
+            "field 'max_tokens': expected an integer, got string \"7\"");
+}
+
 }  // namespace
 }  // namespace kvault
