@@ -29,9 +29,11 @@ GrammarCompiler::GrammarCompiler(int num_threads, bool test_hooks)
 
 GrammarCompiler::~GrammarCompiler() {
   {
+    // Run() cancels every job it takes from now on, so the queue drains at
+    // once (a job in progress was cancelled by its waiter, which stopped
+    // with the server).
     MutexLock lock(&mu_);
     stopping_ = true;
-    for (const std::shared_ptr<Job>& job : queue_) job->cancel.Raise();
   }
   work_cv_.SignalAll();
   for (std::thread& t : threads_) t.join();
