@@ -94,7 +94,14 @@ void Generation::HandleLogits(Slot& slot, std::span<const float> row) {
     event.chosen_prob = after.chosen;
   } else if (req.params.n_probs > 0) {
     event.probs = TopLogprobs(row, req.params.n_probs);
-    event.logprob = LogprobOf(row, event.token);
+    // The sampled token is usually listed: its value is there already
+    // (the same computation); another pass over the vocabulary otherwise.
+    auto listed = std::find_if(
+        event.probs.begin(), event.probs.end(),
+        [&](const TokenLogprob& p) { return p.id == event.token; });
+    event.logprob = listed != event.probs.end()
+                        ? listed->logprob
+                        : LogprobOf(row, event.token);
   }
   req.sampler.AcceptGenerated(event.token);
   req.result.tokens.push_back(event.token);

@@ -20,24 +20,6 @@ Request::Request(uint64_t id, CompletionParams p,
       stop(params.stop),
       start(EngineClock::now()) {}
 
-const char* SlotDisplayState(const Slot& slot, bool spilled) {
-  switch (slot.state) {
-    case SlotState::kIdle:
-      return spilled ? "spilled" : "idle";
-    case SlotState::kSpilled:
-      return "spilled";
-    case SlotState::kPrefilling:
-      return "prefill";
-    case SlotState::kGenerating:
-      return "generating";
-    case SlotState::kPreempted:
-      return "preempted";
-    case SlotState::kIo:
-      return "io";
-  }
-  return "?";
-}
-
 const char* SlotStateName(SlotState state) {
   switch (state) {
     case SlotState::kIdle:
@@ -54,6 +36,13 @@ const char* SlotStateName(SlotState state) {
       return "io";
   }
   return "?";
+}
+
+const char* SlotDisplayState(const Slot& slot, bool spilled) {
+  if (slot.state == SlotState::kIdle && spilled) return "spilled";
+  // /slots' name for it predates SlotState's.
+  if (slot.state == SlotState::kPrefilling) return "prefill";
+  return SlotStateName(slot.state);
 }
 
 bool IsValidTransition(SlotState from, SlotState to) {
