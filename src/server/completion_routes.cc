@@ -230,8 +230,8 @@ void HandleTasks(Api api, ServerState& state, Engine* engine,
   ReplyJson(res, out);
 }
 
-// Streams several tasks at once as one SSE stream (each task's events
-// tagged with its index, as llama-server streams them).
+// Streams one task, or several at once as one SSE stream (each task's
+// events tagged with its index, as llama-server streams them).
 void HandleStreamedTasks(Api api, ServerState& state, Engine* engine,
                          const std::vector<CompletionRequest>& requests,
                          Response& res) {
@@ -241,7 +241,9 @@ void HandleStreamedTasks(Api api, ServerState& state, Engine* engine,
   auto job = std::make_shared<StreamJob>();
   job->engine = engine;
   job->sink = *sink;
-  job->merger = std::make_unique<ChoiceStreamMerger>(!IsLlama(api));
+  if (requests.size() > 1) {
+    job->merger = std::make_unique<ChoiceStreamMerger>(!IsLlama(api));
+  }
   for (uint32_t i = 0; i < requests.size(); ++i) {
     StatusOr<uint64_t> task =
         engine->Submit(requests[i].params, (*sink)->ForTask(i));
@@ -284,19 +286,14 @@ void HandleCompletion(Api api, ServerState& state, const Request& req,
       ParseFor(api, state, req, *body, *engine, &ordered);
   if (!request.ok()) return ReplyStatus(res, request.status());
   if (auto e = ContextError(*request, *engine)) return ReplyError(res, *e);
+  if (request->stream) {
+    return HandleStreamedTasks(api, state, engine, {std::move(*request)},
+                               res);
+  }
   StatusOr<std::shared_ptr<QueueSink>> sink = QueueSink::Create();
   if (!sink.ok()) return ReplyStatus(res, sink.status());
   StatusOr<uint64_t> task = engine->Submit(request->params, *sink);
   if (!task.ok()) return ReplyStatus(res, task.status());
-  if (request->stream) {
-    auto job = std::make_shared<StreamJob>();
-    job->engine = engine;
-    job->task_ids = {*task};
-    job->sink = *sink;
-    job->formatters.push_back(MakeFormatter(api, state, *request, *engine));
-    ServeStream(std::move(job), &res);
-    return;
-  }
   std::vector<TokenEvent> events;
   StatusOr<CompletionResult> result =
       WaitForResult(engine, *task, sink->get(), req, &events);
